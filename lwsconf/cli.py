@@ -1,0 +1,80 @@
+"""The `lwsconf` command.
+
+    lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
+
+Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
+what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from lwsconf import __version__
+
+DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "sim" / "kubeconfig"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lwsconf", description="LeaderWorkerSet conformance harness")
+    parser.add_argument("--version", action="version", version=f"lwsconf {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("sim", help="the embedded simulated Kubernetes cluster")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True)
+    up = sim_sub.add_parser("up", help="run the simulated cluster in the foreground until Ctrl-C")
+    up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
+                    help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    return parser
+
+
+async def _sim_up(port: int, kubeconfig: Path) -> int:
+    from lwsconf.sim import cluster as sim_cluster
+
+    cluster = sim_cluster.SimCluster(port=port)
+    try:
+        await cluster.start()
+    except OSError as exc:
+        print(f"lwsconf: cannot listen on 127.0.0.1:{port}: {exc.strerror}; choose another --port or omit it",
+              file=sys.stderr)
+        return 2
+    try:
+        path = cluster.write_kubeconfig(kubeconfig)
+    except OSError as exc:
+        await cluster.stop()
+        print(f"lwsconf: cannot write kubeconfig {kubeconfig}: {exc.strerror}; pass a writable --kubeconfig",
+              file=sys.stderr)
+        return 2
+    print(f"API server listening on {cluster.url}", flush=True)
+    print(f"kubeconfig written to {path}", flush=True)
+    print(f"try: KUBECONFIG={path} kubectl get namespaces   (Ctrl-C to stop)", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    print("stopping the simulated cluster", flush=True)
+    await cluster.stop()
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.command == "sim" and args.sim_command == "up":
+        return asyncio.run(_sim_up(args.port, args.kubeconfig))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Server-side apply: merge an applied configuration into the live object and track field ownership.
+
+Enough of SSA for `kubectl apply --server-side` and for controllers that apply with a field manager:
+the applied configuration is merged in (strategic semantics for built-ins: keyed lists merge by their
+merge key, set lists union, maps merge; custom resources: maps merge, lists replace), ownership is
+recorded in `metadata.managedFields` with the real FieldsV1 encoding (`f:<field>`, `k:{"name":"x"}`,
+`v:"x"`, `.` markers), fields a manager stops applying are removed, and conflicts with other Apply
+managers are reported as 409 `FieldManagerConflict` causes unless `force` is set. No I/O here.
+
+Simplified compared with sigs.k8s.io/structured-merge-diff, on purpose:
+* Conflicts are checked only against other managers whose operation is Apply. Managers recorded with
+  operation Update are never in conflict and keep their entries unchanged when apply overwrites one
+  of their fields (their ownership still stops an applier from removing a field).
+* There is no OpenAPI schema. Associative lists are the strategic-merge keyed lists of `patch.STRUCTS`
+  with their single merge key (the real `x-kubernetes-list-map-keys` can be longer, e.g. container
+  ports use containerPort+protocol); set lists are the strategic `patchStrategy:"merge"` scalar lists;
+  every other list is atomic, and every map is treated as a struct (a member only when empty). For
+  custom resources the CRD's `x-kubernetes-list-type`/`map-type` markers are ignored.
+* Null values in the applied configuration are dropped (neither set nor owned).
+* A field that its manager stops applying is removed only when no other manager owns it or anything
+  beneath it; maps emptied by removals are left in place.
+* Nothing is converted between API versions: `apiVersion` in an entry is recorded as given.
+* `status` and other reset fields are merged as sent; the caller decides what a subresource may write.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from lwsconf.sim.apiserver import errors, patch
+
+Path = tuple[str, ...]
+"""A field path in FieldsV1 elements, e.g. ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")."""
+
+_STRIPPED: tuple[Path, ...] = (
+    ("f:apiVersion",), ("f:kind",), ("f:metadata", "f:name"), ("f:metadata", "f:namespace"),
+    ("f:metadata", "f:uid"), ("f:metadata", "f:resourceVersion"), ("f:metadata", "f:generation"),
+    ("f:metadata", "f:creationTimestamp"), ("f:metadata", "f:selfLink"), ("f:metadata", "f:managedFields"),
+)
+"""Paths never owned by anyone (the apiserver's strip set for managed fields)."""
+
+
+def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool,
+                      kind: str, builtin: bool, api_version: str, now: str) -> dict[str, Any]:
+    """Apply `applied` for `manager` and return the new object with updated `managedFields`.
+
+    Args:
+        live: the stored object, or None when the apply creates it.
+        applied: the decoded apply configuration (must carry apiVersion and kind).
+        manager: the field manager; required.
+        force: take ownership of conflicting fields instead of failing.
+        kind: the resource's kind (must match `applied`), picking the strategic merge facts.
+        builtin: False for custom resources (lists replace, no keyed merges).
+        api_version: the apiVersion recorded in the manager's entry.
+        now: RFC 3339 time recorded in the manager's entry ("" leaves it out).
+
+    Raises:
+        StatusError: 422 without a manager; 400 for a malformed configuration; 409 Conflict, with one
+            `FieldManagerConflict` cause per field, when another Apply manager owns a field with a
+            different value and `force` is false.
+    """
+    _check_applied(applied, kind, manager)
+    config = _without_nulls(applied)
+    mine = owned_fields(config, kind=kind, builtin=builtin)
+    obj = copy.deepcopy(live) if live is not None else {}
+    entries = _entries(obj)
+    own = next((i for i, e in enumerate(entries) if e.get("manager") == manager
+                and e.get("operation") == "Apply" and not e.get("subresource")), None)
+    sets = {i: decode(e.get("fieldsV1")) for i, e in enumerate(entries) if i != own}
+    conflicts = _conflicts(obj, config, mine, entries, sets)
+    if conflicts and not force:
+        raise _conflict_error(conflicts, entries)
+    for path, i in conflicts:
+        sets[i].discard(path)
+    previous = decode(entries[own].get("fieldsV1")) if own is not None else set()
+    _prune(obj, previous - mine, set().union(*sets.values()))
+    if isinstance(obj.get("metadata"), dict):
+        obj["metadata"].pop("managedFields", None)
+    merged = patch.strategic_merge_patch(obj, config, kind=kind) if builtin else patch.merge_patch(obj, config)
+    entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
+             "fieldsType": "FieldsV1", "fieldsV1": encode(mine)}
+    taken = {i for _, i in conflicts}
+    kept = [{**e, "fieldsV1": encode(sets[i])} if i in taken else e
+            for i, e in enumerate(entries) if i != own and sets[i]]
+    _set_entries(merged, [*kept, *([{k: v for k, v in entry.items() if v != ""}] if mine else [])])
+    return merged
+
+
+# --- the body ---------------------------------------------------------------------------------------
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that keeps unquoted timestamps as strings, as sigs.k8s.io/yaml does."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def decode_yaml(body: bytes) -> dict[str, Any]:
+    """Parse an apply body (JSON, as kubectl and the clients send it, or YAML) into one object.
+
+    Raises:
+        StatusError: 400 when the body is not one YAML/JSON map of JSON-compatible values.
+    """
+    try:
+        doc = json.loads(body, parse_constant=str)
+    except (ValueError, RecursionError):
+        try:
+            doc = yaml.load(body, Loader=_YamlLoader)  # a SafeLoader subclass: no arbitrary objects
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise errors.bad_request(f"the body of the request was not valid YAML or JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        what = "empty" if doc is None else f"a {type(doc).__name__}"
+        raise errors.bad_request(f"an apply patch must be one object (a YAML or JSON map), but the body was "
+                                 f"{what}; send the full configuration you want to own")
+    return _jsonable(doc, "")  # type: ignore[no-any-return]
+
+
+def _jsonable(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, bool):
+                key = "true" if key else "false"
+            elif isinstance(key, (int, float)) or key is None:
+                key = "null" if key is None else str(key)
+            elif not isinstance(key, str):
+                raise errors.bad_request(f"apply patch {where or '<root>'}: map key {key!r} is not a string")
+            out[key] = _jsonable(item, f"{where}.{key}")
+        return out
+    if isinstance(value, list):
+        return [_jsonable(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise errors.bad_request(f"apply patch {where}: {value} is not a JSON number")
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    raise errors.bad_request(f"apply patch {where}: a {type(value).__name__} value cannot be expressed in "
+                             "JSON; use a string")
+
+
+def _check_applied(applied: Any, kind: str, manager: str) -> None:
+    if not manager:
+        raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
+            "fieldManager", "Required value: is required for apply patch; pass ?fieldManager=<name> "
+            "(kubectl sets it with --field-manager)", reason="FieldValueRequired")])
+    if not isinstance(applied, dict):
+        raise errors.bad_request("an apply patch must be one object (a YAML or JSON map)")
+    if not applied.get("apiVersion") or not applied.get("kind"):
+        raise errors.bad_request("an apply patch must set apiVersion and kind (for example apiVersion: v1 "
+                                 "and kind: Pod)")
+    if applied["kind"] != kind:
+        raise errors.bad_request(f"the applied configuration has kind {applied['kind']!r} but this endpoint "
+                                 f"serves {kind!r}; fix kind or apply it to the {applied['kind']} endpoint")
+    metadata = applied.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise errors.bad_request("metadata in an apply patch must be an object")
+    if metadata.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil in an apply patch; remove it from the "
+                                 "applied configuration")
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    metadata = obj.get("metadata")
+    found = metadata.get("managedFields") if isinstance(metadata, dict) else None
+    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+
+def _set_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        return
+    if not entries:
+        metadata.pop("managedFields", None)
+        return
+    metadata["managedFields"] = sorted(entries, key=lambda e: tuple(str(e.get(k, "")) for k in (
+        "operation", "time", "manager", "apiVersion", "subresource")))
+
+
+# --- field sets --------------------------------------------------------------------------------------
+
+def owned_fields(config: dict[str, Any], *, kind: str, builtin: bool) -> set[Path]:
+    """The set of fields an applied configuration claims (metadata identity fields excluded).
+
+    Raises:
+        StatusError: 400 when a keyed list element lacks its merge key.
+    """
+    out: set[Path] = set()
+    _walk(config, patch.root_struct(kind) if builtin else None, (), out)
+    return {p for p in out if p != ("f:metadata",) and not any(p[:len(s)] == s for s in _STRIPPED)}
+
+
+def _walk(obj: dict[str, Any], struct: str | None, path: Path, out: set[Path]) -> None:
+    for key, value in obj.items():
+        here = (*path, f"f:{key}")
+        field = patch.field_of(struct, key)
+        if isinstance(value, dict) and value:
+            _walk(value, field.struct, here, out)
+        elif isinstance(value, list) and value and (field.key or field.as_set):
+            for item in value:
+                item_path = (*here, _element(item, field, here))
+                out.add(item_path)
+                if isinstance(item, dict):
+                    _walk(item, field.struct, item_path, out)
+        else:
+            out.add(here)
+
+
+def _element(item: Any, field: patch.PatchField, path: Path) -> str:
+    if field.as_set:
+        if isinstance(item, (dict, list)):
+            raise errors.bad_request(f"{render(path)} is a set of scalars, got {item!r}")
+        return "v:" + json.dumps(item, separators=(",", ":"))
+    if not isinstance(item, dict) or field.key not in item:
+        raise errors.bad_request(f"{render(path)}: associative list with keys has an element that omits key "
+                                 f"field {field.key!r}: {item!r}")
+    return "k:" + json.dumps({field.key: item[field.key]}, separators=(",", ":"), sort_keys=True)
+
+
+def encode(paths: Iterable[Path]) -> dict[str, Any]:
+    """FieldsV1 JSON for a set of paths: `{}` leaves, `".": {}` on members that also have children."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        for element in path:
+            node = node.setdefault(element, {})
+        node["."] = {}
+    return _render_tree(tree)
+
+
+def _render_tree(node: dict[str, Any]) -> dict[str, Any]:
+    children = {k: _render_tree(v) for k, v in sorted(node.items()) if k != "."}
+    return {".": {}, **children} if "." in node and children else children
+
+
+def decode(fields: Any, prefix: Path = ()) -> set[Path]:
+    """The member paths of a FieldsV1 document (anything malformed is skipped)."""
+    out: set[Path] = set()
+    if not isinstance(fields, dict):
+        return out
+    for key, value in fields.items():
+        if key == ".":
+            if prefix:
+                out.add(prefix)
+        elif isinstance(value, dict) and value:
+            out |= decode(value, (*prefix, key))
+        else:
+            out.add((*prefix, key))
+    return out
+
+
+def render(path: Path) -> str:
+    """The path as structured-merge-diff prints it: `.spec.containers[name="a"].image`."""
+    out = []
+    for element in path:
+        tag, _, raw = element.partition(":")
+        if tag == "f":
+            out.append(f".{raw}")
+        elif tag == "k":
+            pairs = _json(raw)
+            pairs = pairs if isinstance(pairs, dict) else {}
+            out.append("[" + ",".join(f"{k}={json.dumps(v)}" for k, v in pairs.items()) + "]")
+        else:
+            out.append(f"[={raw}]" if tag == "v" else f"[{raw}]")
+    return "".join(out)
+
+
+def _json(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+# --- resolving paths in objects ------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _get(obj: Any, path: Path) -> Any:
+    cur = obj
+    for element in path:
+        at = _locate(cur, element)
+        if at is None:
+            return _MISSING
+        cur = cur[at]
+    return cur
+
+
+def _locate(container: Any, element: str) -> Any:
+    """The dict key or list index that `element` names in `container`, or None."""
+    tag, _, raw = element.partition(":")
+    if tag == "f":
+        return raw if isinstance(container, dict) and raw in container else None
+    if not isinstance(container, list):
+        return None
+    if tag == "i":
+        return int(raw) if raw.isascii() and raw.isdigit() and int(raw) < len(container) else None
+    want = _json(raw)
+    for i, item in enumerate(container):
+        if tag == "v" and patch.identity(item) == patch.identity(want):
+            return i
+        if tag == "k" and isinstance(want, dict) and isinstance(item, dict) and all(
+                k in item and patch.identity(item[k]) == patch.identity(v) for k, v in want.items()):
+            return i
+    return None
+
+
+def _prune(obj: dict[str, Any], removed: set[Path], kept: set[Path]) -> None:
+    """Remove fields nobody applies any more, unless another manager owns them or something below."""
+    protected = {q[:i] for q in kept for i in range(1, len(q) + 1)}
+    for path in sorted(removed, key=len):
+        if path in protected:
+            continue
+        parent = _get(obj, path[:-1])
+        at = _locate(parent, path[-1]) if parent is not _MISSING else None
+        if at is not None:
+            del parent[at]
+
+
+# --- conflicts -------------------------------------------------------------------------------------
+
+def _conflicts(obj: dict[str, Any], config: dict[str, Any], mine: set[Path], entries: list[dict[str, Any]],
+               sets: dict[int, set[Path]]) -> list[tuple[Path, int]]:
+    parents = {p[:i] for p in mine for i in range(len(p))}
+    leaves = sorted(mine - parents)
+    found = []
+    for i, owned in sets.items():
+        if entries[i].get("operation") != "Apply":
+            continue
+        for path in leaves:
+            if path in owned and _get(obj, path) != _get(config, path):
+                found.append((path, i))
+    return found
+
+
+def _conflict_error(conflicts: list[tuple[Path, int]], entries: list[dict[str, Any]]) -> errors.StatusError:
+    """409 worded as the apiserver's `getConflictMessage`, plus what to do about it."""
+    owners = [json.dumps(str(entries[i].get("manager"))) for _, i in conflicts]
+    causes = [errors.Cause(render(path), f"conflict with {owner}", reason="FieldManagerConflict")
+              for (path, _), owner in zip(conflicts, owners, strict=True)]
+    if len(causes) == 1:
+        summary = f"Apply failed with 1 conflict: {causes[0].message}: {causes[0].field}"
+    else:
+        lines = [f"Apply failed with {len(causes)} conflicts:"]
+        for owner in sorted(set(owners)):
+            lines += [f"conflicts with {owner}:", *(f"- {c.field}" for c in causes if c.message.endswith(owner))]
+        summary = "\n".join(lines)
+    return errors.StatusError(
+        409, "Conflict",
+        f"{summary}\nAnother field manager applied different values for these fields. To take them over, "
+        "re-run with --force-conflicts (force=true in the API); otherwise drop them from your configuration "
+        "or apply the current values.", causes=causes)

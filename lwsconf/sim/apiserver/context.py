@@ -1,0 +1,131 @@
+"""The server's shared state, handed to every handler, plus request-decoding helpers.
+
+One `ServerContext` per API server instance: the store, the storage semantics over it, the
+registry of served types, admission, and the request journal. Handlers are plain functions of
+(context, request, target), which keeps each verb small and testable.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from lwsconf.sim.apiserver import admission, errors, resources, storage, store
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+"""Request bodies above this are refused with 413, as kube-apiserver's 3 MiB limit does."""
+
+JSON_TYPES = ("application/json", "application/yaml", "application/json-patch+json",
+              "application/merge-patch+json", "application/strategic-merge-patch+json",
+              "application/apply-patch+yaml")
+
+
+@dataclass
+class JournalEntry:
+    """One handled request, kept for diagnostics (per-namespace request journals in reports)."""
+
+    method: str
+    path: str
+    query: str
+    status: int
+    user_agent: str
+    namespace: str | None
+
+
+@dataclass
+class ServerContext:
+    db: store.Store
+    registry: resources.Registry
+    token: str
+    admission: admission.Admission = field(default_factory=admission.Admission)
+    journal: collections.deque[JournalEntry] = field(default_factory=lambda: collections.deque(maxlen=50_000))
+    port: int = 0
+
+    @property
+    def storage(self) -> storage.Storage:
+        return storage.Storage(self.db)
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+    return web.Response(body=data, status=status, content_type="application/json", headers=headers)
+
+
+def status_response(err: errors.StatusError) -> web.Response:
+    return json_response(err.to_status(), status=err.code)
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise errors.too_large(MAX_BODY_BYTES)
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise errors.too_large(MAX_BODY_BYTES) from None
+
+
+def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
+    """Parse a JSON (or YAML) request body into an object dict; 400 with the parser's reason."""
+    if not data.strip():
+        raise errors.bad_request("the request body is empty: send the object as JSON")
+    try:
+        obj = yaml.safe_load(data) if "yaml" in content_type else json.loads(data)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the body of the request was not valid JSON or YAML: {exc}") from None
+    if not isinstance(obj, dict):
+        raise errors.bad_request(
+            f"the body must be a JSON object (a Kubernetes object), got {type(obj).__name__}")
+    meta = obj.get("metadata", {})
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be a JSON object")
+    obj["metadata"] = meta
+    return obj
+
+
+def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
+    """apiVersion/kind must name this resource (filled in when absent, as the decoder does)."""
+    api_version = obj.setdefault("apiVersion", info.api_version)
+    kind = obj.setdefault("kind", info.kind)
+    if api_version != info.api_version or kind != info.kind:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) and kind ({kind}) do not match the request "
+            f"({info.api_version}, {info.kind}): send the object to the URL of its own resource type")
+
+
+def check_namespace(info: resources.ResourceInfo, obj: dict[str, Any], namespace: str | None) -> None:
+    meta = obj["metadata"]
+    if not info.namespaced:
+        meta.pop("namespace", None)
+        return
+    sent = meta.get("namespace")
+    if sent and namespace and sent != namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request")
+    meta["namespace"] = namespace or sent or ""
+
+
+def flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1")
+
+
+def dry_run(request: web.Request) -> bool:
+    value = request.query.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise errors.bad_request(f"dryRun={value!r} is not supported: the only accepted value is All")
+    return True
+
+
+def field_validation(request: web.Request) -> str:
+    value = request.query.get("fieldValidation", "Warn")  # the server default since 1.27
+    if value not in ("Ignore", "Warn", "Strict"):
+        raise errors.bad_request(f"fieldValidation={value!r}: use Ignore, Warn or Strict")
+    return value

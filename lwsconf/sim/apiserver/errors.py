@@ -1,0 +1,142 @@
+"""Kubernetes-shaped API errors.
+
+Every failure the simulated API server reports is a `StatusError` that renders to a `Status` object
+(`kind: Status, apiVersion: v1, status: Failure`) with the HTTP code, `reason` and `details` the real
+kube-apiserver uses, so that the official client raises the right `ApiException` subclass and kubectl
+prints its usual message. No I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One field-level reason inside `Status.details.causes` (as in a 422 Invalid)."""
+
+    field: str
+    message: str
+    reason: str = "FieldValueInvalid"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+@dataclass
+class StatusError(Exception):
+    """An API failure; `to_status()` gives the body, `code` the HTTP status."""
+
+    code: int
+    reason: str
+    message: str
+    kind: str | None = None
+    name: str | None = None
+    group: str | None = None
+    causes: list[Cause] = field(default_factory=list)
+    retry_after_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        Exception.__init__(self, self.message)
+
+    def to_status(self) -> dict[str, Any]:
+        details: dict[str, Any] = {}
+        if self.name is not None:
+            details["name"] = self.name
+        if self.group is not None:
+            details["group"] = self.group
+        if self.kind is not None:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = [c.to_dict() for c in self.causes]
+        if self.retry_after_seconds is not None:
+            details["retryAfterSeconds"] = self.retry_after_seconds
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            body["details"] = details
+        return body
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(404, "NotFound", f'{_qualified(resource, group)} "{name}" not found',
+                       kind=resource, name=name, group=group or None)
+
+
+def already_exists(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(409, "AlreadyExists", f'{_qualified(resource, group)} "{name}" already exists',
+                       kind=resource, name=name, group=group or None)
+
+
+def conflict(resource: str, group: str, name: str, why: str) -> StatusError:
+    return StatusError(
+        409, "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+        kind=resource, name=name, group=group or None,
+    )
+
+
+def stale_resource_version(resource: str, group: str, name: str) -> StatusError:
+    return conflict(resource, group, name,
+                    "the object has been modified; please apply your changes to the latest version and try again")
+
+
+def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusError:
+    summary = "; ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    what = f"{kind}.{group}" if group else kind
+    return StatusError(422, "Invalid", f'{what} "{name}" is invalid: {summary}',
+                       kind=kind, name=name, group=group or None, causes=causes)
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def unauthorized() -> StatusError:
+    return StatusError(401, "Unauthorized",
+                       "Unauthorized: send the bearer token from the kubeconfig that `lwsconf sim up` wrote")
+
+
+def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
+    return StatusError(403, "Forbidden", f'{_qualified(resource, group)} "{name}" is forbidden: {why}',
+                       kind=resource, name=name, group=group or None)
+
+
+def method_not_allowed(verb: str, what: str) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource: {verb} {what}")
+
+
+def unsupported_media_type(content_type: str, allowed: list[str]) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media types include: "
+                       f"{', '.join(allowed)} (got {content_type!r})")
+
+
+def too_large(limit: int) -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge",
+                       f"the request body is larger than the {limit}-byte limit of this server; split the object or "
+                       "store large data elsewhere")
+
+
+def expired(message: str = "too old resource version") -> StatusError:
+    return StatusError(410, "Expired", message)
+
+
+def gone(message: str) -> StatusError:
+    return StatusError(410, "Gone", message)
+
+
+def internal(message: str) -> StatusError:
+    return StatusError(500, "InternalError", message)

@@ -1,0 +1,233 @@
+"""The verbs on a resource: get, list, create, update (PUT), patch, delete, deletecollection.
+
+Each handler decodes the request, runs admission and calls `storage`, then renders the result.
+Side effects that belong to particular kinds (CRD registration, Service ClusterIP allocation) are
+in `hooks`; subresources are in `subresources`; watch streams in `watch`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from aiohttp import web
+
+from lwsconf.sim.apiserver import context, errors, hooks, objects, patch, routing, selectors, tables
+from lwsconf.sim.apiserver.context import ServerContext, json_response
+from lwsconf.sim.apiserver.storage import DeleteOptions
+
+
+def parse_selectors(request: web.Request, target: routing.Target) -> tuple[selectors.LabelSelector,
+                                                                           selectors.FieldSelector]:
+    label_sel = selectors.LabelSelector.parse(request.query.get("labelSelector", ""))
+    field_sel = selectors.FieldSelector.parse(request.query.get("fieldSelector", ""))
+    field_sel.check_supported(target.info.plural, target.info.group)
+    return label_sel, field_sel
+
+
+def render_object(ctx: ServerContext, request: web.Request, target: routing.Target,
+                  obj: dict[str, Any], status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+    if tables.wants_table(request.headers.get("Accept", "")):
+        return json_response(tables.to_table(target.info, [obj], list_meta={"resourceVersion": str(ctx.db.rv)},
+                                             include_object=request.query.get("includeObject", "Metadata")),
+                             status=status, headers=headers)
+    return json_response(obj, status=status, headers=headers)
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+async def get(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    assert target.name is not None
+    namespace = target.namespace or ""
+    obj = ctx.storage.must_get(target.info, namespace, target.name)
+    if tables.wants_table(request.headers.get("Accept", "")):
+        return render_object(ctx, request, target, obj)
+    return json_response(ctx.db.encoded(target.info.key, (namespace, target.name)))
+
+
+def _continue_token(rv: int, after: tuple[str, str]) -> str:
+    raw = json.dumps({"rv": rv, "start": list(after)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _parse_continue(token: str) -> tuple[str, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return (str(data["start"][0]), str(data["start"][1]))
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise errors.bad_request("continue token is invalid: restart the list without `continue`") from None
+
+
+async def list_(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    """LIST, served from indexes; `limit`/`continue` page through keys in (namespace, name) order.
+
+    Simplification: a continued list reads the current state after the last key returned, not a
+    snapshot at the first page's resourceVersion as etcd would.
+    """
+    label_sel, field_sel = parse_selectors(request, target)
+    keys = ctx.db.list_keys(target.info.key, target.namespace, label_sel, field_sel)
+    token = request.query.get("continue")
+    if token:
+        after = _parse_continue(token)
+        keys = [k for k in keys if k > after]
+    meta: dict[str, Any] = {"resourceVersion": str(ctx.db.rv)}
+    limit = _int_query(request, "limit")
+    if limit and len(keys) > limit:
+        meta["continue"] = _continue_token(ctx.db.rv, keys[limit - 1])
+        meta["remainingItemCount"] = len(keys) - limit
+        keys = keys[:limit]
+    info = target.info
+    if tables.wants_table(request.headers.get("Accept", "")):
+        table = ctx.db.table(info.key)
+        items = [table.objects[k] for k in keys]
+        return json_response(tables.to_table(info, items, list_meta=meta,
+                                             include_object=request.query.get("includeObject", "Metadata")))
+    head = json.dumps({"kind": info.list_kind_name, "apiVersion": info.api_version, "metadata": meta},
+                      separators=(",", ":")).encode()
+    body = head[:-1] + b',"items":[' + b",".join(ctx.db.encoded(info.key, k) for k in keys) + b"]}"
+    return json_response(body)
+
+
+def _int_query(request: web.Request, name: str) -> int | None:
+    value = request.query.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f"{name} must be an integer, got {value!r}") from None
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    info = target.info
+    obj = context.decode_object(await context.read_body(request), request.content_type)
+    context.check_type_meta(info, obj)
+    context.check_namespace(info, obj, target.namespace)
+    if info.has_status:
+        obj.pop("status", None)  # status is written through /status; strategies reset it on create
+    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
+    dry = context.dry_run(request)
+    hooks.before_create(ctx, info, obj, dry_run=dry)
+    stored = ctx.storage.create(info, obj, dry_run=dry)
+    if not dry:
+        hooks.after_write(ctx, info, stored)
+    return render_object(ctx, request, target, stored, status=201, warnings=warnings)
+
+
+async def update(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    assert target.name is not None
+    info = target.info
+    old = ctx.storage.must_get(info, target.namespace or "", target.name)
+    new = context.decode_object(await context.read_body(request), request.content_type)
+    return await _write_update(ctx, request, target, old, new)
+
+
+async def _write_update(ctx: ServerContext, request: web.Request, target: routing.Target,
+                        old: dict[str, Any], new: dict[str, Any]) -> web.Response:
+    info = target.info
+    context.check_type_meta(info, new)
+    context.check_namespace(info, new, target.namespace)
+    if new["metadata"].get("name", target.name) != target.name:
+        raise errors.bad_request(
+            f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({target.name})")
+    new["metadata"]["name"] = target.name
+    if new["metadata"].get("uid") and new["metadata"]["uid"] != old["metadata"]["uid"]:
+        raise errors.conflict(info.plural, info.group, target.name or "",
+                              "Precondition failed: UID in object meta does not match the stored object")
+    merged = ctx.storage.prepare_update(info, new, old, subresource=target.subresource)
+    warnings = ctx.admission.admit(info, merged, old, field_validation=context.field_validation(request),
+                                   subresource=target.subresource)
+    hooks.before_update(ctx, info, merged, old)
+    dry = context.dry_run(request)
+    stored = ctx.storage.commit_update(info, merged, old, dry_run=dry)
+    if not dry:
+        hooks.after_write(ctx, info, stored)
+    return render_object(ctx, request, target, stored, warnings=warnings)
+
+
+async def patch_(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    assert target.name is not None
+    info = target.info
+    body = await context.read_body(request)
+    content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+    old = ctx.db.get(info.key, target.namespace or "", target.name)
+    is_apply = content_type == "application/apply-patch+yaml"
+    if old is None and not is_apply:
+        raise errors.not_found(info.plural, info.group, target.name)
+    manager = request.query.get("fieldManager", "")
+    if is_apply and not manager:
+        raise errors.bad_request("fieldManager is required for apply requests (server-side apply): "
+                                 "pass ?fieldManager=<your controller's name>")
+    base = objects.deep_copy(old) if old is not None else None
+    patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
+                                manager=manager, force=context.flag(request, "force"),
+                                api_version=info.api_version, now=objects.now_rfc3339())
+    if old is None:
+        return await _create_from_apply(ctx, request, target, patched)
+    # A resourceVersion the patch itself carries is a precondition, as in kube-apiserver; the copy
+    # of `old` the patch was applied to already holds the current one.
+    patched_meta = patched.setdefault("metadata", {})
+    if not patched_meta.get("resourceVersion"):
+        patched_meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+    return await _write_update(ctx, request, target, old, patched)
+
+
+async def _create_from_apply(ctx: ServerContext, request: web.Request, target: routing.Target,
+                             obj: dict[str, Any]) -> web.Response:
+    info = target.info
+    context.check_type_meta(info, obj)
+    context.check_namespace(info, obj, target.namespace)
+    obj["metadata"]["name"] = target.name
+    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
+    dry = context.dry_run(request)
+    hooks.before_create(ctx, info, obj, dry_run=dry)
+    stored = ctx.storage.create(info, obj, dry_run=dry)
+    if not dry:
+        hooks.after_write(ctx, info, stored)
+    return render_object(ctx, request, target, stored, status=201, warnings=warnings)
+
+
+async def delete(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    assert target.name is not None
+    opts = await _delete_options(request)
+    result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
+    if not opts.dry_run:
+        hooks.after_write(ctx, target.info, result)
+    return render_object(ctx, request, target, result)
+
+
+async def _delete_options(request: web.Request) -> DeleteOptions:
+    data = await context.read_body(request)
+    body: dict[str, Any] = {}
+    if data.strip():
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise errors.bad_request(f"DeleteOptions body is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise errors.bad_request("DeleteOptions body must be a JSON object")
+        body = parsed
+    return DeleteOptions.from_body(body, dict(request.query))
+
+
+async def delete_collection(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    label_sel, field_sel = parse_selectors(request, target)
+    opts = await _delete_options(request)
+    info = target.info
+    deleted = []
+    for ns, name in ctx.db.list_keys(info.key, target.namespace, label_sel, field_sel):
+        try:
+            result = ctx.storage.delete(info, ns, name, opts)
+        except errors.StatusError as exc:
+            if exc.code == 404:
+                continue
+            raise
+        if not opts.dry_run:
+            hooks.after_write(ctx, info, result)
+        deleted.append(result)
+    return json_response({"kind": info.list_kind_name, "apiVersion": info.api_version,
+                          "metadata": {"resourceVersion": str(ctx.db.rv)}, "items": deleted})

@@ -1,0 +1,101 @@
+"""Kind-specific side effects of writes that the real apiserver performs in its REST storage.
+
+* CustomResourceDefinition: checked, given `Established` status, and (un)registered as a served
+  type, so the next discovery request sees it (apiextensions-apiserver's job).
+* Service: a ClusterIP is allocated for non-headless Services, from a loopback range, because
+  nothing the simulator allocates may leave 127.0.0.0/8 (DEVELOPERS.md, rule 2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from lwsconf.sim.apiserver import crds, errors, resources
+from lwsconf.sim.apiserver.context import ServerContext
+
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+SERVICE_KEY = ("", "services")
+CLUSTER_IP_RANGE = ipaddress.ip_network("127.96.0.0/16")
+"""Service ClusterIPs; pod IPs live elsewhere in 127.0.0.0/8 (see the kubelet)."""
+
+
+def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool) -> None:
+    if info.key == CRD_KEY:
+        _check_crd(ctx, obj)
+        obj["status"] = crds.established_status(obj)
+    elif info.key == SERVICE_KEY:
+        _allocate_cluster_ip(ctx, obj, dry_run=dry_run)
+
+
+def before_update(ctx: ServerContext, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any]) -> None:
+    if info.key == CRD_KEY and new.get("spec") != old.get("spec"):
+        _check_crd(ctx, new)
+        new["status"] = crds.established_status(new)
+    elif info.key == SERVICE_KEY:
+        old_ip = (old.get("spec") or {}).get("clusterIP")
+        spec = new.setdefault("spec", {})
+        if spec.get("clusterIP") in (None, "") and old_ip:
+            spec["clusterIP"] = old_ip
+            spec["clusterIPs"] = [old_ip]
+        elif spec.get("clusterIP") != old_ip:
+            raise errors.invalid("Service", "", new["metadata"]["name"], [errors.Cause(
+                "spec.clusterIP", "field is immutable", "FieldValueInvalid")])
+
+
+def after_write(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
+    """Keep the registry in step with CRD objects (added, changed, or gone for good)."""
+    if info.key != CRD_KEY:
+        return
+    name = obj["metadata"]["name"]
+    still_there = ctx.db.get(CRD_KEY, "", name) is not None
+    old_infos = ctx.registry.remove_crd(name)
+    for old_info in old_infos:
+        ctx.admission.forget(old_info)
+    if still_there and not obj["metadata"].get("deletionTimestamp"):
+        for new_info in crds.resource_infos(obj):
+            ctx.registry.add(new_info)
+        return
+    if still_there:
+        for old_info in old_infos:  # terminating: keep serving until the finalizers are gone
+            ctx.registry.add(old_info)
+        return
+    for old_info in old_infos[:1]:
+        ctx.db.drop_table(old_info.key)
+
+
+def _check_crd(ctx: ServerContext, crd: dict[str, Any]) -> None:
+    causes = crds.check(crd) or crds.conflicts(ctx.registry, crd)
+    if causes:
+        raise errors.invalid("CustomResourceDefinition", "apiextensions.k8s.io", crd["metadata"].get("name", ""),
+                             causes)
+
+
+def _allocate_cluster_ip(ctx: ServerContext, svc: dict[str, Any], *, dry_run: bool) -> None:
+    spec = svc.setdefault("spec", {})
+    wanted = spec.get("clusterIP")
+    if wanted == "None":
+        spec["clusterIPs"] = ["None"]
+        return
+    used = {(s.get("spec") or {}).get("clusterIP") for t in [ctx.db.table(SERVICE_KEY)] for s in t.objects.values()}
+    if wanted:
+        try:
+            addr = ipaddress.ip_address(wanted)
+        except ValueError:
+            addr = None
+        if addr is None or addr not in CLUSTER_IP_RANGE:
+            raise errors.invalid("Service", "", svc["metadata"].get("name", ""), [errors.Cause(
+                "spec.clusterIP", f"Invalid value: {wanted!r}: provided IP is not in the valid range. "
+                f"The range of valid IPs is {CLUSTER_IP_RANGE}")])
+        if wanted in used:
+            raise errors.invalid("Service", "", svc["metadata"].get("name", ""), [errors.Cause(
+                "spec.clusterIP", f"Invalid value: {wanted!r}: provided IP is already allocated")])
+        spec["clusterIPs"] = [wanted]
+        return
+    for host in CLUSTER_IP_RANGE.hosts():
+        ip = str(host)
+        if ip not in used and not ip.endswith(".0"):
+            spec["clusterIP"] = ip
+            spec["clusterIPs"] = [ip]
+            return
+    raise errors.StatusError(500, "InternalError", f"the ClusterIP range {CLUSTER_IP_RANGE} is exhausted")

@@ -1,0 +1,214 @@
+"""REST storage semantics on top of the store: what create, update and delete *mean* in Kubernetes.
+
+This is the counterpart of the apiserver's generic registry (`registry/generic/registry/store.go`):
+system metadata (uid, creationTimestamp, generateName), optimistic concurrency on resourceVersion,
+generation bumps on spec changes only, status-subresource isolation, dry-run, graceful and
+finalizer-gated deletion, namespace lifecycle (no new content in a missing or terminating namespace).
+Admission (defaulting and validation) is a separate step the handlers run before calling in here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lwsconf.sim.apiserver import errors, objects, resources, store
+
+NAMESPACES: store.ResourceKey = ("", "namespaces")
+PODS: store.ResourceKey = ("", "pods")
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    """The parts of metav1.DeleteOptions the server honours."""
+
+    propagation_policy: str | None = None
+    grace_period_seconds: int | None = None
+    precondition_uid: str | None = None
+    precondition_rv: str | None = None
+    dry_run: bool = False
+
+    @staticmethod
+    def from_body(body: dict[str, Any], query: dict[str, str]) -> DeleteOptions:
+        """Merge the JSON body and query parameters (kubectl uses either)."""
+        pre = body.get("preconditions") or {}
+        policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+        if policy is None and (body.get("orphanDependents") or query.get("orphanDependents") == "true"):
+            policy = "Orphan"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise errors.bad_request(
+                f"propagationPolicy {policy!r} is not supported: use Background, Foreground or Orphan")
+        grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+        try:
+            grace_int = None if grace is None else int(grace)
+        except (TypeError, ValueError):
+            raise errors.bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
+        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
+        return DeleteOptions(policy, grace_int, pre.get("uid"), pre.get("resourceVersion"), bool(dry))
+
+
+class Storage:
+    """Create/update/delete with Kubernetes semantics over one `store.Store`."""
+
+    def __init__(self, db: store.Store) -> None:
+        self.db = db
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def must_get(self, info: resources.ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.db.get(info.key, namespace, name)
+        if obj is None:
+            raise errors.not_found(info.plural, info.group, name)
+        return obj
+
+    def check_namespace_open(self, namespace: str) -> None:
+        """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
+        ns = self.db.get(NAMESPACES, "", namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", "", namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden("namespaces", "", namespace,
+                                   f"unable to create new content in namespace {namespace} "
+                                   "because it is being terminated")
+
+    # --- create -----------------------------------------------------------------------------
+
+    def create(self, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Stamp system metadata and store a new object (the caller has run admission)."""
+        meta = obj["metadata"]
+        if info.namespaced:
+            self.check_namespace_open(meta["namespace"])
+        if not meta.get("name"):
+            meta["name"] = self._free_generated_name(info, meta)
+        if self.db.get(info.key, meta.get("namespace", ""), meta["name"]) is not None:
+            raise errors.already_exists(info.plural, info.group, meta["name"])
+        for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(system_field, None)
+        meta["uid"] = objects.new_uid()
+        meta["creationTimestamp"] = objects.now_rfc3339()
+        if info.tracks_generation or info.is_custom:
+            meta["generation"] = 1
+        if dry_run:
+            meta["resourceVersion"] = str(self.db.rv)
+            return obj
+        return self.db.put(info.key, obj)
+
+    def _free_generated_name(self, info: resources.ResourceInfo, meta: dict[str, Any]) -> str:
+        prefix = meta.get("generateName") or ""
+        for _ in range(8):
+            name = objects.generated_name(prefix)
+            if self.db.get(info.key, meta.get("namespace", ""), name) is None:
+                return name
+        raise errors.StatusError(500, "AlreadyExists", f"could not find a free name with prefix {prefix!r}; retry")
+
+    # --- update -----------------------------------------------------------------------------
+
+    def prepare_update(self, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any], *,
+                       subresource: str | None) -> dict[str, Any]:
+        """Fold server-owned state from `old` into `new`, before admission validates it.
+
+        Raises 409 when `new` names a stale resourceVersion. A status write changes only status
+        (plus nothing else, as for CRDs); a main-resource write keeps the old status when the
+        resource has a status subresource.
+        """
+        meta = new.setdefault("metadata", {})
+        old_meta = old["metadata"]
+        sent_rv = meta.get("resourceVersion")
+        if sent_rv and sent_rv != old_meta["resourceVersion"]:
+            raise errors.stale_resource_version(info.plural, info.group, old_meta["name"])
+        if not sent_rv and info.is_custom and subresource is None:
+            raise errors.invalid(info.kind, info.group, old_meta["name"], [errors.Cause(
+                "metadata.resourceVersion", "must be specified for an update", "FieldValueInvalid")])
+        if subresource == "status":
+            merged = objects.deep_copy(old)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            return merged
+        for kept in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                     "generation", "namespace", "name"):
+            if kept in old_meta:
+                meta[kept] = old_meta[kept]
+            else:
+                meta.pop(kept, None)
+        if info.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        if (info.tracks_generation or info.is_custom) and objects.spec_changed(old, new):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        return new
+
+    def commit_update(self, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any], *,
+                      dry_run: bool = False) -> dict[str, Any]:
+        """Store an admitted update; finishing a deletion when the last finalizer went away."""
+        if new == old:
+            return old
+        if dry_run:
+            return new
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not self._blocks_removal(info, new):
+            removed = self.db.remove(info.key, meta.get("namespace", ""), meta["name"])
+            return removed if removed is not None else new
+        return self.db.put(info.key, new)
+
+    @staticmethod
+    def _blocks_removal(info: resources.ResourceInfo, obj: dict[str, Any]) -> bool:
+        if obj["metadata"].get("finalizers"):
+            return True
+        if info.key == NAMESPACES and (obj.get("spec") or {}).get("finalizers"):
+            return True
+        # A graceful pod deletion waits for its kubelet to confirm with grace period 0.
+        return info.key == PODS and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
+
+    # --- delete -----------------------------------------------------------------------------
+
+    def delete(self, info: resources.ResourceInfo, namespace: str, name: str,
+               opts: DeleteOptions) -> dict[str, Any]:
+        """Delete now, or mark for deletion when finalizers or a grace period must run first."""
+        old = self.must_get(info, namespace, name)
+        meta = old["metadata"]
+        if opts.precondition_uid and opts.precondition_uid != meta["uid"]:
+            raise errors.conflict(info.plural, info.group, name,
+                                  f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                                  f"UID in object meta: {meta['uid']}")
+        if opts.precondition_rv and opts.precondition_rv != meta["resourceVersion"]:
+            raise errors.conflict(info.plural, info.group, name,
+                                  f"Precondition failed: ResourceVersion in precondition: {opts.precondition_rv}, "
+                                  f"ResourceVersion in object meta: {meta['resourceVersion']}")
+        new = objects.deep_copy(old)
+        nmeta = new["metadata"]
+        finalizers: list[str] = list(nmeta.get("finalizers") or [])
+        extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(opts.propagation_policy or "")
+        if extra and extra not in finalizers and not meta.get("deletionTimestamp"):
+            finalizers.append(extra)
+        if finalizers:
+            nmeta["finalizers"] = finalizers
+        grace = self._grace_seconds(info, new, opts)
+        if grace and not (meta.get("deletionGracePeriodSeconds") or 0) and meta.get("deletionTimestamp"):
+            grace = 0  # a second graceful delete cannot lengthen the first one
+        if not meta.get("deletionTimestamp") or grace < (meta.get("deletionGracePeriodSeconds") or 0):
+            nmeta["deletionTimestamp"] = objects.now_rfc3339()
+            nmeta["deletionGracePeriodSeconds"] = grace
+        if info.key == NAMESPACES:
+            new.setdefault("status", {})["phase"] = "Terminating"
+        if self._blocks_removal(info, new):
+            return self.commit_update(info, new, old, dry_run=opts.dry_run)
+        if opts.dry_run:
+            return old
+        removed = self.db.remove(info.key, namespace, name)
+        return removed if removed is not None else old
+
+    @staticmethod
+    def _grace_seconds(info: resources.ResourceInfo, obj: dict[str, Any], opts: DeleteOptions) -> int:
+        """Pods on a node terminate gracefully (their kubelet finishes the delete); others at once."""
+        if info.key != PODS or not (obj.get("spec") or {}).get("nodeName"):
+            return 0
+        if opts.grace_period_seconds is not None:
+            return max(0, opts.grace_period_seconds)
+        phase = (obj.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return 0
+        return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))

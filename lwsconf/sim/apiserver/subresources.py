@@ -1,0 +1,147 @@
+"""Subresources: status, scale, pods/binding, pods/eviction, namespaces/finalize, pods/log, proxy.
+
+`status` reuses the main update path with status isolation (see `storage.prepare_update`).
+`scale` presents an `autoscaling/v1` Scale view of any scalable object and writes the replicas back
+through the normal update path, so admission (schema bounds, CEL) still runs.
+`log` and `proxy` forward to the node agent or pod address, as kube-apiserver does; see `proxy`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from lwsconf.sim.apiserver import (
+    context,
+    errors,
+    handlers,
+    hooks,
+    objects,
+    patch,
+    proxy,
+    routing,
+    selectors,
+    storage,
+)
+from lwsconf.sim.apiserver.context import ServerContext, json_response
+
+
+async def dispatch(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
+    sub, method = target.subresource, request.method
+    if sub == "status":
+        if method == "GET":
+            return await handlers.get(ctx, request, target)
+        if method == "PUT":
+            return await handlers.update(ctx, request, target)
+        if method == "PATCH":
+            return await handlers.patch_(ctx, request, target)
+    elif sub == "scale":
+        if method == "GET":
+            return json_response(_scale_of(ctx, target))
+        if method in ("PUT", "PATCH"):
+            return await _write_scale(ctx, request, target)
+    elif sub == "binding" and method == "POST":
+        return await _bind(ctx, request, target)
+    elif sub == "eviction" and method == "POST":
+        return await _evict(ctx, request, target)
+    elif sub == "finalize" and method == "PUT":
+        return await _finalize(ctx, request, target)
+    elif sub == "log" and method == "GET":
+        return await proxy.pod_log(ctx, request, target)
+    elif sub == "proxy":
+        return await proxy.forward(ctx, request, target)
+    raise errors.method_not_allowed(method, f"{target.info.plural}/{sub}")
+
+
+def _scale_of(ctx: ServerContext, target: routing.Target) -> dict[str, Any]:
+    assert target.name is not None and target.info.scale is not None
+    obj = ctx.storage.must_get(target.info, target.namespace or "", target.name)
+    spec = target.info.scale
+    meta = obj["metadata"]
+    status: dict[str, Any] = {"replicas": int(objects.get_path(obj, spec.status_replicas_path) or 0)}
+    if spec.label_selector_path:
+        selector = objects.get_path(obj, spec.label_selector_path)
+        if isinstance(selector, dict):  # built-ins keep a LabelSelector; Scale wants the string form
+            selector = str(selectors.LabelSelector.from_dict(selector))
+        if selector:
+            status["selector"] = selector
+    return {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                     if k in meta},
+        "spec": {"replicas": int(objects.get_path(obj, spec.spec_replicas_path) or 0)},
+        "status": status,
+    }
+
+
+async def _write_scale(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    assert target.name is not None and target.info.scale is not None
+    current = _scale_of(ctx, target)
+    body = await context.read_body(request)
+    if request.method == "PUT":
+        scale = context.decode_object(body, request.content_type)
+    else:
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        scale = patch.apply_patch(current, body, content_type, kind="Scale", builtin=True,
+                                  manager=request.query.get("fieldManager", ""),
+                                  force=context.flag(request, "force"), api_version="autoscaling/v1",
+                                  now=objects.now_rfc3339())
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
+            "spec.replicas", f"Invalid value: {replicas!r}: must be a non-negative integer")])
+    sent_rv = (scale.get("metadata") or {}).get("resourceVersion")
+    old = ctx.storage.must_get(target.info, target.namespace or "", target.name)
+    if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+        raise errors.stale_resource_version(target.info.plural, target.info.group, target.name)
+    new = objects.deep_copy(old)
+    objects.set_path(new, target.info.scale.spec_replicas_path, replicas)
+    main = routing.Target(target.info, target.namespace, target.name, None, "")
+    merged = ctx.storage.prepare_update(target.info, new, old, subresource=None)
+    ctx.admission.admit(target.info, merged, old)
+    ctx.storage.commit_update(target.info, merged, old, dry_run=context.dry_run(request))
+    return json_response(_scale_of(ctx, main))
+
+
+async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    """POST pods/binding: set spec.nodeName once, as the scheduler does."""
+    assert target.name is not None
+    binding = context.decode_object(await context.read_body(request), request.content_type)
+    node = ((binding.get("target") or {}).get("name")) or ""
+    if not node:
+        raise errors.invalid("Binding", "", target.name, [errors.Cause("target.name", "Required value",
+                                                                        "FieldValueRequired")])
+    old = ctx.storage.must_get(target.info, target.namespace or "", target.name)
+    if (old.get("spec") or {}).get("nodeName"):
+        raise errors.conflict("pods", "", target.name,
+                              f"pod {target.name} is already assigned to node {old['spec']['nodeName']!r}")
+    if old["metadata"].get("deletionTimestamp"):
+        raise errors.conflict("pods", "", target.name, "pod is being deleted, cannot be assigned to a host")
+    new = objects.deep_copy(old)
+    new["spec"]["nodeName"] = node
+    ctx.storage.commit_update(target.info, new, old, dry_run=context.dry_run(request))
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                          "code": 201}, status=201)
+
+
+async def _evict(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    """POST pods/eviction: a delete honouring the eviction's DeleteOptions (no PDBs are served)."""
+    assert target.name is not None
+    eviction = context.decode_object(await context.read_body(request), request.content_type)
+    opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
+    result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
+    hooks.after_write(ctx, target.info, result)
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                          "code": 201}, status=201)
+
+
+async def _finalize(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    """PUT namespaces/NAME/finalize: only `spec.finalizers` changes (the namespace controller's exit)."""
+    assert target.name is not None
+    sent = context.decode_object(await context.read_body(request), request.content_type)
+    old = ctx.storage.must_get(target.info, "", target.name)
+    new = objects.deep_copy(old)
+    new.setdefault("spec", {})["finalizers"] = list((sent.get("spec") or {}).get("finalizers") or [])
+    stored = ctx.storage.commit_update(target.info, new, old)
+    return json_response(stored)

@@ -1,0 +1,143 @@
+"""Watch streams: newline-delimited JSON events, as `?watch=true` returns them.
+
+Semantics follow kube-apiserver's watch cache:
+
+* no `resourceVersion` (or "0"): synthetic ADDED events for the current state, then changes;
+* `resourceVersion=N`: every change after N, replayed from the bounded history; N older than the
+  history gives one ERROR event carrying a 410 Expired Status, after which clients relist;
+* `sendInitialEvents=true` (the WatchList protocol, on by default in client-go 1.37 and so in
+  `kubectl wait`): synthetic ADDED events, then a BOOKMARK annotated
+  `k8s.io/initial-events-end: "true"`; without it `kubectl wait` never completes;
+* `allowWatchBookmarks=true`: periodic BOOKMARKs carrying the current resourceVersion;
+* `timeoutSeconds`: the server closes the stream after that long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from aiohttp import web
+
+from lwsconf.sim.apiserver import errors, handlers, routing, store, tables
+from lwsconf.sim.apiserver.context import ServerContext
+
+DEFAULT_TIMEOUT_SECONDS = 1800.0
+BOOKMARK_INTERVAL_SECONDS = 2.0
+
+
+class WatchSession:
+    """One open watch: its filters, its output encoding, and the stream it writes to."""
+
+    def __init__(self, ctx: ServerContext, request: web.Request, target: routing.Target) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.info = target.info
+        label_sel, field_sel = handlers.parse_selectors(request, target)
+        self.watcher = store.Watcher(target.namespace, label_sel, field_sel)
+        self.as_table = tables.wants_table(request.headers.get("Accept", ""))
+        self.bookmarks = request.query.get("allowWatchBookmarks", "").lower() == "true"
+        self.response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+
+    def encode(self, event_type: str, obj: dict[str, Any]) -> bytes:
+        if self.as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+            return json.dumps(tables.to_table_watch_event(self.info, event_type, obj),
+                              separators=(",", ":")).encode() + b"\n"
+        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    def bookmark(self, *, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(self.ctx.db.rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": self.info.kind, "apiVersion": self.info.api_version, "metadata": meta}
+        return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    def initial_events(self) -> list[bytes]:
+        keys = self.ctx.db.list_keys(self.info.key, self.watcher.namespace, self.watcher.label_selector,
+                                self.watcher.field_selector)
+        table = self.ctx.db.table(self.info.key)
+        return [self.encode("ADDED", table.objects[k]) for k in keys]
+
+    def backlog(self) -> list[bytes] | None:
+        """What the client must see before live events, or None when its resourceVersion expired."""
+        query = self.request.query
+        rv_text = query.get("resourceVersion", "")
+        if query.get("sendInitialEvents", "").lower() == "true":
+            return [*self.initial_events(), self.bookmark(initial_end=True)]
+        if rv_text in ("", "0"):
+            return self.initial_events()
+        try:
+            rv = int(rv_text)
+        except ValueError:
+            raise errors.bad_request(f"resourceVersion must be a decimal string, got {rv_text!r}") from None
+        replay = self.ctx.db.replay_since(self.info.key, rv)
+        if replay is None:
+            return None
+        out = []
+        for event in replay:
+            seen = self.watcher.translate(event)
+            if seen is not None:
+                out.append(self.encode(seen.type, seen.obj))
+        return out
+
+
+async def serve(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
+    session = WatchSession(ctx, request, target)
+    timeout = _timeout(request)
+    ctx.db.subscribe(target.info.key, session.watcher)
+    try:
+        backlog = session.backlog()  # computed right after subscribing: no event can fall in between
+        await session.response.prepare(request)
+        if backlog is None:
+            expired = errors.expired(f"too old resource version: {request.query.get('resourceVersion')} "
+                                     f"({ctx.db.table(target.info.key).compacted_rv})")
+            await session.response.write(json.dumps({"type": "ERROR", "object": expired.to_status()}).encode() + b"\n")
+            return session.response
+        for line in backlog:
+            await session.response.write(line)
+        await _pump(session, time.monotonic() + timeout)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        ctx.db.unsubscribe(target.info.key, session.watcher)
+    return session.response
+
+
+def _timeout(request: web.Request) -> float:
+    value = request.query.get("timeoutSeconds")
+    if not value:
+        return DEFAULT_TIMEOUT_SECONDS
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        raise errors.bad_request(f"timeoutSeconds must be a number, got {value!r}") from None
+
+
+async def _pump(session: WatchSession, deadline: float) -> None:
+    """Copy live events to the client until the deadline, a disconnect or server shutdown."""
+    queue = session.watcher.queue
+    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL_SECONDS
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return
+        wait = min(deadline, next_bookmark) - now if session.bookmarks else deadline - now
+        try:
+            event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.0))
+        except TimeoutError:
+            if session.bookmarks and time.monotonic() >= next_bookmark:
+                await session.response.write(session.bookmark())
+                next_bookmark = time.monotonic() + BOOKMARK_INTERVAL_SECONDS
+            continue
+        if event is None:
+            return
+        chunk = [session.encode(event.type, event.obj)]
+        while not queue.empty():  # drain bursts into one write
+            more = queue.get_nowait()
+            if more is None:
+                await session.response.write(b"".join(chunk))
+                return
+            chunk.append(session.encode(more.type, more.obj))
+        await session.response.write(b"".join(chunk))

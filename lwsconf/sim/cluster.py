@@ -1,0 +1,132 @@
+"""The simulated cluster as one unit: the API server plus the controllers that run beside it.
+
+`SimCluster` is what `lwsconf sim up` and the test fixtures start. The controllers are HTTP clients
+of the API server, exactly as kube-controller-manager is, and share no Python state with it.
+
+    async with SimCluster() as cluster:          # in an event loop
+        cluster.write_kubeconfig(path)
+
+    with RunningSimCluster() as cluster:          # from sync code: runs on a background loop
+        kubernetes.config.load_kube_config(str(cluster.kubeconfig))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import TracebackType
+
+from lwsconf import _loopthread, kubeclient
+from lwsconf.sim.apiserver import app
+
+log = logging.getLogger("lwsconf.sim")
+
+Runner = Callable[[asyncio.Event], Awaitable[None]]
+ControllerFactory = Callable[[kubeclient.Client], Runner]
+"""Given a client of the API server (the controller's own), an async `run(stop_event)`."""
+
+
+def default_controllers() -> list[tuple[str, ControllerFactory]]:
+    """The controllers every simulated cluster runs."""
+    from lwsconf.sim.controllers import garbage_collector, namespace_controller
+
+    return [
+        ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),
+        ("namespace-controller", lambda c: namespace_controller.NamespaceController(c).run),
+    ]
+
+
+class SimCluster:
+    """API server + controllers on the current event loop."""
+
+    def __init__(self, *, port: int = 0, token: str | None = None,
+                 controllers: list[tuple[str, ControllerFactory]] | None = None) -> None:
+        self.apiserver = app.APIServer(port=port, token=token)
+        self._controllers = default_controllers() if controllers is None else controllers
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._clients: list[kubeclient.Client] = []
+
+    @property
+    def url(self) -> str:
+        return self.apiserver.url
+
+    @property
+    def token(self) -> str:
+        return self.apiserver.token
+
+    async def start(self) -> None:
+        await self.apiserver.start()
+        for name, factory in self._controllers:
+            client = kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name)
+            self._clients.append(client)
+            self._tasks.append(asyncio.create_task(self._supervise(name, factory(client)), name=name))
+
+    async def _supervise(self, name: str, run: Runner) -> None:
+        """Keep a controller running: a crash is logged and the controller restarted after a pause."""
+        while not self._stop.is_set():
+            try:
+                await run(self._stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller %s crashed; restarting in 1 s", name)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=1.0)
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for client in self._clients:
+            await client.close()
+        self._clients.clear()
+        await self.apiserver.stop()
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        return self.apiserver.write_kubeconfig(path)
+
+    async def __aenter__(self) -> SimCluster:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class RunningSimCluster:
+    """A SimCluster on a background event loop, for sync code; writes a kubeconfig to a temp dir."""
+
+    def __init__(self, **kwargs: object) -> None:
+        self._kwargs = kwargs
+        self._loop = _loopthread.LoopThread("lwsconf-sim")
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.cluster: SimCluster | None = None
+        self.kubeconfig = Path()
+
+    def __enter__(self) -> RunningSimCluster:
+        self._loop.start()
+
+        async def make() -> SimCluster:
+            cluster = SimCluster(**self._kwargs)  # type: ignore[arg-type]
+            await cluster.start()
+            return cluster
+
+        self.cluster = self._loop.run(make())
+        self._tmp = tempfile.TemporaryDirectory(prefix="lwsconf-sim-")
+        self.kubeconfig = self.cluster.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.cluster is not None:
+            self._loop.run(self.cluster.stop())
+        self._loop.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
