@@ -1,0 +1,93 @@
+"""Declaring a conformance test: metadata plus a body (Gateway API's ConformanceTest, as a decorator).
+
+    @conformance(
+        short_name="GroupRestartOnWorkerCrash",
+        description="A crashed worker container recreates its whole group (lws-contract.md 4.2).",
+        features={Feature.GROUP_RESTART},
+    )
+    def test_group_restart_on_worker_crash(lws: LWSHarness) -> None: ...
+
+The decorator only attaches a frozen `TestSpec` and pytest markers. The suite, not the test, decides
+whether a test runs or is SKIPPED / NOT_SUPPORTED (fixtures/selection.py). Public API: `conformance`,
+`TestSpec`, `Outcome`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+import pytest
+
+from lwsconf import profiles
+from lwsconf.features import Feature
+
+__all__ = ["Outcome", "TestSpec", "conformance", "spec_of"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_SHORT_NAME = re.compile(r"^[A-Z][A-Za-z0-9]+$")
+SPEC_ATTR = "__lwsconf_spec__"
+
+
+class Outcome(StrEnum):
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+    PROVISIONAL_SKIPPED = "PROVISIONAL_SKIPPED"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """What a conformance test checks and needs; read by the suite and written into reports."""
+
+    __test__ = False  # not a pytest test class
+
+    short_name: str
+    description: str
+    features: frozenset[Feature]
+    manifests: tuple[str, ...] = ()
+    slow: bool = False
+    serial: bool = False
+    disruptive: bool = False
+    provisional: bool = False
+    profiles: tuple[str, ...] = field(default=())
+
+    @property
+    def kebab_name(self) -> str:
+        """`GroupRestartOnWorkerCrash` -> `group-restart-on-worker-crash` (manifest and object names)."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "-", self.short_name).lower()
+
+
+def conformance(*, short_name: str, description: str, features: Iterable[Feature], manifests: Iterable[str] = (),
+                slow: bool = False, serial: bool = False, disruptive: bool = False,
+                provisional: bool = False) -> Callable[[F], F]:
+    """Mark a test function as a conformance test with the given metadata."""
+    feats = frozenset(features)
+    if not _SHORT_NAME.match(short_name):
+        raise ValueError(f"short_name {short_name!r} must be UpperCamelCase letters and digits")
+    if not feats:
+        raise ValueError(f"conformance test {short_name} must declare at least one feature")
+    spec = TestSpec(short_name=short_name, description=description, features=feats, manifests=tuple(manifests),
+                    slow=slow, serial=serial, disruptive=disruptive, provisional=provisional,
+                    profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))
+
+    def decorate(fn: F) -> F:
+        setattr(fn, SPEC_ATTR, spec)
+        marks = [pytest.mark.lwsconf(short_name=short_name)]
+        marks += [getattr(pytest.mark, flag) for flag in ("slow", "serial", "disruptive") if getattr(spec, flag)]
+        for mark in marks:
+            fn = mark(fn)
+        return fn
+
+    return decorate
+
+
+def spec_of(obj: Any) -> TestSpec | None:
+    """The TestSpec of a test function (or a pytest item's function), if it is a conformance test."""
+    fn = getattr(obj, "function", obj)
+    spec = getattr(fn, SPEC_ATTR, None)
+    return spec if isinstance(spec, TestSpec) else None

@@ -1,0 +1,82 @@
+"""Conformance features: the stable names an implementation claims support for.
+
+A feature names one observable capability of the LeaderWorkerSet API (with the contract section
+that defines it). Tests declare the features they exercise; a run claims features through profiles
+or flags; a test whose features are not all claimed is NOT_SUPPORTED rather than failed (Gateway API's
+model, /work/shared/design/anchors.md section 1). Names are part of the report format: never rename
+one, add a new one instead. No I/O here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Feature(StrEnum):
+    """Each member: the capability, and the lws-contract.md section it comes from."""
+
+    OBJECT_MODEL = "LWSObjectModel"
+    """Leader/worker StatefulSets, pods, hostnames and Services named as in section 2."""
+    LABELS = "LWSLabelsAndAnnotations"
+    """Labels and annotations of section 3.1/3.2 on every LWS-owned object."""
+    ENV_INJECTION = "LWSEnvInjection"
+    """LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX as containers observe them (section 3.3)."""
+    DEFAULTING = "LWSDefaulting"
+    """A created LWS reads back with every default of section 1.3."""
+    VALIDATION = "LWSValidation"
+    """Invalid specs (section 5.1, V1-V24) are rejected; the explicitly accepted ones are not."""
+    GROUP_RESTART = "LWSRecreateGroupOnPodRestart"
+    """A failed or deleted pod recreates its whole group (section 4.2)."""
+    RESTART_POLICY_NONE = "LWSRestartPolicyNone"
+    """Under restartPolicy None only the failed container restarts (section 4.2)."""
+    RECREATE_AFTER_START = "LWSRecreateGroupAfterStart"
+    """RecreateGroupAfterStart leaves still-starting groups alone (section 4.2)."""
+    SCALING = "LWSScaling"
+    """spec.replicas up, down (highest index first), to and from 0 (section 4.3)."""
+    SCALE_SUBRESOURCE = "LWSScaleSubresource"
+    """/scale and status.hpaPodSelector (section 4.3)."""
+    ROLLING_UPDATE = "LWSRollingUpdate"
+    """Group-by-group template rollout from the highest index (section 4.4)."""
+    ROLLING_UPDATE_MAX_UNAVAILABLE = "LWSRollingUpdateMaxUnavailable"
+    """maxUnavailable counted in groups (section 4.4.3-4.4.5)."""
+    ROLLING_UPDATE_MAX_SURGE = "LWSRollingUpdateMaxSurge"
+    """maxSurge counted in groups, surge released highest first (section 4.4.7)."""
+    ROLLING_UPDATE_PARTITION = "LWSRollingUpdatePartition"
+    """rollingUpdateConfiguration.partition (section 4.4.6)."""
+    STATUS_CONDITIONS = "LWSStatusConditions"
+    """Status counters and Available/Progressing/UpdateInProgress conditions (section 4.5)."""
+    LEADER_SERVICE = "LWSLeaderOnlyService"
+    """A Service selecting leaders routes real traffic to leaders only (sections 2.6, 3.1)."""
+    STARTUP_LEADER_CREATED = "LWSStartupPolicyLeaderCreated"
+    """Workers are created without waiting for the leader (section 4.1)."""
+    STARTUP_LEADER_READY = "LWSStartupPolicyLeaderReady"
+    """No worker StatefulSet exists before its leader is Ready (section 4.1)."""
+    EXCLUSIVE_PLACEMENT = "LWSExclusivePlacement"
+    """One group per topology domain, workers pinned to their leader's domain (section 4.7)."""
+    SUBGROUPS = "LWSSubGroupPolicy"
+    """subGroupPolicy labels, annotations and index formula (section 4.8)."""
+    SUBDOMAIN_UNIQUE_PER_REPLICA = "LWSSubdomainUniquePerReplica"
+    """networkConfig.subdomainPolicy UniquePerReplica and switching policies (section 4.9)."""
+    VOLUME_CLAIM_TEMPLATES = "LWSVolumeClaimTemplates"
+    """PVCs named after leader and worker pods (section 4.10)."""
+    DELETION = "LWSDeletion"
+    """Deleting an LWS (foreground) removes everything it created (section 4.12)."""
+    VLLM_MULTI_NODE = "VLLMMultiNode"
+    """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
+
+
+ALL: frozenset[Feature] = frozenset(Feature)
+
+
+def parse(names: str, *, where: str) -> frozenset[Feature]:
+    """Parse a comma-separated list of feature names; errors name the source and the valid names."""
+    out: set[Feature] = set()
+    for raw in (n.strip() for n in names.split(",")):
+        if not raw:
+            continue
+        try:
+            out.add(Feature(raw))
+        except ValueError:
+            valid = ", ".join(sorted(f.value for f in Feature))
+            raise ValueError(f"unknown feature {raw!r} in {where}; valid features: {valid}") from None
+    return frozenset(out)

@@ -1,0 +1,84 @@
+"""Conformance profiles: named bundles of features an implementation can claim as a whole.
+
+Claiming a profile claims its core features. Its extended features are claimed one by one (or with
+--all-features); the report lists the supported and unsupported extended features per profile, as
+Gateway API's ConformanceProfile does. GPU-SMOKE is never part of conformance, as Kubernetes keeps
+GPUs out of its own conformance program. No I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lwsconf.features import Feature
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    core: frozenset[Feature]
+    extended: frozenset[Feature] = frozenset()
+
+    @property
+    def features(self) -> frozenset[Feature]:
+        return self.core | self.extended
+
+
+LWS_CORE = Profile(
+    "LWS-CORE",
+    "What every LeaderWorkerSet implementation must do: the object model, labels, env, defaulting, "
+    "validation, group restart, scaling, basic rolling updates, status and deletion.",
+    core=frozenset({
+        Feature.OBJECT_MODEL, Feature.LABELS, Feature.ENV_INJECTION, Feature.DEFAULTING, Feature.VALIDATION,
+        Feature.GROUP_RESTART, Feature.RESTART_POLICY_NONE, Feature.SCALING, Feature.SCALE_SUBRESOURCE,
+        Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE, Feature.STATUS_CONDITIONS,
+        Feature.STARTUP_LEADER_CREATED, Feature.DELETION,
+    }),
+)
+
+LWS_EXTENDED = Profile(
+    "LWS-EXTENDED",
+    "Optional but portable API features: surge, partition, startup gating, exclusive placement, subgroups, "
+    "per-replica subdomains, volume claim templates, RecreateGroupAfterStart.",
+    core=frozenset(),
+    extended=frozenset({
+        Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_PARTITION, Feature.STARTUP_LEADER_READY,
+        Feature.EXCLUSIVE_PLACEMENT, Feature.SUBGROUPS, Feature.SUBDOMAIN_UNIQUE_PER_REPLICA,
+        Feature.VOLUME_CLAIM_TEMPLATES, Feature.RECREATE_AFTER_START,
+    }),
+)
+
+LWS_SERVING = Profile(
+    "LWS-SERVING",
+    "Serving traffic: a leader-only Service reaches leaders of every group, also while a group restarts.",
+    core=frozenset({Feature.LEADER_SERVICE}),
+)
+
+GPU_SMOKE = Profile(
+    "GPU-SMOKE",
+    "Real multi-node vLLM on GPU nodes; runs only where GPU nodes exist.",
+    core=frozenset({Feature.VLLM_MULTI_NODE}),
+)
+
+ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, GPU_SMOKE)}
+DEFAULT = ("LWS-CORE", "LWS-EXTENDED", "LWS-SERVING")
+
+
+def parse(names: str, *, where: str) -> tuple[Profile, ...]:
+    out = []
+    for raw in (n.strip() for n in names.split(",")):
+        if not raw:
+            continue
+        if raw not in ALL:
+            raise ValueError(f"unknown profile {raw!r} in {where}; valid profiles: {', '.join(ALL)}")
+        out.append(ALL[raw])
+    return tuple(out)
+
+
+def profile_of(feature: Feature) -> Profile:
+    """The profile a feature belongs to (each feature is in exactly one)."""
+    for profile in ALL.values():
+        if feature in profile.features:
+            return profile
+    raise KeyError(f"feature {feature} belongs to no profile")

@@ -1,0 +1,94 @@
+"""The reconcile contract and the runner that drives it (controller-runtime's shape, in asyncio).
+
+A reconciler implements `async reconcile(req: Request) -> Result`. It is level-based: the request
+names an object, never an event, and the reconciler reads current state from informer caches,
+computes the desired state and applies the difference. Outcomes:
+
+* return `Result()` — done until something changes;
+* return `Result(requeue_after=s)` — look again in `s` seconds (e.g. waiting on a deletion);
+* raise `TerminalError` — logged, not retried (the input can never succeed as it is);
+* raise anything else — retried with per-key exponential backoff.
+
+`Controller` owns the work queue and the workers; the queue de-duplicates keys and never hands one
+key to two workers at once, so a reconcile for one LeaderWorkerSet never races another for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from lwsconf import kubeclient
+
+log = logging.getLogger("lwsconf.reconciler")
+
+
+@dataclass(frozen=True, order=True)
+class Request:
+    """What to reconcile: one object by namespace and name (no event, no object contents)."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """A failure retrying cannot fix; the key is dropped until the object changes again."""
+
+
+class Reconciler(Protocol):
+    async def reconcile(self, req: Request) -> Result: ...
+
+
+class Controller:
+    """A named work queue of Requests plus `workers` concurrent reconcile loops."""
+
+    def __init__(self, name: str, reconciler: Reconciler, *, workers: int = 2) -> None:
+        if workers < 1:
+            raise ValueError(f"controller {name}: workers must be >= 1, got {workers}")
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = workers
+        self.queue: kubeclient.WorkQueue[Request] = kubeclient.WorkQueue(name=name)
+        self._ids = itertools.count(1)
+
+    def enqueue(self, req: Request) -> None:
+        self.queue.add(req)
+
+    async def _reconcile_one(self, req: Request) -> float | None:
+        reconcile_id = next(self._ids)
+        try:
+            result = await self.reconciler.reconcile(req)
+        except TerminalError as exc:
+            log.error("%s reconcile #%d %s: giving up: %s", self.name, reconcile_id, req, exc)
+            return None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("%s reconcile #%d %s failed: %s", self.name, reconcile_id, req, exc)
+            raise
+        log.debug("%s reconcile #%d %s done (requeue_after=%s)", self.name, reconcile_id, req,
+                  result.requeue_after)
+        return result.requeue_after
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run the workers until `stop` is set, then drain and shut the queue down."""
+        tasks = [asyncio.create_task(kubeclient.run_worker(self.queue, self._reconcile_one),
+                                     name=f"{self.name} worker {i}") for i in range(self.workers)]
+        try:
+            await stop.wait()
+        finally:
+            self.queue.shutdown()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,65 @@
+"""The waiting primitives: eventual success, timeout messages with state, convergence streaks."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from lwsconf.waits import core
+
+
+def test_wait_until_returns_the_first_passing_value() -> None:
+    counter = itertools.count()
+
+    def check() -> int:
+        n = next(counter)
+        if n < 3:
+            raise core.NotYet(f"only {n}")
+        return n
+
+    assert core.wait_until(check, what="three attempts", timeout=5, poll=0.001) == 3
+
+
+def test_timeout_message_names_the_wait_the_last_reason_and_the_state() -> None:
+    def never() -> None:
+        raise core.NotYet("group 1 still on revision abc")
+
+    with pytest.raises(core.WaitTimeout) as err:
+        core.wait_until(never, what="LWS demo Available", timeout=0.05, poll=0.01, describe=lambda: "pods: demo-0 Pending")
+    text = str(err.value)
+    assert "waiting for LWS demo Available" in text and "group 1 still on revision abc" in text
+    assert "pods: demo-0 Pending" in text and err.value.attempts >= 2
+
+
+def test_assertion_errors_count_as_not_yet() -> None:
+    with pytest.raises(core.WaitTimeout, match="expected 2 got 1"):
+        core.wait_until(lambda: (_ for _ in ()).throw(AssertionError("expected 2 got 1")), what="x", timeout=0.03,
+                        poll=0.01)
+
+
+def test_terminal_stops_early() -> None:
+    calls = itertools.count()
+
+    def gone() -> None:
+        next(calls)
+        raise core.Terminal("LWS was deleted")
+
+    with pytest.raises(core.WaitTimeout, match="gave up early: LWS was deleted"):
+        core.wait_until(gone, what="x", timeout=10, poll=0.01)
+    assert next(calls) == 1
+
+
+def test_must_converge_resets_its_streak_on_failure() -> None:
+    results = iter([True, True, False, True, True, True])
+    seen: list[bool] = []
+
+    def check() -> bool:
+        ok = next(results)
+        seen.append(ok)
+        if not ok:
+            raise core.NotYet("a worker answered")
+        return ok
+
+    assert core.must_converge(check, what="leaders only", successes=3, within=5, poll=0.001)
+    assert seen == [True, True, False, True, True, True]
