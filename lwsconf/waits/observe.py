@@ -1,0 +1,93 @@
+"""What a failed wait prints: the observed state of a LeaderWorkerSet's namespace, as short tables.
+
+Used by every wait's `describe`, so a timeout reads like `kubectl get lws,sts,pods` plus recent events
+instead of "timed out". Reads through the official client only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes import client
+
+from lwsconf import workloads
+
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+REV_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+
+
+def _rows(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)] if rows else [len(h) for h in header]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) for row in [header, *rows]]
+    return "\n".join("  " + line.rstrip() for line in lines)
+
+
+def raw(response: Any) -> dict[str, Any]:
+    """Decode a `_preload_content=False` response: dicts, not typed models (faster, and no Optional noise)."""
+    return json.loads(response.data)  # type: ignore[no-any-return]
+
+
+def pods(api: client.ApiClient, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+    items = raw(client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=label_selector,
+                                                          _preload_content=False))["items"]
+    return items  # type: ignore[no-any-return]
+
+
+def statefulsets(api: client.ApiClient, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+    items = raw(client.AppsV1Api(api).list_namespaced_stateful_set(namespace, label_selector=label_selector,
+                                                                   _preload_content=False))["items"]
+    return items  # type: ignore[no-any-return]
+
+
+def get_lws(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    return raw(client.CustomObjectsApi(api).get_namespaced_custom_object(
+        workloads.GROUP, workloads.VERSION, namespace, workloads.PLURAL, name, _preload_content=False))
+
+
+def describe_lws(api: client.ApiClient, namespace: str, name: str) -> str:
+    try:
+        lws = get_lws(api, namespace, name)
+    except client.ApiException as exc:
+        return f"LeaderWorkerSet {namespace}/{name}: {exc.status} {exc.reason}"
+    status = lws.get("status") or {}
+    conds = ", ".join(f"{c['type']}={c['status']}" for c in status.get("conditions") or []) or "none"
+    return (f"LeaderWorkerSet {namespace}/{name}: generation {lws['metadata'].get('generation')}, "
+            f"spec.replicas {lws['spec'].get('replicas')}, status replicas={status.get('replicas')} "
+            f"ready={status.get('readyReplicas')} updated={status.get('updatedReplicas')} "
+            f"observedGeneration={status.get('observedGeneration')}; conditions: {conds}")
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | None = None) -> str:
+    """LWS status, StatefulSets, pods and the latest events of a namespace."""
+    parts = [describe_lws(api, namespace, lws_name)] if lws_name else []
+    sts_rows = []
+    for s in statefulsets(api, namespace):
+        spec, status = s.get("spec") or {}, s.get("status") or {}
+        partition = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition", "")
+        sts_rows.append([s["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas')}",
+                         str(partition), (s["metadata"].get("labels") or {}).get(REV_LABEL, "")])
+    parts.append("StatefulSets:\n" + _rows(["NAME", "READY", "PARTITION", "REVISION"], sts_rows))
+    pod_rows = []
+    for p in pods(api, namespace):
+        meta, status = p["metadata"], p.get("status") or {}
+        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "-")
+        restarts = sum(cs.get("restartCount", 0) for cs in status.get("containerStatuses") or [])
+        phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
+        pod_rows.append([meta["name"], phase, str(ready), str(restarts), (p.get("spec") or {}).get("nodeName", ""),
+                         (meta.get("labels") or {}).get(REV_LABEL, ""), meta.get("uid", "")[:8]])
+    parts.append("Pods:\n" + _rows(["NAME", "PHASE", "READY", "RESTARTS", "NODE", "REVISION", "UID"], pod_rows))
+    events = raw(client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False))["items"]
+    events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")))
+    ev_rows = [[e.get("type", ""), e.get("reason", ""),
+                f"{(e.get('involvedObject') or {}).get('kind')}/{(e.get('involvedObject') or {}).get('name')}",
+                (e.get("message") or "")[:100]] for e in events[-12:]]
+    parts.append("Recent events:\n" + _rows(["TYPE", "REASON", "OBJECT", "MESSAGE"], ev_rows))
+    return "\n".join(parts)

@@ -1,0 +1,106 @@
+"""Building the workloads conformance tests deploy: LeaderWorkerSets running the probe program.
+
+One way to build workloads: `probe_lws(...)` returns an LWS manifest (a dict) whose pods run
+`lwsconf/probe/probe.py` from a stock python image, mounted from a ConfigMap that
+`probe_configmap(...)` builds. The same manifest runs on sim (the simulator runs the program as a
+process), kind and real clusters. Pods learn their identity through the downward API (POD_NAME,
+POD_NAMESPACE, POD_IP, NODE_NAME), and readiness follows the probe's /readyz, which tests can flip.
+No I/O here.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from lwsconf import probe
+
+GROUP, VERSION, PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
+API_VERSION = f"{GROUP}/{VERSION}"
+PROBE_IMAGE = "python:3.12-slim"
+PROBE_PORT = 8080
+PROBE_CONFIGMAP = "lwsconf-probe"
+PROBE_MOUNT = "/lwsconf"
+
+Obj = dict[str, Any]
+
+
+def probe_configmap(name: str = PROBE_CONFIGMAP) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"probe.py": probe.source()}}
+
+
+def _field_env(name: str, path: str) -> Obj:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def probe_container(name: str = "probe", *, extra_env: list[Obj] | None = None) -> Obj:
+    """A container running the probe program, ready when /readyz answers 200."""
+    return {
+        "name": name,
+        "image": PROBE_IMAGE,
+        "command": ["python", f"{PROBE_MOUNT}/probe.py", "--port", str(PROBE_PORT)],
+        "ports": [{"name": "http", "containerPort": PROBE_PORT}],
+        "env": [_field_env("POD_NAME", "metadata.name"), _field_env("POD_NAMESPACE", "metadata.namespace"),
+                _field_env("POD_IP", "status.podIP"), _field_env("NODE_NAME", "spec.nodeName"),
+                *(extra_env or [])],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": PROBE_PORT}, "periodSeconds": 1,
+                           "failureThreshold": 1},
+        "volumeMounts": [{"name": "lwsconf-probe", "mountPath": PROBE_MOUNT, "readOnly": True}],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+    }
+
+
+def probe_pod_template(*, labels: dict[str, str] | None = None, container: Obj | None = None,
+                       resources: dict[str, Any] | None = None) -> Obj:
+    c = copy.deepcopy(container or probe_container())
+    if resources:
+        c["resources"] = resources
+    template: Obj = {
+        "spec": {
+            "containers": [c],
+            "volumes": [{"name": "lwsconf-probe", "configMap": {"name": PROBE_CONFIGMAP}}],
+            "terminationGracePeriodSeconds": 1,
+        },
+    }
+    if labels:
+        template["metadata"] = {"labels": dict(labels)}
+    return template
+
+
+def probe_lws(name: str, *, replicas: int = 2, size: int = 2, restart_policy: str | None = None,
+              leader_labels: dict[str, str] | None = None, separate_leader: bool = True,
+              rollout: Obj | None = None, startup_policy: str | None = None,
+              annotations: dict[str, str] | None = None, network: Obj | None = None,
+              subgroup: Obj | None = None, resources: dict[str, Any] | None = None) -> Obj:
+    """An LWS of `replicas` groups of `size` probe pods; optional fields are left to the server's defaults."""
+    lwt: Obj = {"size": size, "workerTemplate": probe_pod_template(resources=resources)}
+    if separate_leader:
+        lwt["leaderTemplate"] = probe_pod_template(labels=leader_labels, resources=resources,
+                                                   container=probe_container("leader"))
+    if restart_policy is not None:
+        lwt["restartPolicy"] = restart_policy
+    if subgroup is not None:
+        lwt["subGroupPolicy"] = subgroup
+    spec: Obj = {"replicas": replicas, "leaderWorkerTemplate": lwt}
+    if rollout is not None:
+        spec["rolloutStrategy"] = rollout
+    if startup_policy is not None:
+        spec["startupPolicy"] = startup_policy
+    if network is not None:
+        spec["networkConfig"] = network
+    meta: Obj = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": API_VERSION, "kind": "LeaderWorkerSet", "metadata": meta, "spec": spec}
+
+
+def with_worker_env(lws: Obj, name: str, value: str) -> Obj:
+    """A copy whose worker (and leader) containers carry one more env entry: a template change."""
+    out = copy.deepcopy(lws)
+    lwt = out["spec"]["leaderWorkerTemplate"]
+    for template in (lwt.get("workerTemplate"), lwt.get("leaderTemplate")):
+        if template:
+            for c in template["spec"]["containers"]:
+                c.setdefault("env", []).append({"name": name, "value": value})
+    return out
