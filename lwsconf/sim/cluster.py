@@ -32,11 +32,13 @@ ControllerFactory = Callable[[kubeclient.Client], Runner]
 
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
     """The controllers every simulated cluster runs."""
-    from lwsconf.sim.controllers import garbage_collector, namespace_controller
+    from lwsconf.sim.controllers import endpoints, endpointslice, garbage_collector, namespace_controller
 
     return [
         ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),
         ("namespace-controller", lambda c: namespace_controller.NamespaceController(c).run),
+        ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c).run),
+        ("endpoints-controller", lambda c: endpoints.EndpointsController(c).run),
     ]
 
 
@@ -64,13 +66,13 @@ class SimCluster:
         for name, factory in self._controllers:
             client = kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name)
             self._clients.append(client)
-            self._tasks.append(asyncio.create_task(self._supervise(name, factory(client)), name=name))
+            self._tasks.append(asyncio.create_task(self._supervise(name, factory, client), name=name))
 
-    async def _supervise(self, name: str, run: Runner) -> None:
-        """Keep a controller running: a crash is logged and the controller restarted after a pause."""
+    async def _supervise(self, name: str, factory: ControllerFactory, client: kubeclient.Client) -> None:
+        """Keep a controller running: a crash is logged and a fresh instance started after a pause."""
         while not self._stop.is_set():
             try:
-                await run(self._stop)
+                await factory(client)(self._stop)
             except asyncio.CancelledError:
                 raise
             except Exception:
