@@ -32,13 +32,20 @@ ControllerFactory = Callable[[kubeclient.Client], Runner]
 
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
     """The controllers every simulated cluster runs."""
-    from lwsconf.sim.controllers import endpoints, endpointslice, garbage_collector, namespace_controller
+    from lwsconf.sim.controllers import (
+        endpoints,
+        endpointslice,
+        garbage_collector,
+        namespace_controller,
+        scheduler,
+    )
 
     return [
         ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),
         ("namespace-controller", lambda c: namespace_controller.NamespaceController(c).run),
         ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c).run),
         ("endpoints-controller", lambda c: endpoints.EndpointsController(c).run),
+        ("scheduler", lambda c: scheduler.Scheduler(c).run),
     ]
 
 

@@ -118,8 +118,16 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
                               f"pod {target.name} is already assigned to node {old['spec']['nodeName']!r}")
     if old["metadata"].get("deletionTimestamp"):
         raise errors.conflict("pods", "", target.name, "pod is being deleted, cannot be assigned to a host")
+    sent_uid = (binding.get("metadata") or {}).get("uid")
+    if sent_uid and sent_uid != old["metadata"]["uid"]:
+        raise errors.conflict("pods", "", target.name, "Precondition failed: UID in precondition does not match")
     new = objects.deep_copy(old)
     new["spec"]["nodeName"] = node
+    # As BindingREST does: the bound pod reports PodScheduled=True.
+    conditions = [c for c in (new.setdefault("status", {}).get("conditions") or []) if c.get("type") != "PodScheduled"]
+    conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                       "lastTransitionTime": objects.now_rfc3339()})
+    new["status"]["conditions"] = conditions
     ctx.storage.commit_update(target.info, new, old, dry_run=context.dry_run(request))
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                           "code": 201}, status=201)

@@ -132,7 +132,9 @@ def test_binding_sets_node_name_once(core: client.CoreV1Api, sim_api: SimAPI) ->
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
     assert sim_api.request("POST", "/api/v1/namespaces/default/pods/p/binding", json=binding).status_code == 201
-    assert core.read_namespaced_pod("p", "default").spec.node_name == "node-1"
+    bound = core.read_namespaced_pod("p", "default")
+    assert bound.spec.node_name == "node-1"
+    assert {c.type: c.status for c in bound.status.conditions}["PodScheduled"] == "True"
     again = sim_api.request("POST", "/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert again.status_code == 409
 
