@@ -1,6 +1,7 @@
 """The `lwsconf` command.
 
     lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
+    lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -68,6 +69,11 @@ async def _sim_up(port: int, kubeconfig: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
+        from lwsconf.deviceplugin import cli as deviceplugin_cli
+
+        return deviceplugin_cli.main(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
