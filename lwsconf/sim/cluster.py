@@ -33,11 +33,14 @@ ControllerFactory = Callable[[kubeclient.Client], Runner]
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
     """The controllers every simulated cluster runs."""
     from lwsconf.sim.controllers import (
+        daemonset,
+        deployment,
         endpoints,
         endpointslice,
         garbage_collector,
         namespace_controller,
         scheduler,
+        statefulset,
     )
 
     return [
@@ -46,6 +49,9 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c).run),
         ("endpoints-controller", lambda c: endpoints.EndpointsController(c).run),
         ("scheduler", lambda c: scheduler.Scheduler(c).run),
+        ("statefulset-controller", lambda c: statefulset.StatefulSetController(c).run),
+        ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
+        ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
     ]
 
 
