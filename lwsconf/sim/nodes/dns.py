@@ -1,0 +1,262 @@
+"""Cluster DNS for process containers: the names CoreDNS would answer, written into /etc/hosts files.
+
+The sim runs no DNS server. Instead `ClusterDNS` follows Services and Pods (all namespaces, fed by
+informer handlers) and computes the A records CoreDNS's `kubernetes` plugin serves
+(https://github.com/kubernetes/dns/blob/master/docs/specification.md):
+
+* a Service with a ClusterIP: `<svc>.<ns>.svc.<domain>` -> the ClusterIP;
+* a headless Service (clusterIP None) with a selector: the same name -> the IPs of its endpoints,
+  i.e. the selected pods that have an IP, are not terminal and are Ready, or all of them when
+  `publishNotReadyAddresses` is set (as the EndpointSlice controller decides);
+* such an endpoint whose pod has `spec.hostname` and `spec.subdomain` naming that Service:
+  `<hostname>.<svc>.<ns>.svc.<domain>` -> its IP. LWS relies on this: its headless Service
+  publishes not-ready addresses, so `LWS_LEADER_ADDRESS` (`<N>-<i>.<N>.<ns>`) resolves early.
+
+A pod's resolver would try its search path (`<ns>.svc.<domain> svc.<domain> <domain>`); a hosts
+file cannot search, so each record is written under every name the search path makes resolvable
+from that pod: the full name, without `.<domain>`, without `.svc.<domain>`, and (same namespace
+only) the bare `<svc>` / `<hostname>.<svc>`.
+
+Each running pod gets a hosts file (`open_hosts_file`) that starts with the kubelet's own managed
+content (`managedHostsFileContent` in kubelet_pods.go: localhost lines, the pod's IP with its
+hostname, hostAliases) and is rewritten IN PLACE (same inode) whenever the records change, so a
+bind mount of it over /etc/hosts sees every update. Writes are coalesced: many informer events in
+one loop turn give one rewrite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+CLUSTER_DOMAIN = "cluster.local"
+HEADER = "# Kubernetes-managed hosts file.\n"
+LOCAL_LINES = ("127.0.0.1\tlocalhost\n"
+               "::1\tlocalhost ip6-localhost ip6-loopback\n"
+               "fe00::0\tip6-localnet\n"
+               "fe00::0\tip6-mcastprefix\n"
+               "fe00::1\tip6-allnodes\n"
+               "fe00::2\tip6-allrouters\n")
+
+
+class _Informer(Protocol):
+    def add_handler(self, handler: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class Record:
+    """One A record: `stem` is the name below `<ns>.svc.<domain>` (`svc` or `host.svc`)."""
+
+    stem: str
+    namespace: str
+    ip: str
+
+
+def pod_hostname(pod: Obj) -> tuple[str, str]:
+    """(hostname, subdomain) as the kubelet gives them: spec.hostname or the pod name, capped at
+    63 characters without a trailing '-' or '.' (`GeneratePodHostNameAndDomain`)."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    hostname = str(spec.get("hostname") or meta.get("name") or "")
+    if len(hostname) > 63:
+        hostname = hostname[:63].rstrip("-.")
+    return hostname, str(spec.get("subdomain") or "")
+
+
+def _ready(pod: Obj) -> bool:
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def _selects(selector: Obj, pod: Obj) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def compute_records(services: Iterable[Obj], pods: Iterable[Obj]) -> list[Record]:
+    """Every A record the cluster's Services and Pods give (see the module docstring)."""
+    by_ns: dict[str, list[Obj]] = defaultdict(list)
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("podIP") and status.get("phase") not in ("Succeeded", "Failed"):
+            by_ns[(pod.get("metadata") or {}).get("namespace") or ""].append(pod)
+    records: list[Record] = []
+    for svc in services:
+        meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
+        name, ns = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+        if spec.get("type") == "ExternalName":
+            continue
+        cluster_ip = spec.get("clusterIP")
+        if cluster_ip and cluster_ip != "None":
+            records.append(Record(name, ns, str(cluster_ip)))
+            continue
+        selector = spec.get("selector")
+        if cluster_ip != "None" or not selector:
+            continue
+        for pod in by_ns.get(ns, ()):
+            if not _selects(selector, pod) or not (spec.get("publishNotReadyAddresses") or _ready(pod)):
+                continue
+            ip = str(pod["status"]["podIP"])
+            records.append(Record(name, ns, ip))
+            pspec = pod.get("spec") or {}
+            if pspec.get("hostname") and pspec.get("subdomain") == name:
+                records.append(Record(f"{pspec['hostname']}.{name}", ns, ip))
+    return records
+
+
+def names_for(record: Record, namespace: str, domain: str = CLUSTER_DOMAIN) -> list[str]:
+    """The names under which `record` resolves for a pod in `namespace` (its search path applied)."""
+    base = f"{record.stem}.{record.namespace}"
+    names = [f"{base}.svc.{domain}", f"{base}.svc", base]
+    if record.namespace == namespace:
+        names.append(record.stem)
+    return names
+
+
+def managed_hosts(pod: Obj, pod_ips: Iterable[str], domain: str = CLUSTER_DOMAIN) -> str:
+    """The kubelet's managed /etc/hosts content for `pod` (before any cluster records)."""
+    hostname, subdomain = pod_hostname(pod)
+    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    lines = [HEADER, LOCAL_LINES]
+    for ip in pod_ips:
+        if subdomain:
+            lines.append(f"{ip}\t{hostname}.{subdomain}.{namespace}.svc.{domain}\t{hostname}\n")
+        else:
+            lines.append(f"{ip}\t{hostname}\n")
+    aliases = (pod.get("spec") or {}).get("hostAliases") or ()
+    if aliases:
+        lines.append("\n# Entries added by HostAliases.\n")
+        for alias in aliases:
+            lines.append(f"{alias.get('ip')}\t" + "\t".join(alias.get("hostnames") or ()) + "\n")
+    return "".join(lines)
+
+
+class HostsFile:
+    """A hosts file kept current for one pod; rewritten in place, never replaced."""
+
+    def __init__(self, owner: ClusterDNS, path: Path, pod: Obj, pod_ip: str) -> None:
+        self.owner, self.path, self.pod, self.pod_ip = owner, path, pod, pod_ip
+        self.namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        self.writes = 0
+
+    def render(self, records: Iterable[Record]) -> str:
+        head = managed_hosts(self.pod, [self.pod_ip] if self.pod_ip else [], self.owner.cluster_domain)
+        lines = sorted({f"{r.ip}\t" + "\t".join(names_for(r, self.namespace, self.owner.cluster_domain)) + "\n"
+                        for r in records})
+        return head + "\n# Cluster DNS (lwsconf sim: what CoreDNS answers, with this pod's search path).\n" + \
+            "".join(lines)
+
+    def sync(self, records: Iterable[Record]) -> bool:
+        """Write the current content if it changed (same inode); True when written."""
+        data = self.render(records).encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            old = os.read(fd, len(data) + 1)
+            if old == data:
+                return False
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+        self.writes += 1
+        return True
+
+    def close(self) -> None:
+        """Stop updating this file (the file stays)."""
+        self.owner.close_hosts_file(self.path)
+
+
+class ClusterDNS:
+    """Name -> IP records of a simulated cluster, and the hosts files that publish them.
+
+    Feed it with `attach(pods_informer, services_informer)` (all namespaces) or call `on_pod` /
+    `on_service` (informer handler signature) yourself.
+    """
+
+    def __init__(self, *, cluster_domain: str = CLUSTER_DOMAIN, flush_delay: float = 0.02) -> None:
+        self.cluster_domain = cluster_domain
+        self.flush_delay = flush_delay
+        self._pods: dict[tuple[str, str], Obj] = {}
+        self._services: dict[tuple[str, str], Obj] = {}
+        self._files: dict[Path, HostsFile] = {}
+        self._records: list[Record] | None = None
+        self._scheduled: asyncio.TimerHandle | None = None
+
+    def attach(self, pods: _Informer, services: _Informer) -> None:
+        """Follow these informers (add before they start to see the initial objects)."""
+        pods.add_handler(self.on_pod)
+        services.add_handler(self.on_service)
+
+    def on_pod(self, event_type: str, obj: Obj, old: Obj | None = None) -> None:
+        self._apply(self._pods, event_type, obj)
+
+    def on_service(self, event_type: str, obj: Obj, old: Obj | None = None) -> None:
+        self._apply(self._services, event_type, obj)
+
+    def _apply(self, table: dict[tuple[str, str], Obj], event_type: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if event_type == "DELETED":
+            table.pop(key, None)
+        else:
+            table[key] = obj
+        self._records = None
+        self._schedule_flush()
+
+    def records(self) -> list[Record]:
+        if self._records is None:
+            self._records = compute_records(self._services.values(), self._pods.values())
+        return self._records
+
+    def lookup(self, name: str, namespace: str = "") -> list[str]:
+        """The IPs `name` resolves to for a pod in `namespace` (sorted; [] when unknown)."""
+        name = name.rstrip(".")
+        return sorted({r.ip for r in self.records() if name in names_for(r, namespace, self.cluster_domain)})
+
+    # --- hosts files ---------------------------------------------------------------------------
+
+    def open_hosts_file(self, path: Path, pod: Obj, pod_ip: str) -> HostsFile:
+        """Write `path` for `pod` now and keep it current until closed (re-opening replaces)."""
+        hosts = HostsFile(self, Path(path), pod, pod_ip)
+        self._files[hosts.path] = hosts
+        hosts.sync(self.records())
+        return hosts
+
+    def close_hosts_file(self, path: Path) -> None:
+        self._files.pop(Path(path), None)
+
+    def flush(self) -> int:
+        """Rewrite every hosts file whose content changed now; returns how many were written."""
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
+        records = self.records()
+        written = 0
+        for hosts in list(self._files.values()):
+            try:
+                written += hosts.sync(records)
+            except OSError as exc:  # the pod directory went away under us
+                log.warning("cannot update hosts file %s: %s", hosts.path, exc)
+        return written
+
+    def _schedule_flush(self) -> None:
+        if not self._files:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        if self._scheduled is None:
+            self._scheduled = loop.call_later(self.flush_delay, self.flush)

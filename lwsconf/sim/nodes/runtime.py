@@ -1,0 +1,383 @@
+"""The sim's container runtime: real processes for the containers it can run safely.
+
+Most simulated containers are emulated by stages (no process at all). A container whose image is
+a Python image (`python*`, or anything containing `lwsconf-probe`) and whose command runs the
+Python interpreter on `-c` code, a `-m` module of the standard library (or `lwsconf.*` in the
+probe image), or a script inside one of its volumes is run as a real process by the host's Python
+interpreter (the sim's own). Nothing else is ever executed: an image's command is otherwise
+arbitrary code for another machine.
+
+Every process is made to look as if it were in its pod (see `launcher.py` for how):
+
+* mode "namespaces" (root and a working `unshare`, checked once and logged): a private mount, PID
+  and UTS namespace with its volumes at their mountPaths, its own /etc/hosts (kept current by
+  `dns.ClusterDNS`) and hostname; the host's files are visible read-only;
+* mode "shim" (otherwise): argv paths under a mountPath are rewritten to the host paths and a
+  `sitecustomize` (in `pyshim/`) redirects file functions, hostname and name lookups.
+
+In both modes a bind to all addresses goes to the pod IP (each pod shares the host's loopback),
+stdout and stderr go to the container's log file, each container is its own process group
+(SIGTERM, then SIGKILL after the grace period, to the whole group), and processes die with the
+sim: `close()` kills them all, an exit hook does too, and the kernel kills them should the sim's
+process die without either (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lwsconf.sim.nodes import launcher
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MODE_NAMESPACES, MODE_SHIM = "namespaces", "shim"
+MODE_ENV = "LWSCONF_SIM_RUNTIME_MODE"
+LAUNCHER = Path(launcher.__file__).resolve()
+PYSHIM = Path(__file__).resolve().parent / "pyshim"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+EXEC_COMMANDS = ("cat", "ls", "test", "[", "true", "false", "echo", "stat", "grep", "head", "tail")
+"""Exec-probe commands run besides Python: harmless readers of the container's own files."""
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """Everything needed to start one container process.
+
+    `argv` is the expanded command + args (`env.expand_argv`); `mounts` maps mountPaths to host
+    paths (`volumes.materialize`); `read_only` lists mountPaths mounted read-only
+    (`volumes.read_only_mounts`); `hosts_path` is the pod's hosts file (`dns.ClusterDNS`).
+    """
+
+    namespace: str
+    pod_name: str
+    pod_uid: str
+    container: str
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    pod_ip: str
+    hostname: str
+    mounts: Mapping[str, Path]
+    working_dir: str
+    log_path: Path
+    hosts_path: Path | None
+    read_only: Collection[str] = ()
+
+
+class UnsupportedCommand(ValueError):
+    """An exec command the sim will not run on the host (the caller treats the probe as emulated)."""
+
+
+# --- what may run ---------------------------------------------------------------------------------
+
+def _image_allowed(image: str) -> bool:
+    repo = image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
+    return repo.startswith("python") or "lwsconf-probe" in image
+
+
+def _program_allowed(args: Sequence[str], mount_paths: Collection[str], image: str) -> bool:
+    """Whether the interpreter arguments name something safe to run (see the module docstring)."""
+    rest = list(args)
+    while rest and rest[0].startswith("-") and rest[0] != "-":
+        flag = rest.pop(0)
+        if flag == "-c":
+            return bool(rest)
+        if flag == "-m":
+            top = rest[0].split(".")[0] if rest else ""
+            return top in sys.stdlib_module_names or (top == "lwsconf" and "lwsconf-probe" in image)
+        if flag in ("-W", "-X") and rest:
+            rest.pop(0)
+    if not rest or rest[0] == "-":
+        return True  # the interactive interpreter on an empty stdin: exits at once
+    script = os.path.normpath(rest[0])
+    return any(script.startswith(m.rstrip("/") + "/") for m in mount_paths)
+
+
+def runnable(container: Obj) -> bool:
+    """True when the sim runs `container` as a real process (see the module docstring)."""
+    image = str(container.get("image") or "")
+    if not _image_allowed(image):
+        return False
+    argv = [str(a) for a in (container.get("command") or container.get("args") or ["python3"])]
+    if container.get("command"):
+        argv += [str(a) for a in container.get("args") or ()]
+    if not launcher.is_python(argv[0]):
+        return False
+    mount_paths = [str(m.get("mountPath") or "") for m in container.get("volumeMounts") or ()]
+    return _program_allowed(argv[1:], [m for m in mount_paths if m], image)
+
+
+# --- mode detection -------------------------------------------------------------------------------
+
+_detected: str | None = None
+
+
+def detect_mode() -> str:
+    """"namespaces" when root can start a real launcher in fresh namespaces, else "shim" (cached).
+
+    `LWSCONF_SIM_RUNTIME_MODE=shim` forces the fallback (to try it on a root machine).
+    """
+    global _detected
+    if _detected is None:
+        forced = os.environ.get(MODE_ENV, "")
+        if forced not in ("", MODE_NAMESPACES, MODE_SHIM):
+            raise ValueError(f"{MODE_ENV}={forced!r}: use {MODE_NAMESPACES!r} or {MODE_SHIM!r}, or leave it unset")
+        reason = f"{MODE_ENV}=shim" if forced == MODE_SHIM else _namespaces_unavailable()
+        _detected = MODE_SHIM if reason else MODE_NAMESPACES
+        if reason:
+            log.info("process runtime: shim mode (%s); volumes and /etc/hosts are emulated in Python", reason)
+        else:
+            log.info("process runtime: namespaces mode (root, unshare works): private mounts, /etc/hosts, "
+                     "hostname and PID namespace per container")
+    return _detected
+
+
+def _namespaces_unavailable() -> str:
+    if os.geteuid() != 0:
+        return "not root"
+    if shutil.which("unshare") is None:
+        return "no unshare binary"
+    with tempfile.TemporaryDirectory(prefix="lwsconf-runtime-check-") as tmp:
+        spec = _spec(MODE_NAMESPACES, [sys.executable, "-c", "pass"], {"PATH": DEFAULT_PATH}, Path(tmp), "check",
+                     [], None, "")
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        try:
+            done = subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path)], capture_output=True,
+                                  timeout=20, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the namespace check failed: {exc}"
+        if done.returncode != 0:
+            return f"the namespace check exited {done.returncode}: {done.stderr.decode(errors='replace').strip()}"
+    return ""
+
+
+def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, hostname: str,
+          mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str) -> Obj:
+    (cdir / "tmp").mkdir(parents=True, exist_ok=True)
+    os.chmod(cdir / "tmp", 0o1777)
+    return {"mode": mode, "argv": list(argv), "env": dict(env), "hostname": hostname, "mounts": mounts,
+            "hosts": str(hosts) if hosts else None, "cwd": cwd, "rootfs": str(cdir / "rootfs"),
+            "tmp": str(cdir / "tmp"), "python": sys.executable, "parent_pid": os.getpid(),
+            "unshare": shutil.which("unshare") or "unshare"}
+
+
+def translate(path: str, mounts: Mapping[str, Path]) -> str:
+    """A container path under a mountPath as the host path (shim mode); others unchanged."""
+    if not path.startswith("/"):
+        return path
+    for mount_path in sorted(mounts, key=len, reverse=True):
+        prefix = mount_path.rstrip("/")
+        if path == mount_path or path.startswith(prefix + "/"):
+            return str(mounts[mount_path]) + path[len(prefix):]
+    return path
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+_live: set[Process] = set()
+"""Processes not yet waited for, killed by the exit hook should the sim end without `close()`."""
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for process in list(_live):
+        process.kill()
+
+
+def exit_code(returncode: int) -> int:
+    """A wait status as container runtimes report it: the exit code, or 128+N for signal N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+class Process:
+    """One running container process (its own process group)."""
+
+    def __init__(self, launch: ContainerLaunch, proc: asyncio.subprocess.Process, mode: str,
+                 env: Mapping[str, str], workdir: Path) -> None:
+        self.launch, self.mode, self._proc, self._env = launch, mode, proc, dict(env)
+        self.workdir = workdir
+        """The runtime's scratch directory for this start (spec, private /tmp); removed at the end."""
+        self.pid = proc.pid
+        self.started_at = datetime.now(UTC)
+        self.finished_at: datetime | None = None
+        _live.add(self)
+
+    def __repr__(self) -> str:
+        state = "running" if self.returncode is None else f"exited {self.returncode}"
+        return f"Process({self.launch.namespace}/{self.launch.pod_name}/{self.launch.container}, pid {self.pid}, {state})"
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once finished (128+N when killed by signal N), else None."""
+        code = self._proc.returncode
+        return None if code is None else exit_code(code)
+
+    async def wait(self) -> int:
+        """Wait for the process to end; kill what is left of its group; the exit code."""
+        code = await self._proc.wait()
+        if self.finished_at is None:
+            self.finished_at = datetime.now(UTC)
+            self._signal(signal.SIGKILL)  # a container's leftover processes die with it
+            _live.discard(self)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return exit_code(code)
+
+    async def stop(self, grace_seconds: float) -> int:
+        """SIGTERM the group, SIGKILL it after `grace_seconds`; the exit code."""
+        if self._proc.returncode is None:
+            self._signal(signal.SIGTERM)
+            try:
+                return await asyncio.wait_for(self.wait(), max(grace_seconds, 0.0))
+            except TimeoutError:
+                self._signal(signal.SIGKILL)
+        return await self.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the whole group now (synchronous; `wait()` collects the status)."""
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    async def exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        """Run an exec-probe command in the container's view; (exit code, output).
+
+        Raises:
+            UnsupportedCommand: not a Python interpreter or one of `EXEC_COMMANDS`.
+        """
+        if not argv or not (launcher.is_python(argv[0]) or os.path.basename(argv[0]) in EXEC_COMMANDS):
+            raise UnsupportedCommand(f"the sim does not run {list(argv)[:1]} on the host")
+        command = [sys.executable if launcher.is_python(argv[0]) else argv[0], *argv[1:]]
+        cwd: str | None = None
+        if self.mode == MODE_NAMESPACES:
+            if shutil.which("nsenter") is None:
+                raise UnsupportedCommand("no nsenter binary to enter the container's namespaces")
+            command = ["nsenter", "--target", str(self._init_pid()), "--mount", "--uts", "--pid", "--root",
+                       "--wd", "--", *command]
+        else:
+            mounts = dict(self.launch.mounts)
+            if self.launch.hosts_path is not None:
+                mounts["/etc/hosts"] = self.launch.hosts_path
+            command = [translate(a, mounts) for a in command]
+            cwd = translate(self.launch.working_dir, mounts) if self.launch.working_dir else None
+        proc = await asyncio.create_subprocess_exec(*command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.STDOUT, env=self._env, cwd=cwd,
+                                                    start_new_session=True)
+        try:
+            output, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            return -1, f"command timed out after {timeout}s"
+        return exit_code(proc.returncode or 0), output[:10240].decode(errors="replace")
+
+    def _init_pid(self) -> int:
+        """The container's PID 1 (the launcher's inner stage, unshare's only child)."""
+        try:
+            children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        except OSError:
+            children = []
+        if not children:
+            raise UnsupportedCommand(f"{self!r} has no running init process to enter")
+        return int(children[0])
+
+
+class ProcessRuntime:
+    """Starts container processes under `root` (one directory per container start).
+
+    Args:
+        root: scratch space for launch specs, private /tmp and root mount points.
+        mode: "namespaces" or "shim"; None picks with `detect_mode()` (tests force "shim").
+    """
+
+    def __init__(self, root: Path, *, mode: str | None = None) -> None:
+        if mode not in (None, MODE_NAMESPACES, MODE_SHIM):
+            raise ValueError(f"mode must be {MODE_NAMESPACES!r}, {MODE_SHIM!r} or None, not {mode!r}")
+        self.root = Path(root)
+        self.mode = mode or detect_mode()
+        self._processes: list[Process] = []
+        self._starts = 0
+
+    def runnable(self, container: Obj) -> bool:
+        return runnable(container)
+
+    @property
+    def processes(self) -> list[Process]:
+        """Processes started and not yet known to have ended."""
+        return [p for p in self._processes if p.finished_at is None]
+
+    def environment(self, launch: ContainerLaunch) -> dict[str, str]:
+        """The process environment: image defaults, the container's env, then the sim's variables."""
+        env = {"PATH": DEFAULT_PATH, "HOSTNAME": launch.hostname, "HOME": "/root", "LANG": "C.UTF-8"}
+        env.update(launch.env)
+        env["PYTHONPATH"] = str(PYSHIM) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        if launch.pod_ip:
+            env["LWSCONF_SIM_POD_IP"] = launch.pod_ip
+        if self.mode == MODE_SHIM:
+            mounts = {path: str(host) for path, host in launch.mounts.items()}
+            if launch.hosts_path is not None:
+                env["LWSCONF_SIM_HOSTS_FILE"] = str(launch.hosts_path)
+                mounts["/etc/hosts"] = str(launch.hosts_path)
+            env["LWSCONF_SIM_HOSTNAME"] = launch.hostname
+            env["LWSCONF_SIM_MOUNTS"] = json.dumps(mounts)
+        return env
+
+    async def start(self, launch: ContainerLaunch) -> Process:
+        """Start the container's process; its output goes to `launch.log_path` (appended).
+
+        Raises:
+            UnsupportedCommand: argv does not start with a Python interpreter.
+        """
+        if launch.argv and not launcher.is_python(launch.argv[0]):
+            raise UnsupportedCommand(f"the sim runs only the Python interpreter, not {launch.argv[0]!r}: "
+                                     "check runnable(container) first and emulate other containers")
+        self._starts += 1
+        cdir = self.root / (launch.pod_uid or "pod") / f"{launch.container}-{self._starts}"
+        env = self.environment(launch)
+        argv = list(launch.argv) or ["python3"]
+        cwd = launch.working_dir
+        if self.mode == MODE_SHIM:
+            argv = [translate(a, launch.mounts) for a in argv]
+            cwd = translate(cwd, launch.mounts) if cwd else str(cdir / "tmp")
+        mounts = [(os.path.normpath(p), str(h), os.path.normpath(p) in {os.path.normpath(r) for r in launch.read_only})
+                  for p, h in launch.mounts.items()]
+        spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd)
+        spec_path = cdir / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(launch.log_path, "ab") as log_file:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path), stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+                env={"PATH": os.environ.get("PATH", DEFAULT_PATH)})
+        process = Process(launch, proc, self.mode, env, cdir)
+        self._processes = [*self.processes, process]
+        log.debug("started %r (%s mode): %s", process, self.mode, argv)
+        return process
+
+    async def close(self, timeout: float = 10.0) -> None:
+        """Kill every process this runtime started and wait for them (nothing survives)."""
+        live = self.processes
+        for process in live:
+            process.kill()
+        if live:
+            await asyncio.wait_for(asyncio.gather(*(p.wait() for p in live)), timeout)
+        self._processes.clear()

@@ -1,0 +1,420 @@
+"""The process runtime with real subprocesses, in both modes.
+
+"namespaces" (root + unshare: private mounts, /etc/hosts, hostname, PID namespace) runs only as
+root; "shim" (the non-root fallback: path rewriting and a sitecustomize) is forced with
+`ProcessRuntime(mode="shim")`, so both are tested on a root machine. Every address used is a
+random 127.X.Y.Z, every wait is a bounded poll, and each test checks that no process it started
+is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwsconf.sim.nodes import dns, env, runtime
+
+HELLO = Path(runtime.__file__).parent / "testdata" / "hello_http.py"
+MODES = [pytest.param(runtime.MODE_NAMESPACES, marks=pytest.mark.skipif(
+    runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="namespaces mode needs root and a working unshare")),
+    runtime.MODE_SHIM]
+
+
+def pod_ip() -> str:
+    """A random pod IP (never the 127.96/16 Service range) with nothing bound on it."""
+    second = random.choice([x for x in range(100, 250) if x != 96])
+    return f"127.{second}.{random.randint(1, 250)}.{random.randint(2, 254)}"
+
+
+def free_port(ip: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((ip, 0))
+        return int(sock.getsockname()[1])
+
+
+def pids_with(marker: str) -> list[int]:
+    """Host PIDs of live (non-zombie) processes whose command line contains `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+async def until(what: str, check: Callable[[], Awaitable[Any]], timeout: float = 5.0) -> Any:
+    """Poll `check` until it returns something truthy; fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = await check()
+        except (OSError, urllib.error.URLError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{what} not reached within {timeout}s; last observed: {last!r}")
+
+
+async def get(ip: str, port: int, path: str = "/") -> Any:
+    def fetch() -> Any:
+        with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=1) as resp:
+            body = resp.read()
+        return json.loads(body) if body[:1] in (b"{", b"[") else body.decode()
+    return await asyncio.to_thread(fetch)
+
+
+class Pod:
+    """A pod's worth of launch inputs under `tmp_path`."""
+
+    def __init__(self, tmp_path: Path, mode: str) -> None:
+        self.tmp, self.ip = tmp_path, pod_ip()
+        self.port = free_port(self.ip)
+        self.runtime = runtime.ProcessRuntime(tmp_path / "runtime", mode=mode)
+        self.app = tmp_path / "volumes" / "app"
+        self.app.mkdir(parents=True)
+        shutil.copy(HELLO, self.app / "hello_http.py")
+        self.hosts = tmp_path / "etc-hosts"
+        self.hosts.write_text("127.0.0.1\tlocalhost\n")
+        self.log = tmp_path / "logs" / "main.log"
+        self.mounts: dict[str, Path] = {"/app": self.app}
+
+    def launch(self, argv: list[str], environ: dict[str, str] | None = None, *, hostname: str = "web-0",
+               read_only: tuple[str, ...] = (), working_dir: str = "") -> runtime.ContainerLaunch:
+        return runtime.ContainerLaunch("team", "web-0", "uid-1", "main", argv, environ or {}, self.ip, hostname,
+                                       self.mounts, working_dir, self.log, self.hosts, read_only)
+
+    async def start_hello(self, *extra: str, environ: dict[str, str] | None = None) -> runtime.Process:
+        process = await self.runtime.start(self.launch(
+            ["python3", "/app/hello_http.py", "--port", str(self.port), *extra], environ))
+        await until(f"hello_http answering on {self.ip}:{self.port} (log: {self.log})",
+                    lambda: get(self.ip, self.port, "/healthz"))
+        return process
+
+    def log_text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+
+def run(scenario: Callable[[], Awaitable[None]], timeout: float = 10.0) -> None:
+    asyncio.run(asyncio.wait_for(scenario(), timeout))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hello_http_binds_the_pod_ip_and_answers_there(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        await pod.start_hello()                      # binds "" (all): the sim maps that to the pod IP
+        info = await get(pod.ip, pod.port)
+        assert (info["ip"], info["port"]) == (pod.ip, pod.port), info
+        assert info["hostname"] == "web-0"
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_peer_names_resolve_through_the_private_hosts_file_and_follow_updates(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        table = dns.ClusterDNS()
+        me = {"metadata": {"name": "web-0", "namespace": "team"}, "spec": {"hostname": "web-0"}}
+        table.open_hosts_file(pod.hosts, me, pod.ip)
+        await pod.start_hello()
+        assert await get(pod.ip, pod.port, "/resolve?name=web-0") == [pod.ip]
+        table.on_service("ADDED", {"metadata": {"name": "lws", "namespace": "team"}, "spec": {
+            "clusterIP": "None", "selector": {"app": "lws"}, "publishNotReadyAddresses": True}})
+        table.on_pod("ADDED", {"metadata": {"name": "lws-0", "namespace": "team", "labels": {"app": "lws"}},
+                               "spec": {"hostname": "lws-0", "subdomain": "lws"}, "status": {"podIP": "127.97.3.4"}})
+        # The file is rewritten in place, so the process sees the new name without a restart.
+        assert await until("the new name resolvable in the pod",
+                           lambda: get(pod.ip, pod.port, "/resolve?name=lws-0.lws.team")) == ["127.97.3.4"]
+        assert await get(pod.ip, pod.port, "/resolve?name=lws-0.lws") == ["127.97.3.4"]
+        assert "lws-0" not in Path("/etc/hosts").read_text()     # the host's file is untouched
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_environment_and_argv_arrive_expanded(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        container = {"name": "main", "image": "python:3.11", "command": ["python3", "/app/hello_http.py"],
+                     "volumeMounts": [{"name": "app", "mountPath": "/app"}],
+                     "args": ["--port", "$(PORT)", "--greeting=$(GREETING)", "$$(GREETING)"],
+                     "env": [{"name": "PORT", "value": str(pod.port)},
+                             {"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                             {"name": "GREETING", "value": "hello $(NAME) on $(MY_NODE)"},
+                             {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}
+        spec = {"metadata": {"name": "web-0", "namespace": "team"}, "spec": {"nodeName": "n1", "containers": [container]}}
+        environ = env.resolve_env(spec, container, node_name="n1", host_ip="127.9.0.1", pod_ip=pod.ip,
+                                  configmaps={}, secrets={})
+        assert pod.runtime.runnable(container)
+        await pod.runtime.start(pod.launch(env.expand_argv(container, environ), environ))
+        info = await until("hello_http up", lambda: get(pod.ip, pod.port))
+        assert info["env"]["GREETING"] == "hello web-0 on $(MY_NODE)"   # MY_NODE is declared later
+        assert info["env"]["NAME"] == "web-0" and info["env"]["HOSTNAME"] == "web-0"
+        assert info["argv"][1:] == ["--port", str(pod.port), "--greeting=hello web-0 on $(MY_NODE)", "$(GREETING)"]
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_volumes_are_visible_at_their_mount_paths(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        config = tmp_path / "volumes" / "config"
+        config.mkdir()
+        (config / "app.yaml").write_text("answer: 42\n")
+        pod.mounts["/lwsconf-test-config/nested"] = config
+        await pod.start_hello()
+        assert await get(pod.ip, pod.port, "/file?path=/lwsconf-test-config/nested/app.yaml") == "answer: 42\n"
+        assert not os.path.exists("/lwsconf-test-config")      # never created on the host
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exit_code_is_reported(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        process = await pod.start_hello()
+        await get(pod.ip, pod.port, "/exit?code=3")
+        assert await asyncio.wait_for(process.wait(), 3) == 3
+        assert process.returncode == 3 and process.finished_at is not None
+        assert not process.workdir.exists()                 # the runtime's scratch space is removed
+        quick = await pod.runtime.start(pod.launch(["python3", "-c", "import sys; print('out'); "
+                                                    "print('err', file=sys.stderr); sys.exit(7)"]))
+        assert await asyncio.wait_for(quick.wait(), 3) == 7
+        assert "out\n" in pod.log_text() and "err\n" in pod.log_text()   # stdout and stderr both logged
+    run(scenario)
+
+
+STUBBORN = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+subprocess.Popen([sys.executable, "-c", "import os, signal, time; {child}signal.signal(signal.SIGTERM, "
+                  "signal.SIG_IGN); print('child up', flush=True); time.sleep(60)  # {marker}"])
+time.sleep(60)  # {marker}
+"""
+
+
+async def start_stubborn(pod: Pod, marker: str, child: str = "") -> runtime.Process:
+    process = await pod.runtime.start(pod.launch(["python3", "-c", STUBBORN.format(marker=marker, child=child)]))
+    await until("parent and child running", lambda: _count(marker, 2))
+    return process
+
+
+async def _count(marker: str, expected: int) -> bool:
+    return len(pids_with(marker)) == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stop_kills_the_whole_group_within_the_grace_period(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        marker = f"lwsconf-stubborn-{uuid.uuid4().hex}"
+        process = await start_stubborn(pod, marker)
+        started = time.monotonic()
+        code = await process.stop(0.3)                    # SIGTERM is ignored: SIGKILL after 0.3 s
+        elapsed = time.monotonic() - started
+        assert code == 137, pod.log_text()
+        assert 0.25 < elapsed < 1.5, elapsed
+        await until("no process of the group left", lambda: _count(marker, 0))
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_graceful_stop_returns_the_workload_exit_code(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        process = await pod.start_hello()
+        started = time.monotonic()
+        assert await process.stop(5) == 0                 # hello_http exits 0 on SIGTERM
+        assert time.monotonic() - started < 1.5
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_process_survives_the_runtime_close(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        marker = f"lwsconf-close-{uuid.uuid4().hex}"
+        await start_stubborn(pod, marker)
+        await pod.start_hello(f"--tag={marker}")
+        assert len(pod.runtime.processes) == 2
+        await pod.runtime.close()
+        await until("every process gone", lambda: _count(marker, 0))
+        assert pod.runtime.processes == []
+    run(scenario)
+
+
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
+def test_a_process_that_leaves_its_group_still_dies_with_the_container(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
+        marker = f"lwsconf-escape-{uuid.uuid4().hex}"
+        process = await start_stubborn(pod, marker, child="os.setsid(); ")
+        assert await process.stop(0.2) == 137
+        await until("the escaped child killed with the PID namespace", lambda: _count(marker, 0))
+    run(scenario)
+
+
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
+def test_host_files_and_read_only_volumes_cannot_be_written(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
+        scratch = f"lwsconf-scratch-{uuid.uuid4().hex}"
+        code = ("import sys\n"
+                "def writable(p):\n"
+                "    try:\n        open(p, 'w').write('x'); return True\n"
+                "    except OSError:\n        return False\n"
+                "sys.exit(writable('/usr/lwsconf-probe-file') * 1 + writable('/app/x') * 2 + "
+                f"(not writable('/tmp/{scratch}')) * 4)")
+        process = await pod.runtime.start(pod.launch(["python3", "-c", code], read_only=("/app",)))
+        assert await asyncio.wait_for(process.wait(), 3) == 0, pod.log_text()
+        assert not os.path.exists("/usr/lwsconf-probe-file") and not (pod.app / "x").exists()
+        assert not os.path.exists(f"/tmp/{scratch}")       # /tmp is private to the container
+    run(scenario)
+
+
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
+def test_a_container_that_cannot_start_reports_start_error_in_its_log(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
+        pod.mounts["/data"] = tmp_path / "does-not-exist"
+        process = await pod.runtime.start(pod.launch(["python3", "-c", "pass"]))
+        assert await asyncio.wait_for(process.wait(), 3) == 128
+        assert "cannot start container" in pod.log_text()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exec_runs_in_the_container_view(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        process = await pod.start_hello()
+        code, output = await process.exec(["cat", "/app/hello_http.py"], 2)
+        assert code == 0 and "hello_http" in output
+        assert (await process.exec(["python3", "-c", "import sys; sys.exit(4)"], 2))[0] == 4
+        assert (await process.exec(["test", "-e", "/app/missing"], 2))[0] == 1
+        with pytest.raises(runtime.UnsupportedCommand):
+            await process.exec(["rm", "-rf", "/app"], 2)
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize(("container", "expected"), [
+    ({"image": "python:3.11", "command": ["python3", "-c", "print(1)"]}, True),
+    ({"image": "docker.io/library/python:3.12-slim", "command": ["python", "-u", "-m", "http.server"]}, True),
+    ({"image": "python:3.11", "args": ["python3", "/app/x.py"], "volumeMounts": [{"mountPath": "/app"}]}, True),
+    ({"image": "python:3.11"}, True),                                            # the image's default: python3
+    ({"image": "registry.local/lwsconf-probe:dev", "command": ["python3", "-m", "lwsconf.probe"]}, True),
+    ({"image": "python:3.11", "command": ["python3", "/elsewhere/x.py"], "volumeMounts": [{"mountPath": "/app"}]},
+     False),                                                                     # script outside every volume
+    ({"image": "python:3.11", "command": ["python3", "-m", "vllm.entrypoints"]}, False),   # not stdlib
+    ({"image": "python:3.11", "command": ["python3", "-m", "lwsconf.probe"]}, False),      # only the probe image
+    ({"image": "python:3.11", "command": ["sh", "-c", "python3 -c 1"]}, False),            # not the interpreter
+    ({"image": "vllm/vllm-openai:latest", "command": ["python3", "-c", "print(1)"]}, False),
+    ({"image": "busybox", "command": ["python3", "-c", "1"]}, False),
+])
+def test_only_python_programs_the_sim_can_vouch_for_are_runnable(container: dict[str, Any], expected: bool) -> None:
+    assert runtime.runnable(container) is expected
+
+
+def test_mode_is_detected_once_from_root_and_unshare(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(runtime.MODE_ENV, raising=False)
+    monkeypatch.setattr(runtime, "_detected", None)
+    with caplog.at_level("INFO", logger=runtime.__name__):
+        mode = runtime.detect_mode()
+    assert f"process runtime: {mode} mode" in caplog.text
+    assert mode == runtime.detect_mode()
+    expected = runtime.MODE_NAMESPACES if os.geteuid() == 0 and shutil.which("unshare") else runtime.MODE_SHIM
+    assert mode == expected
+    assert runtime.ProcessRuntime(tmp_path).mode == mode
+    with pytest.raises(ValueError, match="mode must be"):
+        runtime.ProcessRuntime(tmp_path, mode="docker")
+
+
+def test_the_mode_can_be_forced_to_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "_detected", None)
+    monkeypatch.setenv(runtime.MODE_ENV, "shim")
+    assert runtime.detect_mode() == runtime.MODE_SHIM
+    monkeypatch.setattr(runtime, "_detected", None)
+    monkeypatch.setenv(runtime.MODE_ENV, "podman")
+    with pytest.raises(ValueError, match=runtime.MODE_ENV):
+        runtime.detect_mode()
+    monkeypatch.setattr(runtime, "_detected", None)     # the next caller detects afresh
+
+
+def test_shim_mode_rewrites_argv_and_working_dir_under_mounts(tmp_path: Path) -> None:
+    mounts = {"/app": tmp_path / "app", "/app/data": tmp_path / "data"}
+    assert runtime.translate("/app/x.py", mounts) == f"{tmp_path}/app/x.py"
+    assert runtime.translate("/app/data/f", mounts) == f"{tmp_path}/data/f"     # the longest prefix wins
+    assert runtime.translate("/application", mounts) == "/application"
+    assert runtime.translate("relative", mounts) == "relative"
+
+
+def test_start_refuses_anything_but_the_python_interpreter(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, runtime.MODE_SHIM)
+        with pytest.raises(runtime.UnsupportedCommand, match="only the Python interpreter"):
+            await pod.runtime.start(pod.launch(["sh", "-c", "echo hi"]))
+        assert pod.runtime.processes == []
+    run(scenario)
+
+
+ORPHAN_SCRIPT = """
+import asyncio, os, sys
+from pathlib import Path
+from lwsconf.sim.nodes import runtime
+
+async def main():
+    rt = runtime.ProcessRuntime(Path(sys.argv[1]), mode=sys.argv[2])
+    code = "import time; time.sleep(60)  # " + os.environ["MARKER"]    # not in this process's own argv
+    launch = runtime.ContainerLaunch("ns", "p", "u", "c", ["python3", "-c", code], {{}}, "", "p", {{}}, "",
+                                     Path(sys.argv[1]) / "log", None)
+    await rt.start(launch)
+    print("started", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_processes_die_when_the_sim_process_is_killed(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        marker = f"lwsconf-orphan-{uuid.uuid4().hex}"
+        repo = Path(runtime.__file__).resolve().parents[3]
+        sim = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", ORPHAN_SCRIPT.format(), str(tmp_path), mode, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(repo), "MARKER": marker})
+        assert sim.stdout is not None
+        assert await asyncio.wait_for(sim.stdout.readline(), 5) == b"started\n"
+        await until("the workload running", lambda: _count(marker, 1))
+        sim.kill()                                          # no close(), no exit hook: only the kernel
+        await sim.wait()
+        await until("the workload killed with the sim (PR_SET_PDEATHSIG)", lambda: _count(marker, 0))
+    run(scenario)
