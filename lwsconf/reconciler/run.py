@@ -1,0 +1,93 @@
+"""Ways to run the reference reconciler: in-process for fixtures, or as `lwsconf reconciler`.
+
+`serve(client, stop)` runs the Manager, behind Lease-based leader election when asked, so two
+replicas (a Deployment with 2 replicas, or a test) can run safely. `RunningReconciler` runs it on a
+background event loop for sync callers:
+
+    with RunningReconciler(kubeconfig_path) as rec:
+        ...  # the cluster now has a reconciling LWS controller
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from pathlib import Path
+from types import TracebackType
+
+from lwsconf import _loopthread, kubeclient
+from lwsconf.reconciler import controller, leaderelection
+
+log = logging.getLogger("lwsconf.reconciler")
+LEASE_NAME = "lwsconf-reference-reconciler"
+
+
+async def serve(client: kubeclient.Client, stop: asyncio.Event, *, leader_election: bool = False,
+                lease_namespace: str = "kube-system", identity: str | None = None,
+                namespace: str | None = None) -> None:
+    """Run the reconciler until `stop` is set (only while holding the Lease, with leader election)."""
+    async def lead(stop_leading: asyncio.Event) -> None:
+        await controller.Manager(client, namespace=namespace).run(stop_leading)
+
+    if not leader_election:
+        await lead(stop)
+        return
+    who = identity or f"{socket.gethostname()}-{os.getpid()}"
+    elector = leaderelection.LeaderElector(client, namespace=lease_namespace, name=LEASE_NAME, identity=who)
+
+    async def lead_until_stopped(stop_leading: asyncio.Event) -> None:
+        both = asyncio.Event()
+
+        async def relay(event: asyncio.Event) -> None:
+            await event.wait()
+            both.set()
+
+        relays = [asyncio.create_task(relay(stop)), asyncio.create_task(relay(stop_leading))]
+        try:
+            await lead(both)
+        finally:
+            for task in relays:
+                task.cancel()
+
+    await elector.run(stop, lead_until_stopped)
+
+
+class RunningReconciler:
+    """The reconciler on a background loop, against the cluster of a kubeconfig."""
+
+    def __init__(self, kubeconfig: Path, *, leader_election: bool = False) -> None:
+        self.kubeconfig = kubeconfig
+        self.leader_election = leader_election
+        self._loop = _loopthread.LoopThread("lwsconf-reconciler")
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._client: kubeclient.Client | None = None
+
+    def __enter__(self) -> RunningReconciler:
+        self._loop.start()
+
+        async def start() -> None:
+            self._stop = asyncio.Event()
+            self._client = kubeclient.Client.from_kubeconfig(self.kubeconfig, user_agent="lws-reference")
+            self._task = asyncio.create_task(serve(self._client, self._stop, leader_election=self.leader_election))
+
+        self._loop.run(start())
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        async def stop() -> None:
+            if self._stop is not None:
+                self._stop.set()
+            if self._task is not None:
+                try:
+                    await asyncio.wait_for(self._task, 15)
+                except Exception:  # noqa: BLE001 - shutting down: log, never mask the test's outcome
+                    log.exception("reconciler did not stop cleanly")
+            if self._client is not None:
+                await self._client.close()
+
+        self._loop.run(stop(), timeout=30)
+        self._loop.stop()
