@@ -70,7 +70,8 @@ async def _errors_and_journal(request: web.Request, handler: Handler) -> web.Str
     segments = request.path.split("/")
     namespace = segments[segments.index("namespaces") + 1] if "namespaces" in segments[:-1] else None
     ctx.journal.append(JournalEntry(request.method, request.path, request.query_string, response.status,
-                                    request.headers.get("User-Agent", ""), namespace))
+                                    request.headers.get("User-Agent", ""), namespace,
+                                    request.headers.get("Content-Type", ""), request.headers.get("Accept", "")))
     return response
 
 
@@ -211,4 +212,4 @@ def _seed_namespaces(ctx: ServerContext) -> None:
                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
         obj["metadata"]["uid"] = objects.new_uid()
         obj["metadata"]["creationTimestamp"] = objects.now_rfc3339()
-        ctx.db.put(info.key, obj)
+        ctx.db.put(info.storage_key, obj)

@@ -35,6 +35,10 @@ class JournalEntry:
     status: int
     user_agent: str
     namespace: str | None
+    content_type: str = ""
+    """The request's Content-Type (which patch flavour a client chose)."""
+    accept: str = ""
+    """The request's Accept header (whether the client asked for Tables)."""
 
 
 @dataclass

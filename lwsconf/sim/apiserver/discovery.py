@@ -128,8 +128,14 @@ def api_resource_list(registry: resources.Registry, group: str, version: str) ->
 
 
 def storage_version_hash(info: resources.ResourceInfo) -> str:
-    """A stable, opaque hash of the resource's storage group/version/kind (clients only compare it)."""
-    digest = hashlib.sha256(f"{info.group}/{info.version}/{info.kind}".encode()).digest()
+    """A stable, opaque hash of the resource's storage group/version/kind (clients only compare it).
+
+    Resources sharing storage (core and events.k8s.io events) share the hash: kube-apiserver hashes
+    the storage group/version/kind (k8s.io/apiserver `pkg/endpoints/installer.go`,
+    `discovery.StorageVersionHash(gvk.Group, gvk.Version, gvk.Kind)` of the storage versioner's GVK).
+    """
+    group, version = info.stored_as[:2] if info.stored_as is not None else (info.group, info.version)
+    digest = hashlib.sha256(f"{group}/{version}/{info.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode("ascii")
 
 

@@ -13,17 +13,28 @@ from typing import Any
 
 from aiohttp import web
 
-from lwsconf.sim.apiserver import context, errors, hooks, objects, patch, routing, selectors, tables
+from lwsconf.sim.apiserver import (
+    context,
+    conversion,
+    errors,
+    hooks,
+    objects,
+    patch,
+    routing,
+    selectors,
+    tables,
+)
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 from lwsconf.sim.apiserver.storage import DeleteOptions
 
 
 def parse_selectors(request: web.Request, target: routing.Target) -> tuple[selectors.LabelSelector,
                                                                            selectors.FieldSelector]:
+    """The request's selectors; field labels checked against the served form, then mapped to the stored one."""
     label_sel = selectors.LabelSelector.parse(request.query.get("labelSelector", ""))
     field_sel = selectors.FieldSelector.parse(request.query.get("fieldSelector", ""))
     field_sel.check_supported(target.info.plural, target.info.group)
-    return label_sel, field_sel
+    return label_sel, conversion.field_selector(target.info, field_sel)
 
 
 def render_object(ctx: ServerContext, request: web.Request, target: routing.Target,
@@ -44,7 +55,7 @@ async def get(ctx: ServerContext, request: web.Request, target: routing.Target) 
     obj = ctx.storage.must_get(target.info, namespace, target.name)
     if tables.wants_table(request.headers.get("Accept", "")):
         return render_object(ctx, request, target, obj)
-    return json_response(ctx.db.encoded(target.info.key, (namespace, target.name)))
+    return json_response(ctx.storage.encoded(target.info, (namespace, target.name)))
 
 
 def _continue_token(rv: int, after: tuple[str, str]) -> str:
@@ -67,7 +78,7 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
     snapshot at the first page's resourceVersion as etcd would.
     """
     label_sel, field_sel = parse_selectors(request, target)
-    keys = ctx.db.list_keys(target.info.key, target.namespace, label_sel, field_sel)
+    keys = ctx.storage.list_keys(target.info, target.namespace, label_sel, field_sel)
     token = request.query.get("continue")
     if token:
         after = _parse_continue(token)
@@ -80,13 +91,11 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
         keys = keys[:limit]
     info = target.info
     if tables.wants_table(request.headers.get("Accept", "")):
-        table = ctx.db.table(info.key)
-        items = [table.objects[k] for k in keys]
-        return json_response(tables.to_table(info, items, list_meta=meta,
+        return json_response(tables.to_table(info, ctx.storage.read(info, keys), list_meta=meta,
                                              include_object=request.query.get("includeObject", "Metadata")))
     head = json.dumps({"kind": info.list_kind_name, "apiVersion": info.api_version, "metadata": meta},
                       separators=(",", ":")).encode()
-    body = head[:-1] + b',"items":[' + b",".join(ctx.db.encoded(info.key, k) for k in keys) + b"]}"
+    body = head[:-1] + b',"items":[' + b",".join(ctx.storage.encoded(info, k) for k in keys) + b"]}"
     return json_response(body)
 
 
@@ -154,7 +163,7 @@ async def patch_(ctx: ServerContext, request: web.Request, target: routing.Targe
     info = target.info
     body = await context.read_body(request)
     content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-    old = ctx.db.get(info.key, target.namespace or "", target.name)
+    old = ctx.storage.get(info, target.namespace or "", target.name)
     is_apply = content_type == "application/apply-patch+yaml"
     if old is None and not is_apply:
         raise errors.not_found(info.plural, info.group, target.name)
@@ -219,7 +228,7 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
     opts = await _delete_options(request)
     info = target.info
     deleted = []
-    for ns, name in ctx.db.list_keys(info.key, target.namespace, label_sel, field_sel):
+    for ns, name in ctx.storage.list_keys(info, target.namespace, label_sel, field_sel):
         try:
             result = ctx.storage.delete(info, ns, name, opts)
         except errors.StatusError as exc:

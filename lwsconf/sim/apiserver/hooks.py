@@ -61,7 +61,7 @@ def after_write(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str,
             ctx.registry.add(old_info)
         return
     for old_info in old_infos[:1]:
-        ctx.db.drop_table(old_info.key)
+        ctx.db.drop_table(old_info.storage_key)
 
 
 def _check_crd(ctx: ServerContext, crd: dict[str, Any]) -> None:

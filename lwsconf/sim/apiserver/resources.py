@@ -47,6 +47,9 @@ class ResourceInfo:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     tracks_generation: bool = False
     """Whether spec writes bump `metadata.generation` (true for kinds with a spec/status split)."""
+    stored_as: tuple[str, str, str] | None = None
+    """(group, version, plural) of the resource whose stored objects this one serves through a
+    `conversion.Converter` (events.k8s.io/v1 events are core v1 events); None: stored as served."""
 
     @property
     def group_version(self) -> str:
@@ -54,8 +57,16 @@ class ResourceInfo:
 
     @property
     def key(self) -> tuple[str, str]:
-        """Identity for storage: (group, plural). One stored version per resource."""
+        """Identity of the resource type: (group, plural), which keys defaults, validation and hooks."""
         return (self.group, self.plural)
+
+    @property
+    def storage_key(self) -> tuple[str, str]:
+        """The store table holding the objects: `key`, or that of the resource named by `stored_as`.
+
+        One stored version per table; the versions of a CRD share their (group, plural) table.
+        """
+        return (self.stored_as[0], self.stored_as[2]) if self.stored_as is not None else self.key
 
     @property
     def api_version(self) -> str:
@@ -115,7 +126,7 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        tracks_generation=True),
     _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
     _r("coordination.k8s.io", "v1", "leases", "Lease"),
-    _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",)),
+    _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), stored_as=("", "v1", "events")),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), has_status=True, tracks_generation=True),
 )

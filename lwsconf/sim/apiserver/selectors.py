@@ -245,7 +245,7 @@ SUPPORTED_FIELDS: dict[tuple[str, str], frozenset[str]] = {
     ("", "events"): frozenset({f"involvedObject.{f}" for f in _INVOLVED}
                               | {"reason", "reportingComponent", "source", "type"}),
     ("events.k8s.io", "events"): frozenset({f"regarding.{f}" for f in _INVOLVED}
-                                           | {"reason", "reportingController", "type"}),
+                                           | {"reason", "reportingController", "source", "type"}),
     ("", "nodes"): frozenset({"spec.unschedulable"}),
     ("", "namespaces"): frozenset({"status.phase"}),
     ("", "secrets"): frozenset({"type"}),

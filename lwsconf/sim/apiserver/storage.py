@@ -5,14 +5,20 @@ system metadata (uid, creationTimestamp, generateName), optimistic concurrency o
 generation bumps on spec changes only, status-subresource isolation, dry-run, graceful and
 finalizer-gated deletion, namespace lifecycle (no new content in a missing or terminating namespace).
 Admission (defaulting and validation) is a separate step the handlers run before calling in here.
+
+Objects come in and go out in the form of the resource the request named; a resource stored in
+another form (events.k8s.io/v1 events are stored as core v1 events) is converted on the way to and
+from the store (`conversion`). Reads for the handlers and watch streams go through here for that
+reason.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from lwsconf.sim.apiserver import errors, objects, resources, store
+from lwsconf.sim.apiserver import conversion, errors, objects, resources, selectors, store
 
 NAMESPACES: store.ResourceKey = ("", "namespaces")
 PODS: store.ResourceKey = ("", "pods")
@@ -53,13 +59,38 @@ class Storage:
     def __init__(self, db: store.Store) -> None:
         self.db = db
 
-    # --- helpers ----------------------------------------------------------------------------
+    # --- reads ------------------------------------------------------------------------------
+
+    def get(self, info: resources.ResourceInfo, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as `info` serves it (read-only: it may be the stored dict itself)."""
+        obj = self.db.get(info.storage_key, namespace, name)
+        return None if obj is None else conversion.from_storage(info, obj)
 
     def must_get(self, info: resources.ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
-        obj = self.db.get(info.key, namespace, name)
+        obj = self.get(info, namespace, name)
         if obj is None:
             raise errors.not_found(info.plural, info.group, name)
         return obj
+
+    def list_keys(self, info: resources.ResourceInfo, namespace: str | None, label_sel: selectors.LabelSelector,
+                  field_sel: selectors.FieldSelector) -> list[store.ObjKey]:
+        """Keys of the matching objects in (namespace, name) order; `field_sel` uses stored labels
+        (`conversion.field_selector`)."""
+        return self.db.list_keys(info.storage_key, namespace, label_sel, field_sel)
+
+    def read(self, info: resources.ResourceInfo, keys: list[store.ObjKey]) -> list[dict[str, Any]]:
+        """The objects under `keys` (from `list_keys`), as `info` serves them."""
+        objects_ = self.db.table(info.storage_key).objects
+        return [conversion.from_storage(info, objects_[k]) for k in keys]
+
+    def encoded(self, info: resources.ResourceInfo, k: store.ObjKey) -> bytes:
+        """The JSON of one object as `info` serves it; cached by the store when no conversion applies."""
+        if info.stored_as is None:
+            return self.db.encoded(info.storage_key, k)
+        obj = conversion.from_storage(info, self.db.table(info.storage_key).objects[k])
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+    # --- helpers ----------------------------------------------------------------------------
 
     def check_namespace_open(self, namespace: str) -> None:
         """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
@@ -80,7 +111,7 @@ class Storage:
             self.check_namespace_open(meta["namespace"])
         if not meta.get("name"):
             meta["name"] = self._free_generated_name(info, meta)
-        if self.db.get(info.key, meta.get("namespace", ""), meta["name"]) is not None:
+        if self.db.get(info.storage_key, meta.get("namespace", ""), meta["name"]) is not None:
             raise errors.already_exists(info.plural, info.group, meta["name"])
         for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
             meta.pop(system_field, None)
@@ -91,13 +122,13 @@ class Storage:
         if dry_run:
             meta["resourceVersion"] = str(self.db.rv)
             return obj
-        return self.db.put(info.key, obj)
+        return self._put(info, obj)
 
     def _free_generated_name(self, info: resources.ResourceInfo, meta: dict[str, Any]) -> str:
         prefix = meta.get("generateName") or ""
         for _ in range(8):
             name = objects.generated_name(prefix)
-            if self.db.get(info.key, meta.get("namespace", ""), name) is None:
+            if self.db.get(info.storage_key, meta.get("namespace", ""), name) is None:
                 return name
         raise errors.StatusError(500, "AlreadyExists", f"could not find a free name with prefix {prefix!r}; retry")
 
@@ -150,9 +181,17 @@ class Storage:
             return new
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not self._blocks_removal(info, new):
-            removed = self.db.remove(info.key, meta.get("namespace", ""), meta["name"])
+            removed = self._remove(info, meta.get("namespace", ""), meta["name"])
             return removed if removed is not None else new
-        return self.db.put(info.key, new)
+        return self._put(info, new)
+
+    def _put(self, info: resources.ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store `obj` (in the served form) and return what was stored, in the served form."""
+        return conversion.from_storage(info, self.db.put(info.storage_key, conversion.to_storage(info, obj)))
+
+    def _remove(self, info: resources.ResourceInfo, namespace: str, name: str) -> dict[str, Any] | None:
+        removed = self.db.remove(info.storage_key, namespace, name)
+        return None if removed is None else conversion.from_storage(info, removed)
 
     @staticmethod
     def _blocks_removal(info: resources.ResourceInfo, obj: dict[str, Any]) -> bool:
@@ -198,7 +237,7 @@ class Storage:
             return self.commit_update(info, new, old, dry_run=opts.dry_run)
         if opts.dry_run:
             return old
-        removed = self.db.remove(info.key, namespace, name)
+        removed = self._remove(info, namespace, name)
         return removed if removed is not None else old
 
     @staticmethod

@@ -10,6 +10,9 @@ Semantics follow kube-apiserver's watch cache:
   `k8s.io/initial-events-end: "true"`; without it `kubectl wait` never completes;
 * `allowWatchBookmarks=true`: periodic BOOKMARKs carrying the current resourceVersion;
 * `timeoutSeconds`: the server closes the stream after that long.
+
+A watch subscribes to the table its resource is stored in, so a watch on events.k8s.io/v1 events
+also sees events written through core v1; each object is converted to the watched form on output.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lwsconf.sim.apiserver import errors, handlers, routing, store, tables
+from lwsconf.sim.apiserver import conversion, errors, handlers, routing, store, tables
 from lwsconf.sim.apiserver.context import ServerContext
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
@@ -41,7 +44,9 @@ class WatchSession:
         self.bookmarks = request.query.get("allowWatchBookmarks", "").lower() == "true"
         self.response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
 
-    def encode(self, event_type: str, obj: dict[str, Any]) -> bytes:
+    def encode(self, event_type: str, stored: dict[str, Any]) -> bytes:
+        """One event line for a stored object, in the form (and encoding) this watch asked for."""
+        obj = conversion.from_storage(self.info, stored)
         if self.as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
             return json.dumps(tables.to_table_watch_event(self.info, event_type, obj),
                               separators=(",", ":")).encode() + b"\n"
@@ -55,9 +60,9 @@ class WatchSession:
         return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")).encode() + b"\n"
 
     def initial_events(self) -> list[bytes]:
-        keys = self.ctx.db.list_keys(self.info.key, self.watcher.namespace, self.watcher.label_selector,
-                                self.watcher.field_selector)
-        table = self.ctx.db.table(self.info.key)
+        keys = self.ctx.storage.list_keys(self.info, self.watcher.namespace, self.watcher.label_selector,
+                                          self.watcher.field_selector)
+        table = self.ctx.db.table(self.info.storage_key)
         return [self.encode("ADDED", table.objects[k]) for k in keys]
 
     def backlog(self) -> list[bytes] | None:
@@ -72,7 +77,7 @@ class WatchSession:
             rv = int(rv_text)
         except ValueError:
             raise errors.bad_request(f"resourceVersion must be a decimal string, got {rv_text!r}") from None
-        replay = self.ctx.db.replay_since(self.info.key, rv)
+        replay = self.ctx.db.replay_since(self.info.storage_key, rv)
         if replay is None:
             return None
         out = []
@@ -86,13 +91,13 @@ class WatchSession:
 async def serve(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
     session = WatchSession(ctx, request, target)
     timeout = _timeout(request)
-    ctx.db.subscribe(target.info.key, session.watcher)
+    ctx.db.subscribe(target.info.storage_key, session.watcher)
     try:
         backlog = session.backlog()  # computed right after subscribing: no event can fall in between
         await session.response.prepare(request)
         if backlog is None:
             expired = errors.expired(f"too old resource version: {request.query.get('resourceVersion')} "
-                                     f"({ctx.db.table(target.info.key).compacted_rv})")
+                                     f"({ctx.db.table(target.info.storage_key).compacted_rv})")
             await session.response.write(json.dumps({"type": "ERROR", "object": expired.to_status()}).encode() + b"\n")
             return session.response
         for line in backlog:
@@ -101,7 +106,7 @@ async def serve(ctx: ServerContext, request: web.Request, target: routing.Target
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
-        ctx.db.unsubscribe(target.info.key, session.watcher)
+        ctx.db.unsubscribe(target.info.storage_key, session.watcher)
     return session.response
 
 

@@ -96,6 +96,8 @@ def test_malformed_requests_get_4xx_status_and_leave_the_store_intact(
 def test_every_stored_object_is_well_formed_after_fuzzing(fuzz_server: SimAPI) -> None:
     for collection in COLLECTIONS:
         listing = fuzz_server.request("GET", collection.replace("/namespaces/fuzz", ""))
+        if listing.status_code == 404 and "/example.lwsconf.dev/" in collection:
+            continue  # a fuzzed DELETE of the CRD collection legitimately removes the widgets API
         assert listing.status_code == 200, (collection, listing.text[:300])
         for item in listing.json()["items"]:
             meta = item["metadata"]

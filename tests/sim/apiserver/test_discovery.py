@@ -11,7 +11,8 @@ import pytest
 from kubernetes import client
 
 from lwsconf.sim.apiserver import discovery, resources
-from tests.sim.apiserver import kubectl_sandbox
+from tests.conftest import SimAPI
+from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 
 API = client.ApiClient()
 
@@ -24,7 +25,7 @@ def typed(doc: dict[str, Any] | None, model: str) -> Any:
 
 @pytest.fixture
 def registry() -> resources.Registry:
-    return kubectl_sandbox.registry_with_lws()
+    return registry_fixtures.registry_with_lws()
 
 
 def test_version_info_is_all_strings_and_parses_as_version_info() -> None:
@@ -62,7 +63,7 @@ def test_group_document_or_none(registry: resources.Registry) -> None:
 
 
 def test_removed_crd_group_disappears(registry: resources.Registry) -> None:
-    registry.remove_crd(kubectl_sandbox.LWS.crd_name or "")
+    registry.remove_crd(registry_fixtures.LWS.crd_name or "")
     names = [g["name"] for g in discovery.api_group_list(registry)["groups"]]
     assert "leaderworkerset.x-k8s.io" not in names
     assert discovery.api_resource_list(registry, "leaderworkerset.x-k8s.io", "v1") is None
@@ -85,7 +86,7 @@ def test_top_level_resource_entry(registry: resources.Registry) -> None:
     assert (pods.singular_name, pods.kind, pods.namespaced) == ("pod", "Pod", True)
     assert pods.short_names == ["po"] and pods.categories == ["all"]
     assert pods.verbs == list(resources.ALL_VERBS)
-    assert pods.storage_version_hash == discovery.storage_version_hash(kubectl_sandbox.lookup(registry, "pods"))
+    assert pods.storage_version_hash == discovery.storage_version_hash(registry_fixtures.lookup(registry, "pods"))
     nodes = next(r for r in doc.resources if r.name == "nodes")
     assert nodes.namespaced is False
 
@@ -135,28 +136,29 @@ def test_no_subresource_entries_for_resources_without_them(registry: resources.R
 
 
 def test_storage_version_hash_is_stable_and_per_kind(registry: resources.Registry) -> None:
-    pods = kubectl_sandbox.lookup(registry, "pods")
-    sts = kubectl_sandbox.lookup(registry, "statefulsets", "apps")
+    pods = registry_fixtures.lookup(registry, "pods")
+    sts = registry_fixtures.lookup(registry, "statefulsets", "apps")
     assert discovery.storage_version_hash(pods) == discovery.storage_version_hash(pods)
     assert discovery.storage_version_hash(pods) != discovery.storage_version_hash(sts)
 
 
 @pytest.mark.kubectl
-def test_kubectl_discovers_resources_and_lists_pods(tmp_path: Path) -> None:
-    with kubectl_sandbox.running(tmp_path) as box:
-        api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{box.port}"))
-        assert client.VersionApi(api).get_code().git_version == discovery.GIT_VERSION
-        assert client.CoreApi(api).get_api_versions().versions == ["v1"]
-        assert any(r.name == "pods/status" for r in client.CoreV1Api(api).get_api_resources().resources)
+def test_kubectl_discovers_resources_and_lists_pods(sim_api: SimAPI, tmp_path: Path) -> None:
+    box = kubectl_on_sim.with_lws(sim_api, tmp_path / "home")
+    assert client.VersionApi(sim_api.api).get_code().git_version == discovery.GIT_VERSION
+    assert client.CoreApi(sim_api.api).get_api_versions().versions == ["v1"]
+    assert any(r.name == "pods/status" for r in client.CoreV1Api(sim_api.api).get_api_resources().resources)
 
-        listed = box.kubectl("api-resources")
-        assert listed.returncode == 0, listed.stderr
-        rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
-        assert rows["leaderworkersets"][1:] == ["lws", "leaderworkerset.x-k8s.io/v1", "true", "LeaderWorkerSet"]
-        assert rows["statefulsets"][1:] == ["sts", "apps/v1", "true", "StatefulSet"]
+    listed = box("api-resources")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
+    assert rows["leaderworkersets"][1:] == ["lws", "leaderworkerset.x-k8s.io/v1", "true", "LeaderWorkerSet"]
+    assert rows["statefulsets"][1:] == ["sts", "apps/v1", "true", "StatefulSet"]
+    assert box.sent("GET", "/apis") and box.sent("GET", "/apis/leaderworkerset.x-k8s.io/v1")
 
-        got = box.kubectl("get", "pods")
-        assert (got.returncode, got.stderr.strip()) == (0, "No resources found in default namespace.")
-        by_short_name = box.kubectl("get", "lws")
-        assert by_short_name.returncode == 0, by_short_name.stderr
-        assert box.sent("GET", "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets")
+    got = box("get", "pods")
+    assert (got.returncode, got.stderr.strip()) == (0, "No resources found in default namespace.")
+    by_short_name = box("get", "lws")
+    assert (by_short_name.returncode, by_short_name.stderr.strip()) == (0, "No resources found in default namespace.")
+    (lws_list,) = box.sent("GET", "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets")
+    assert (lws_list.status, lws_list.namespace) == (200, "default")

@@ -8,17 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from lwsconf.sim.apiserver import openapi, resources
-from tests.sim.apiserver import kubectl_sandbox
+from tests.conftest import SimAPI
+from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 
-LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_GROUP = registry_fixtures.LWS_GROUP
 SMP = "application/strategic-merge-patch+json"
 
 
 @pytest.fixture
 def registry() -> resources.Registry:
-    return kubectl_sandbox.registry_with_lws()
+    return registry_fixtures.registry_with_lws()
 
 
 def all_docs(registry: resources.Registry) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -136,7 +138,7 @@ def test_crd_schema_is_embedded_with_standard_fields(registry: resources.Registr
                                                                     "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]}
     assert schema["x-kubernetes-group-version-kind"] == [{"group": LWS_GROUP, "version": "v1",
                                                           "kind": "LeaderWorkerSet"}]
-    assert "apiVersion" not in kubectl_sandbox.LWS_SCHEMA["properties"], "the registry's schema was mutated"
+    assert "apiVersion" not in registry_fixtures.LWS_SCHEMA["properties"], "the registry's schema was mutated"
 
 
 def test_built_in_schema_is_permissive_without_schema_level_gvk(registry: resources.Registry) -> None:
@@ -157,11 +159,15 @@ def test_schema_name(group: str, kind: str, name: str) -> None:
     assert openapi.schema_name(info) == name
 
 
-POD = """apiVersion: v1
-kind: Pod
-metadata: {name: p1}
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
 spec:
-  containers: [{name: c, image: busybox, env: [{name: A, value: "1"}, {name: B, value: "2"}]}]
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: busybox, env: [{name: A, value: "1"}, {name: B, value: "2"}]}]
 """
 LWS = f"""apiVersion: {LWS_GROUP}/v1
 kind: LeaderWorkerSet
@@ -170,25 +176,43 @@ spec: {{replicas: 2, leaderWorkerTemplate: {{size: 3}}}}
 """
 
 
+def env_names(sim: SimAPI) -> list[str]:
+    deployment = client.AppsV1Api(sim.api).read_namespaced_deployment("web", "default")
+    return [e.name for e in deployment.spec.template.spec.containers[0].env]
+
+
 @pytest.mark.kubectl
-def test_kubectl_apply_with_default_validation(tmp_path: Path) -> None:
-    with kubectl_sandbox.running(tmp_path) as box:
-        steps = [(POD, "pod/p1 created"), (POD.replace(', {name: B, value: "2"}', ""), "pod/p1 configured"),
-                 (LWS, "leaderworkerset.leaderworkerset.x-k8s.io/demo created"),
-                 (LWS.replace("replicas: 2", "replicas: 3"), "leaderworkerset.leaderworkerset.x-k8s.io/demo configured")]
-        for manifest, expected in steps:
-            applied = box.kubectl("apply", "-f", "-", stdin=manifest)
-            assert (applied.returncode, applied.stdout.strip(), applied.stderr) == (0, expected, "")
+def test_kubectl_apply_with_default_validation(sim_api: SimAPI, tmp_path: Path) -> None:
+    """kubectl validates against our OpenAPI, creates with fieldValidation=Strict, and patches built-ins
+    with a strategic merge patch (keyed list items: another writer's env C survives removing B) but
+    custom resources with a JSON merge patch."""
+    box = kubectl_on_sim.with_lws(sim_api, tmp_path / "home")
 
-        assert box.sent("GET", "/openapi/v3") and box.sent("GET", f"/openapi/v3/apis/{LWS_GROUP}/v1")
-        creates = box.sent("POST", "pods") + box.sent("POST", "leaderworkersets")
-        assert [r.query["fieldValidation"] for r in creates] == ["Strict", "Strict"]
-        (pod_patch,) = box.sent("PATCH", "/pods/p1")
-        assert pod_patch.content_type == SMP
-        assert {"$patch": "delete", "name": "B"} in json.loads(pod_patch.body)["spec"]["containers"][0]["env"]
-        (lws_patch,) = box.sent("PATCH", "/leaderworkersets/demo")
-        assert lws_patch.content_type == "application/merge-patch+json"
-        assert json.loads(lws_patch.body)["spec"] == {"replicas": 3}
+    def apply(manifest: str, expected: str) -> None:
+        applied = box("apply", "-f", "-", stdin=manifest)
+        assert (applied.returncode, applied.stdout.strip(), applied.stderr) == (0, expected, "")
 
-        explained = box.kubectl("explain", "lws.spec")
-        assert explained.returncode == 0 and "replicas\t<integer>" in explained.stdout, explained.stderr
+    apply(DEPLOYMENT, "deployment.apps/web created")
+    added = sim_api.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/web",
+                            headers={"Content-Type": "application/json-patch+json"},
+                            json=[{"op": "add", "path": "/spec/template/spec/containers/0/env/-",
+                                   "value": {"name": "C", "value": "3"}}])
+    assert added.status_code == 200, added.text
+    apply(DEPLOYMENT.replace(', {name: B, value: "2"}', ""), "deployment.apps/web configured")
+    assert env_names(sim_api) == ["A", "C"], "B deleted by name, C (not in last-applied) kept"
+    apply(LWS, "leaderworkerset.leaderworkerset.x-k8s.io/demo created")
+    apply(LWS.replace("replicas: 2", "replicas: 3"), "leaderworkerset.leaderworkerset.x-k8s.io/demo configured")
+    lws = client.CustomObjectsApi(sim_api.api).get_namespaced_custom_object(
+        LWS_GROUP, "v1", "default", "leaderworkersets", "demo")
+    assert lws["spec"] == {"replicas": 3, "leaderWorkerTemplate": {"size": 3}}
+
+    assert box.sent("GET", "/openapi/v3") and box.sent("GET", f"/openapi/v3/apis/{LWS_GROUP}/v1")
+    creates = box.sent("POST", "/deployments") + box.sent("POST", "/leaderworkersets")
+    assert [kubectl_on_sim.query_of(r)["fieldValidation"] for r in creates] == ["Strict", "Strict"]
+    (deployment_patch,) = box.sent("PATCH", "/deployments/web")
+    assert deployment_patch.content_type == SMP
+    (lws_patch,) = box.sent("PATCH", "/leaderworkersets/demo")
+    assert lws_patch.content_type == "application/merge-patch+json"
+
+    explained = box("explain", "lws.spec")
+    assert explained.returncode == 0 and "replicas\t<integer>" in explained.stdout, explained.stderr

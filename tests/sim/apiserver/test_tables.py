@@ -10,7 +10,8 @@ import pytest
 from kubernetes import client
 
 from lwsconf.sim.apiserver import resources, tables
-from tests.sim.apiserver import kubectl_sandbox
+from tests.conftest import SimAPI
+from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 
 NOW = datetime(2026, 1, 10, 12, 0, 0, tzinfo=UTC)
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
@@ -19,7 +20,7 @@ REGISTRY = resources.Registry()
 
 
 def info(group: str, plural: str) -> resources.ResourceInfo:
-    return kubectl_sandbox.lookup(REGISTRY, plural, group)
+    return registry_fixtures.lookup(REGISTRY, plural, group)
 
 
 def stamp(ago: timedelta) -> str:
@@ -186,7 +187,7 @@ def test_node_cells(ready: str | None, unschedulable: bool, status: str) -> None
 def test_crd_printer_columns_typed_cells() -> None:
     lws = obj("demo", spec={"replicas": 2, "leaderWorkerTemplate": {"size": 4}},
               status={"conditions": [{"type": "Available", "status": "True"}]})
-    table = table_of(kubectl_sandbox.LWS, lws)
+    table = table_of(registry_fixtures.LWS, lws)
     assert [(c["name"], c["type"], c["priority"]) for c in table["columnDefinitions"]] == [
         ("Name", "string", 0), ("Replicas", "integer", 0), ("Ready", "integer", 0),
         ("Available", "string", 0), ("Age", "date", 0), ("Size", "integer", 1)]
@@ -226,28 +227,60 @@ def test_watch_events_carry_one_row_tables() -> None:
     assert tables.to_table_watch_event(pods, "ERROR", status) == {"type": "ERROR", "object": status}
 
 
+def create_running_pod(sim: SimAPI) -> None:
+    """`running_pod()` through the API: created on node-1, then its kubelet-style status written."""
+    core = client.CoreV1Api(sim.api)
+    spec = client.V1PodSpec(node_name="node-1", containers=[client.V1Container(name="c", image="busybox"),
+                                                            client.V1Container(name="d", image="busybox")])
+    core.create_namespaced_pod("default", client.V1Pod(metadata=client.V1ObjectMeta(name="p1"), spec=spec))
+    status = running_pod()["status"]
+    status["containerStatuses"][0].update(image="busybox", imageID="")  # both required by the v37 client
+    core.patch_namespaced_pod_status("p1", "default", {"status": status})
+
+
 @pytest.mark.kubectl
-def test_kubectl_get_prints_server_side_tables(tmp_path: Path) -> None:
-    with kubectl_sandbox.running(tmp_path) as box:
-        box.put(info("", "pods"), running_pod())
-        box.put(kubectl_sandbox.LWS, obj("demo", spec={"replicas": 2, "leaderWorkerTemplate": {"size": 4}}))
+def test_kubectl_get_prints_server_side_tables(sim_api: SimAPI, tmp_path: Path) -> None:
+    box = kubectl_on_sim.with_lws(sim_api, tmp_path / "home")
+    create_running_pod(sim_api)
+    client.CustomObjectsApi(sim_api.api).create_namespaced_custom_object(
+        registry_fixtures.LWS_GROUP, "v1", "default", "leaderworkersets",
+        {"apiVersion": f"{registry_fixtures.LWS_GROUP}/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "demo"},
+         "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4}}})
 
-        def lines(*args: str) -> list[list[str]]:
-            got = box.kubectl("get", *args)
-            assert got.returncode == 0, got.stderr
-            return [line.split() for line in got.stdout.splitlines()]
+    def lines(*args: str) -> list[list[str]]:
+        got = box("get", *args)
+        assert got.returncode == 0, got.stderr
+        return [line.split() for line in got.stdout.splitlines()]
 
-        pods = lines("pods")
-        assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
-        assert pods[1][:4] == ["p1", "1/2", "Running", "0"]
-        assert lines("pods", "-o", "wide")[0][-2:] == ["IP", "NODE"]
-        assert lines("pods", "-o", "wide")[1][-2:] == ["127.10.0.5", "node-1"]
-        assert lines("pods", "-A")[1][:2] == ["default", "p1"]
-        lws = lines("lws")
-        assert lws[0] == ["NAME", "REPLICAS", "READY", "AVAILABLE", "AGE"]
-        assert lws[1][:2] == ["demo", "2"] and len(lws[1]) == 3, "unset READY/AVAILABLE print blank"
-        assert lines("lws", "-o", "wide")[1][-1] == "4"
-        watched = lines("pods", "--watch", "--output-watch-events")
-        assert [row[:3] for row in watched] == [["EVENT", "NAME", "READY"], ["ADDED", "p1", "1/2"],
-                                                ["MODIFIED", "p1", "1/2"]]
-        assert all(tables.wants_table(r.accept) for r in box.sent("GET", "/pods"))
+    pods = lines("pods")
+    assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert pods[1][:4] == ["p1", "1/2", "Running", "0"]
+    assert lines("pods", "-o", "wide")[0][-2:] == ["IP", "NODE"]
+    assert lines("pods", "-o", "wide")[1][-2:] == ["127.10.0.5", "node-1"]
+    assert lines("pods", "-A")[1][:2] == ["default", "p1"]
+    lws = lines("lws")
+    assert lws[0] == ["NAME", "REPLICAS", "READY", "AVAILABLE", "AGE"]
+    assert lws[1][:2] == ["demo", "2"] and len(lws[1]) == 3, "unset READY/AVAILABLE print blank"
+    assert lines("lws", "-o", "wide")[1][-1] == "4"
+    assert all(tables.wants_table(r.accept) for r in box.sent("GET", "/pods"))
+    assert box.sent("GET", "/leaderworkersets") and all(
+        tables.wants_table(r.accept) for r in box.sent("GET", "/leaderworkersets"))
+
+
+@pytest.mark.kubectl
+def test_kubectl_get_watch_prints_one_row_per_event(sim_api: SimAPI, tmp_path: Path) -> None:
+    box = kubectl_on_sim.with_lws(sim_api, tmp_path / "home")
+    create_running_pod(sim_api)
+    proc = box.popen("get", "pods", "--watch", "--output-watch-events")
+    try:
+        output = kubectl_on_sim.Output(proc)
+        output.until(lambda seen: any(line.startswith("ADDED") for line in seen))
+        client.CoreV1Api(sim_api.api).patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"x": "y"}}})
+        watched = [line.split() for line in output.until(lambda seen: any(s.startswith("MODIFIED") for s in seen))]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [row[:3] for row in watched] == [["EVENT", "NAME", "READY"], ["ADDED", "p1", "1/2"],
+                                            ["MODIFIED", "p1", "1/2"]]
+    (listed,) = box.sent("GET", "/namespaces/default/pods")
+    assert tables.wants_table(listed.accept), listed
