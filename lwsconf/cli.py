@@ -33,13 +33,27 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
                     help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    up.add_argument("--gpu-nodes", type=int, default=4, help="GPU nodes (8 fake nvidia.com/gpu each, 2 zones)")
+    up.add_argument("--cpu-nodes", type=int, default=2, help="CPU-only nodes")
+    up.add_argument("--topology", type=Path, default=None,
+                    help="YAML node layout (node groups with count/labels/capacity/taints); overrides --*-nodes")
+    up.add_argument("--stages", default="fast", choices=["fast", "general"],
+                    help="pod lifecycle timing for emulated containers: fast (deterministic) or general (realistic)")
     return parser
 
 
-async def _sim_up(port: int, kubeconfig: Path) -> int:
+async def _sim_up(args: argparse.Namespace) -> int:
     from lwsconf.sim import cluster as sim_cluster
+    from lwsconf.sim.nodes import layout
 
-    cluster = sim_cluster.SimCluster(port=port)
+    port, kubeconfig = args.port, args.kubeconfig
+    try:
+        nodes = (layout.load_layout(args.topology) if args.topology
+                 else layout.default_layout(gpu_nodes=args.gpu_nodes, cpu_nodes=args.cpu_nodes))
+    except (OSError, ValueError) as exc:
+        print(f"lwsconf: bad node layout: {exc}", file=sys.stderr)
+        return 2
+    cluster = sim_cluster.SimCluster(port=port, nodes=nodes, stage_set=args.stages)
     try:
         await cluster.start()
     except OSError as exc:
@@ -78,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.command == "sim" and args.sim_command == "up":
-        return asyncio.run(_sim_up(args.port, args.kubeconfig))
+        return asyncio.run(_sim_up(args))
     return 2
 
 

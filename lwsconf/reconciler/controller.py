@@ -221,8 +221,9 @@ class LwsReconciler:
         result = status.compute(lws, leader_sts_replicas=int(((sts or {}).get("status") or {}).get("replicas") or 0),
                                 groups=observed, now=eventrecorder.now())
         if result.changed:
-            body = {**lws, "status": result.status}
-            await self.mgr.client.replace(LWS, body, namespace=ns, subresource="status")
+            # A merge patch of the whole status: computed from caches (level-based), so a stale base
+            # object must not turn into a 409 loop; the next reconcile corrects any lag.
+            await self.mgr.client.patch(LWS, name, {"status": result.status}, namespace=ns, subresource="status")
             for event in result.events:
                 await self.mgr.recorder.record(lws, event)
         if result.update_done:

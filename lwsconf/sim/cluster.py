@@ -16,12 +16,14 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from lwsconf import _loopthread, kubeclient
 from lwsconf.sim.apiserver import app
+from lwsconf.sim.nodes import fleet as fleet_mod
+from lwsconf.sim.nodes import layout
 
 log = logging.getLogger("lwsconf.sim")
 
@@ -56,12 +58,23 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
 
 
 class SimCluster:
-    """API server + controllers on the current event loop."""
+    """API server + controllers + simulated nodes on the current event loop.
+
+    Args:
+        controllers: the control-plane controllers (default: `default_controllers()`).
+        nodes: the node layout (default: `layout.default_layout()`, 4 GPU nodes in 2 zones + 2 CPU
+            nodes); an empty list runs no nodes at all (API-only tests).
+        stage_set: pod lifecycle stages for emulated containers ("fast": deterministic, no jitter).
+    """
 
     def __init__(self, *, port: int = 0, token: str | None = None,
-                 controllers: list[tuple[str, ControllerFactory]] | None = None) -> None:
+                 controllers: list[tuple[str, ControllerFactory]] | None = None,
+                 nodes: Sequence[layout.NodeSpec] | None = None, stage_set: str = "fast", seed: int = 0) -> None:
         self.apiserver = app.APIServer(port=port, token=token)
-        self._controllers = default_controllers() if controllers is None else controllers
+        self._controllers = default_controllers() if controllers is None else list(controllers)
+        self._node_specs = layout.default_layout() if nodes is None else list(nodes)
+        self._stage_set, self._seed = stage_set, seed
+        self.fleet: fleet_mod.NodeFleet | None = None
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._clients: list[kubeclient.Client] = []
@@ -76,7 +89,12 @@ class SimCluster:
 
     async def start(self) -> None:
         await self.apiserver.start()
-        for name, factory in self._controllers:
+        controllers = list(self._controllers)
+        if self._node_specs:
+            # Created only once the port is bound: the fleet reserves a pod network (a file lock).
+            self.fleet = fleet_mod.NodeFleet(self._node_specs, stage_set=self._stage_set, seed=self._seed)
+            controllers += self.fleet.controllers()
+        for name, factory in controllers:
             client = kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name)
             self._clients.append(client)
             self._tasks.append(asyncio.create_task(self._supervise(name, factory, client), name=name))
@@ -103,6 +121,9 @@ class SimCluster:
             await client.close()
         self._clients.clear()
         await self.apiserver.stop()
+        if self.fleet is not None:
+            self.fleet.close()
+            self.fleet = None
 
     def write_kubeconfig(self, path: Path) -> Path:
         return self.apiserver.write_kubeconfig(path)

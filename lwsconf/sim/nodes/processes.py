@@ -1,0 +1,130 @@
+"""`ProcessLauncher`: what the kubelet does before a container process starts, for one node.
+
+For a runnable container (`runtime.runnable`) it reads the pod's ConfigMaps, Secrets and Services
+from the API, builds the environment (`env.resolve_env`, with the device plugin's envs last), writes
+the volumes (`volumes.materialize`), keeps the pod's hosts file current (`dns.ClusterDNS`, fed by
+its own pod and service informers over all namespaces, started at the first launch), expands the
+command (`env.expand_argv`) and hands a `runtime.ContainerLaunch` to the runtime. A missing
+ConfigMap/Secret or a bad volume becomes a `LaunchError` the pod worker reports as the kubelet does
+(waiting `CreateContainerConfigError`, retried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from lwsconf.kubeclient import client as kc
+from lwsconf.kubeclient import errors, informer
+from lwsconf.sim.nodes import dns, env, nodectx, runtime, volumes
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+_HOSTNAME_MAX = 63
+
+
+class ProcessLauncher:
+    """Starts process containers of one node's pods through `rt`.
+
+    Args:
+        client: the agent's API client.
+        rt: the node's process runtime.
+        pods_root: per-pod folders (volumes, hosts file) go under it.
+        node_name, host_ip: the node, for the downward API.
+        allocatable: the node's allocatable (defaults for unset limits in resourceFieldRef).
+    """
+
+    def __init__(self, client: kc.Client, rt: runtime.ProcessRuntime, pods_root: Path, *, node_name: str,
+                 host_ip: str, allocatable: dict[str, str] | None = None) -> None:
+        self.client = client
+        self.runtime = rt
+        self.pods_root = Path(pods_root)
+        self.node_name = node_name
+        self.host_ip = host_ip
+        self.allocatable = allocatable or {}
+        self.dns = dns.ClusterDNS()
+        self._informers: list[informer.Informer] = []
+        self._hosts: dict[str, dns.HostsFile] = {}
+
+    async def _ensure_dns(self) -> None:
+        if not self._informers:
+            pods = informer.Informer(self.client, kc.PODS, watch_timeout=60.0)
+            services = informer.Informer(self.client, kc.SERVICES, watch_timeout=60.0)
+            self.dns.attach(pods, services)
+            self._informers = [pods, services]
+            for inf in self._informers:
+                inf.start()
+        await asyncio.gather(*(inf.wait_synced(timeout=10) for inf in self._informers))
+
+    async def launch(self, pod: Obj, container: Obj, *, pod_ip: str, log_path: Path,
+                     extra_env: dict[str, str]) -> nodectx.Process:
+        """Start `container` of `pod`; raises nodectx.LaunchError when the kubelet could not."""
+        meta = pod.get("metadata") or {}
+        namespace, uid = str(meta.get("namespace")), str(meta.get("uid"))
+        await self._ensure_dns()
+        configmaps, secrets, services = await self._objects(namespace)
+        try:
+            environment = env.resolve_env(pod, container, node_name=self.node_name, host_ip=self.host_ip,
+                                          pod_ip=pod_ip, configmaps=configmaps, secrets=secrets, extra=extra_env,
+                                          services=services, node_allocatable=self.allocatable)
+            mounts = volumes.materialize(pod, container, root=self.pods_root / uid / "volumes",
+                                         configmaps=configmaps, secrets=secrets, env=environment,
+                                         node_allocatable=self.allocatable)
+            argv = env.expand_argv(container, environment)
+        except (env.EnvError, volumes.VolumeError) as exc:
+            raise nodectx.LaunchError("CreateContainerConfigError", str(exc), retry=True) from None
+        launch = runtime.ContainerLaunch(
+            namespace=namespace, pod_name=str(meta.get("name")), pod_uid=uid, container=str(container.get("name")),
+            argv=argv, env=environment, pod_ip=pod_ip, hostname=_hostname(pod), mounts=mounts,
+            working_dir=str(container.get("workingDir") or ""), log_path=log_path,
+            hosts_path=self._hosts_file(pod, pod_ip), read_only=volumes.read_only_mounts(pod, container))
+        try:
+            process: nodectx.Process = await self.runtime.start(launch)
+        except (OSError, ValueError) as exc:
+            raise nodectx.LaunchError("StartError", f"failed to start container process: {exc}") from None
+        return process
+
+    async def _objects(self, namespace: str) -> tuple[dict[str, Obj], dict[str, Obj], list[Obj]]:
+        try:
+            cms, _ = await self.client.list_all(kc.CONFIGMAPS, namespace=namespace)
+            secrets, _ = await self.client.list_all(kc.SECRETS, namespace=namespace)
+        except errors.KubeClientError as exc:
+            raise nodectx.LaunchError("CreateContainerConfigError", f"cannot read ConfigMaps/Secrets: {exc}",
+                                      retry=True) from None
+        services = [s for s in self._informers[1].list() if (s.get("metadata") or {}).get("namespace")
+                    in (namespace, "default")] if len(self._informers) > 1 else []
+        return ({c["metadata"]["name"]: c for c in cms}, {s["metadata"]["name"]: s for s in secrets}, services)
+
+    def _hosts_file(self, pod: Obj, pod_ip: str) -> Path:
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        if uid not in self._hosts:
+            path = self.pods_root / uid / "etc-hosts"
+            self._hosts[uid] = self.dns.open_hosts_file(path, pod, pod_ip)
+        return self._hosts[uid].path
+
+    def forget(self, pod_uid: str) -> None:
+        """The pod is gone or terminal: stop updating its hosts file and remove its folder."""
+        hosts = self._hosts.pop(pod_uid, None)
+        if hosts is not None:
+            hosts.close()
+        shutil.rmtree(self.pods_root / pod_uid, ignore_errors=True)
+
+    async def close(self) -> None:
+        """Stop the DNS informers and make sure no process of this node is left."""
+        for inf in self._informers:
+            inf.stop()
+        for inf in self._informers:
+            await inf.join()
+        self._informers = []
+        try:
+            await self.runtime.close()
+        except Exception as exc:  # processes that refuse to die are logged, never silently kept
+            log.error("node %s: runtime did not close cleanly: %s", self.node_name, exc)
+
+
+def _hostname(pod: Obj) -> str:
+    spec = pod.get("spec") or {}
+    return str(spec.get("hostname") or (pod.get("metadata") or {}).get("name") or "pod")[:_HOSTNAME_MAX]

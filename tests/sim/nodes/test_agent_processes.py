@@ -1,0 +1,128 @@
+"""Node agents running real processes: a python container serving HTTP on its pod IP.
+
+The workload is `lwsconf/sim/nodes/testdata/hello_http.py`, shipped to the pod in a ConfigMap volume
+at /app, as a user would. Traffic goes through the API server's pods/NAME:PORT/proxy, logs through
+pods/NAME/log, so these tests see what a conformance test sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from lwsconf.kubeclient import client as kc
+from lwsconf.sim.nodes import runtime
+from tests.sim.nodes import kubelet_sim as ks
+from tests.sim.nodes.kubelet_sim import NS, pod_body
+
+HELLO = Path(runtime.__file__).parent / "testdata" / "hello_http.py"
+
+
+def hello_pod(name: str, **extra: object) -> dict[str, object]:
+    main = {"name": "main", "image": "python:3.12-slim", "command": ["python3", "/app/hello_http.py"],
+            "args": ["--port", "8080"], "ports": [{"containerPort": 8080, "name": "http"}],
+            "env": [{"name": "GREETING", "value": "hi $(POD_NAME)"},
+                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+            "volumeMounts": [{"name": "app", "mountPath": "/app"}],
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 1},
+            **extra}
+    return pod_body(name, containers=[main], volumes=[{"name": "app", "configMap": {"name": "hello"}}])
+
+
+async def proxy_get(client: kc.Client, pod: str, path: str) -> dict[str, object]:
+    answer = await client.request("GET", f"/api/v1/namespaces/{NS}/pods/{pod}:8080/proxy/{path}")
+    return answer
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def create_script(client: kc.Client) -> None:
+    await client.create(kc.CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "hello", "namespace": NS},
+                                        "data": {"hello_http.py": HELLO.read_text()}})
+
+
+def test_process_container_serves_on_its_pod_ip_and_restarts_after_exit(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await create_script(sim.client)
+            await ks.create_bound(sim.client, hello_pod("hello"), "cpu-0")
+            pod = await ks.pod_until(sim.client, "hello", ks.is_ready, "Running and Ready (HTTP probe)", timeout=20)
+            info = await proxy_get(sim.client, "hello", "")
+            assert info["ip"] == pod["status"]["podIP"], info
+            env = info["env"]
+            assert isinstance(env, dict) and env["GREETING"] == "hi $(POD_NAME)" and env["POD_NAME"] == "hello"
+            log = await ks.pod_log(sim.client, "hello")
+            assert "listening on" in log, log
+            await proxy_get(sim.client, "hello", "exit?code=7")
+            pod = await ks.pod_until(sim.client, "hello", lambda p: ks.is_ready(p) and
+                                     ks.container(p).get("restartCount") == 1, "restarted and Ready", timeout=20)
+            assert ks.container(pod)["lastState"]["terminated"]["exitCode"] == 7
+    ks.run(scenario, timeout=90)
+
+
+def test_missing_configmap_keeps_container_waiting_with_config_error(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            body = hello_pod("lost", envFrom=[{"configMapRef": {"name": "absent"}}])
+            await create_script(sim.client)
+            await ks.create_bound(sim.client, body, "cpu-0")
+            pod = await ks.pod_until(sim.client, "lost", lambda p: (ks.container(p).get("state") or {}).get(
+                "waiting", {}).get("reason") == "CreateContainerConfigError", "waiting on its config")
+            assert pod["status"]["phase"] == "Pending" and ks.container(pod)["restartCount"] == 0
+            assert "absent" in json.dumps(ks.container(pod)["state"])
+    ks.run(scenario, timeout=60)
+
+
+def test_deleting_or_stopping_leaves_no_process_behind(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        pids: list[int] = []
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await create_script(sim.client)
+            for name in ("gone", "kept"):
+                await ks.create_bound(sim.client, hello_pod(name), "cpu-0")
+            for name in ("gone", "kept"):
+                await ks.pod_until(sim.client, name, ks.is_ready, "Ready", timeout=20)
+            agent = sim.running.fleet.agents["cpu-0"]
+            for worker in agent.workers.values():
+                pids.extend(r.process.pid for r in worker.state.containers if r.process is not None)
+            assert len(pids) == 2, pids
+            await sim.client.request("DELETE", ks.PODS.object_path("gone", NS),
+                                     body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 5})
+            await ks.pod_until(sim.client, "gone", lambda p: p is None, "deleted by its kubelet", timeout=10)
+            assert sum(alive(p) for p in pids) == 1
+        assert [p for p in pids if alive(p)] == [], "processes survived the agent"
+    ks.run(scenario, timeout=90)
+
+
+def test_gpu_pod_gets_devices_from_the_fake_plugin_and_unhealthy_devices_leave_allocatable(tmp_path: Path) -> None:
+    gpu = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True, device_plugins=True) as sim:
+            plugin = await ks.until(lambda: _plugin(sim), lambda p: p is not None and p.registrations > 0,
+                                    "fake GPU plugin registered")
+            await create_script(sim.client)
+            await ks.create_bound(sim.client, hello_pod("gpu", resources=gpu), "gpu-0")
+            await ks.pod_until(sim.client, "gpu", ks.is_ready, "Ready", timeout=20)
+            env = (await proxy_get(sim.client, "gpu", ""))["env"]
+            assert isinstance(env, dict)
+            assert plugin.allocate_calls and env["MOCK_NVIDIA_VISIBLE_DEVICES"] == plugin.allocate_calls[0][0]
+            plugin.set_health(plugin.device_ids[1], False)
+            node = await ks.until(lambda: sim.client.get(ks.NODES, "gpu-0"),
+                                  lambda n: n["status"]["allocatable"]["nvidia.com/gpu"] == "1",
+                                  "allocatable drops to the healthy count",
+                                  show=lambda n: repr((n["status"]["capacity"], n["status"]["allocatable"])))
+            assert node["status"]["capacity"]["nvidia.com/gpu"] == "2"
+    ks.run(scenario, timeout=90)
+
+
+async def _plugin(sim: ks.Sim) -> object:
+    return sim.running.fleet.plugins.get("gpu-0")
