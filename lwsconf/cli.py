@@ -2,6 +2,8 @@
 
     lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
+    lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect]
+                                                    the reference LWS controller, against any cluster
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -13,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -39,7 +42,45 @@ def _parser() -> argparse.ArgumentParser:
                     help="YAML node layout (node groups with count/labels/capacity/taints); overrides --*-nodes")
     up.add_argument("--stages", default="fast", choices=["fast", "general"],
                     help="pod lifecycle timing for emulated containers: fast (deterministic) or general (realistic)")
+    rec = sub.add_parser("reconciler", help="run the reference LeaderWorkerSet controller against a cluster")
+    where = rec.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", type=Path, default=None,
+                       help="kubeconfig of the cluster (default: $KUBECONFIG, then ~/.kube/config)")
+    where.add_argument("--in-cluster", action="store_true", help="use the pod's service account (in a Deployment)")
+    rec.add_argument("--context", default=None, help="kubeconfig context (default: current)")
+    rec.add_argument("--leader-elect", action="store_true",
+                     help="campaign for a Lease in --lease-namespace, so several replicas can run safely")
+    rec.add_argument("--lease-namespace", default="kube-system", help="namespace of the leader-election Lease")
+    rec.add_argument("--namespace", default=None, help="reconcile only this namespace (default: all)")
     return parser
+
+
+async def _reconciler(args: argparse.Namespace) -> int:
+    from lwsconf import kubeclient
+    from lwsconf.kubeclient import kubeconfig
+    from lwsconf.reconciler import run
+
+    try:
+        if args.in_cluster:
+            creds = kubeconfig.in_cluster()
+        else:
+            path = args.kubeconfig or Path(os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+            creds = kubeconfig.load(path, args.context)
+    except (kubeconfig.KubeconfigError, OSError) as exc:
+        print(f"lwsconf reconciler: {exc}", file=sys.stderr)
+        return 2
+    client = kubeclient.Client.from_credentials(creds, user_agent="lws-reference", loopback_only=False)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"reference reconciler running against {creds.server} (Ctrl-C to stop)", flush=True)
+    try:
+        await run.serve(client, stop, leader_election=args.leader_elect, lease_namespace=args.lease_namespace,
+                        namespace=args.namespace)
+    finally:
+        await client.close()
+    return 0
 
 
 async def _sim_up(args: argparse.Namespace) -> int:
@@ -91,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.command == "reconciler":
+        return asyncio.run(_reconciler(args))
     if args.command == "sim" and args.sim_command == "up":
         return asyncio.run(_sim_up(args))
     return 2

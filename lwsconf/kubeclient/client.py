@@ -13,21 +13,20 @@ harness may send traffic elsewhere. Errors come in two kinds, both `KubeClientEr
 from __future__ import annotations
 
 import asyncio
-import base64
 import ipaddress
 import json
 import os
 import pathlib
 import ssl
+import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import aiohttp
-import yaml
 import yarl
 
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, kubeconfig
 
 Obj = dict[str, Any]
 Objs = list[Obj]
@@ -123,6 +122,21 @@ def _check_loopback(base_url: str) -> yarl.URL:
     return url
 
 
+def _ssl_context(ca_pem: bytes | str | None, client_cert: tuple[bytes, bytes] | None, insecure: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cadata=ca_pem.decode() if isinstance(ca_pem, bytes) else ca_pem)
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if client_cert is not None:
+        with tempfile.TemporaryDirectory(prefix="lwsconf-cert-") as tmp:
+            cert, key = pathlib.Path(tmp, "tls.crt"), pathlib.Path(tmp, "tls.key")
+            cert.write_bytes(client_cert[0])
+            key.touch(mode=0o600)
+            key.write_bytes(client_cert[1])
+            ctx.load_cert_chain(str(cert), str(key))
+    return ctx
+
+
 def _decode(data: bytes) -> Obj:
     try:
         parsed = json.loads(data) if data.strip() else {}
@@ -143,31 +157,41 @@ class Client:
         request_timeout: seconds allowed for any non-watch request.
     """
 
-    def __init__(self, base_url: str, token: str, *,
+    def __init__(self, base_url: str, token: str | None, *,
                  ca_pem: bytes | str | None = None,
                  user_agent: str = "lwsconf-sim-controller",
-                 request_timeout: float = 30.0) -> None:
-        self.base_url = str(_check_loopback(base_url)).rstrip("/")
-        self._headers = {"Authorization": f"Bearer {token}", "User-Agent": user_agent,
-                         "Accept": "application/json"}
+                 request_timeout: float = 30.0,
+                 client_cert: tuple[bytes, bytes] | None = None,
+                 insecure: bool = False,
+                 loopback_only: bool = True) -> None:
+        self.base_url = (str(_check_loopback(base_url)) if loopback_only else base_url).rstrip("/")
+        self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._ssl: ssl.SSLContext | bool = True
-        if ca_pem is not None:
-            self._ssl = ssl.create_default_context(
-                cadata=ca_pem.decode() if isinstance(ca_pem, bytes) else ca_pem)
+        if ca_pem is not None or client_cert is not None or insecure:
+            self._ssl = _ssl_context(ca_pem, client_cert, insecure)
         self._session: aiohttp.ClientSession | None = None
 
     @classmethod
-    def from_kubeconfig(cls, path: str | os.PathLike[str], *, user_agent: str = "lwsconf-sim-controller") -> Client:
-        """A client for the current context of a kubeconfig with a token user (what `lwsconf sim up` writes)."""
-        config = yaml.safe_load(pathlib.Path(path).read_text())
-        context_name = config.get("current-context")
-        context = next(c["context"] for c in config["contexts"] if c["name"] == context_name)
-        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
-        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        ca_data = cluster.get("certificate-authority-data")
-        ca_pem = base64.b64decode(ca_data) if ca_data else None
-        return cls(cluster["server"], user["token"], ca_pem=ca_pem, user_agent=user_agent)
+    def from_credentials(cls, creds: kubeconfig.Credentials, *, user_agent: str,
+                         loopback_only: bool = True) -> Client:
+        cert = ((creds.client_cert_pem, creds.client_key_pem)
+                if creds.client_cert_pem and creds.client_key_pem else None)
+        return cls(creds.server, creds.token, ca_pem=creds.ca_pem, user_agent=user_agent, client_cert=cert,
+                   insecure=creds.insecure, loopback_only=loopback_only)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | os.PathLike[str], *, user_agent: str = "lwsconf-sim-controller",
+                        context: str | None = None, loopback_only: bool = True) -> Client:
+        """A client for a kubeconfig context (token or client-certificate users).
+
+        `loopback_only` (the default, for sim components) refuses any server outside 127.0.0.0/8; the
+        reference reconciler passes False to reach the cluster the user points it at.
+        """
+        return cls.from_credentials(kubeconfig.load(path, context), user_agent=user_agent,
+                                    loopback_only=loopback_only)
 
     async def __aenter__(self) -> Client:
         return self

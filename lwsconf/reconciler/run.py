@@ -70,7 +70,8 @@ class RunningReconciler:
 
         async def start() -> None:
             self._stop = asyncio.Event()
-            self._client = kubeclient.Client.from_kubeconfig(self.kubeconfig, user_agent="lws-reference")
+            self._client = kubeclient.Client.from_kubeconfig(self.kubeconfig, user_agent="lws-reference",
+                                                             loopback_only=False)
             self._task = asyncio.create_task(serve(self._client, self._stop, leader_election=self.leader_election))
 
         self._loop.run(start())
