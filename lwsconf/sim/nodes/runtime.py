@@ -171,10 +171,23 @@ def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, ho
           mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str) -> Obj:
     (cdir / "tmp").mkdir(parents=True, exist_ok=True)
     os.chmod(cdir / "tmp", 0o1777)
+    if mode == MODE_NAMESPACES:
+        mounts = [*mounts, *_host_paths_under_tmp()]
     return {"mode": mode, "argv": list(argv), "env": dict(env), "hostname": hostname, "mounts": mounts,
             "hosts": str(hosts) if hosts else None, "cwd": cwd, "rootfs": str(cdir / "rootfs"),
             "tmp": str(cdir / "tmp"), "python": sys.executable, "parent_pid": os.getpid(),
             "unshare": shutil.which("unshare") or "unshare"}
+
+
+def _host_paths_under_tmp() -> list[tuple[str, str, bool]]:
+    """Read-only binds for the interpreter and lwsconf when they live under /tmp.
+
+    Containers get a private /tmp, which would hide a virtualenv or checkout placed there (CI clones
+    into temporary folders), so the interpreter could not even start.
+    """
+    here = str(Path(__file__).resolve().parents[3])
+    wanted = {sys.prefix, sys.exec_prefix, sys.base_prefix, here}
+    return [(p, p, True) for p in sorted(wanted) if p == "/tmp" or p.startswith("/tmp/")]
 
 
 def translate(path: str, mounts: Mapping[str, Path]) -> str:
