@@ -4,6 +4,7 @@
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
     lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect]
                                                     the reference LWS controller, against any cluster
+    lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 from lwsconf import __version__
+from lwsconf.report import cli as report_cli
 
 DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "sim" / "kubeconfig"
 
@@ -52,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease in --lease-namespace, so several replicas can run safely")
     rec.add_argument("--lease-namespace", default="kube-system", help="namespace of the leader-election Lease")
     rec.add_argument("--namespace", default=None, help="reconcile only this namespace (default: all)")
+    report_cli.add_parser(sub)
     return parser
 
 
@@ -132,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.command == "report":
+        return report_cli.run(args)
     if args.command == "reconciler":
         return asyncio.run(_reconciler(args))
     if args.command == "sim" and args.sim_command == "up":

@@ -1,0 +1,11 @@
+"""Conformance reports: the typed report (`schema`), how results are decided (`build`), and its writers.
+
+`schema.Report` is the published document (conformance-report.yaml). `build` folds test results
+into profile verdicts and the CI gate. The writers (`yaml_writer`, `junit`, `summary_md`, `html`,
+`compare`, and `timeline.svg` for pictures) only render a Report. `collect` is the pytest plugin
+part that gathers results during a run; `cli` is `lwsconf report show|compare`. This package never
+imports the simulator, the reconciler or any backend: it reads pytest reports and files.
+"""
+
+__all__ = ["build", "cli", "collect", "compare", "html", "junit", "schema", "summary_md", "timeline",
+           "yaml_writer"]

@@ -1,0 +1,102 @@
+"""From per-test results to profile verdicts and the CI gate: the only place report results are decided.
+
+Gateway API's rules, per claimed profile (anchors.md 1.4): **failure** if any of its tests failed;
+**partial** if none failed but one was SKIPPED (the claim is unverified) or a *core* test was
+NOT_SUPPORTED (a core feature was exempted); otherwise **success**. A NOT_SUPPORTED extended test
+leaves the profile a success: the feature is listed as unsupported. PROVISIONAL_SKIPPED tests count
+nowhere, as Gateway API's suite does: provisional tests are not yet part of conformance. A test
+counts in every profile one of its features belongs to. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from lwsconf import profiles as profiles_mod
+from lwsconf.conformance import Outcome
+from lwsconf.report import schema
+
+__all__ = ["gate", "is_core", "profile_report"]
+
+_CORE = frozenset(f.value for p in profiles_mod.ALL.values() for f in p.core)
+
+
+def is_core(features: Iterable[str]) -> bool:
+    """A test is core when every feature it exercises is some profile's core feature."""
+    feats = set(features)
+    return bool(feats) and feats <= _CORE
+
+
+def _statistics(tests: Sequence[schema.TestReport]) -> schema.Statistics:
+    results = [t.result for t in tests]
+    return schema.Statistics(passed=results.count(Outcome.SUCCEEDED), failed=results.count(Outcome.FAILED),
+                             skipped=results.count(Outcome.SKIPPED),
+                             not_supported=results.count(Outcome.NOT_SUPPORTED))
+
+
+def _names(tests: Sequence[schema.TestReport], *outcomes: Outcome) -> tuple[str, ...]:
+    return tuple(sorted({t.short_name for t in tests if t.result in outcomes}))
+
+
+def _summary(result: schema.Result, stats: schema.Statistics, unrun_core: int) -> str:
+    total = stats.passed + stats.failed + stats.skipped + stats.not_supported
+    if total == 0:
+        return "No test of this profile was collected."
+    counted = f"{stats.passed} of {total} passed"
+    extras = [f"{n} {what}" for n, what in ((stats.failed, "failed"), (stats.skipped, "skipped"),
+                                            (stats.not_supported, "not supported")) if n]
+    detail = counted + (f" ({', '.join(extras)})" if extras else "")
+    if result is schema.Result.FAILURE:
+        return f"Failed: {detail}."
+    if result is schema.Result.PARTIAL:
+        why = f"{unrun_core} core test(s) did not run" if unrun_core else "some claimed tests did not run"
+        return f"Partial: no test failed, but {why}; {detail}."
+    return f"Succeeded: {detail}."
+
+
+def profile_report(profile: profiles_mod.Profile, tests: Sequence[schema.TestReport],
+                   supported: Iterable[str]) -> schema.ProfileReport:
+    """The verdict of one claimed profile over the tests that belong to it.
+
+    Args:
+        profile: the claimed profile.
+        tests: all tests of the run; those not in this profile are ignored.
+        supported: every feature name the run claimed (profile cores plus supported extended features).
+    """
+    mine = [t for t in tests if profile.name in t.profiles and t.result is not Outcome.PROVISIONAL_SKIPPED]
+    stats = _statistics(mine)
+    unrun_core = [t for t in mine if t.core and t.result in schema.NOT_RUN]
+    if stats.failed:
+        result = schema.Result.FAILURE
+    elif stats.skipped or unrun_core:
+        result = schema.Result.PARTIAL
+    else:
+        result = schema.Result.SUCCESS
+    claimed = set(supported)
+    return schema.ProfileReport(
+        name=profile.name, result=result, summary=_summary(result, stats, len(unrun_core)), statistics=stats,
+        failed_tests=_names(mine, Outcome.FAILED), skipped_tests=_names(mine, Outcome.SKIPPED),
+        not_supported_tests=_names(mine, Outcome.NOT_SUPPORTED),
+        supported_features=tuple(sorted(f.value for f in profile.features if f.value in claimed)),
+        unsupported_features=tuple(sorted(f.value for f in profile.features if f.value not in claimed)))
+
+
+def gate(report: schema.Report, *, on_skips: bool = False) -> list[str]:
+    """Why a CI job should fail on this report (empty: it passes).
+
+    A test of a claimed profile that failed always fails the gate; with `on_skips`, so does a core
+    test of a claimed profile that was SKIPPED or NOT_SUPPORTED (not a PROVISIONAL_SKIPPED one).
+    """
+    claimed = {p.name for p in report.profiles}
+    reasons = []
+    for test in report.tests:
+        mine = sorted(claimed.intersection(test.profiles))
+        if not mine:
+            continue
+        where = ", ".join(mine)
+        if test.result is Outcome.FAILED:
+            reasons.append(f"{test.short_name} ({where}) failed: {test.message or 'no message'}")
+        elif on_skips and test.core and test.result in schema.NOT_RUN:
+            reasons.append(f"core test {test.short_name} ({where}) was {test.result.value}: "
+                           f"{test.message or 'no reason given'}")
+    return reasons

@@ -1,0 +1,273 @@
+"""The pytest side of reporting: gather each test's result during a run, write the reports at the end.
+
+`Collector` is a plugin object (registered by `fixtures/reporting.py`). In every process it tags
+each pytest report with the test's conformance metadata (and, once known, the cluster's facts), so
+the data survives pytest-xdist's trip from worker to controller. In the process that owns the run
+directory it folds the setup/call/teardown reports of each test into one `schema.TestReport`
+(SUCCEEDED, FAILED, or the suite's SKIPPED / NOT_SUPPORTED / PROVISIONAL_SKIPPED verdict), and at
+session end builds the `schema.Report` and writes `conformance-report.yaml`, `summary.md`,
+`report.html` and the junit.xml properties into `reports/<run-id>/`. It knows nothing of the
+plugin's options or of Kubernetes: the caller passes a `describe` and a `probe` function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwsconf import __version__, profiles
+from lwsconf.conformance import Outcome
+from lwsconf.report import build, html, junit, schema, summary_md, timeline, yaml_writer
+
+__all__ = ["ClusterFacts", "Collector", "RunContext", "TestMeta", "artifact_dir_name", "load_timelines",
+           "write_run"]
+
+ARTIFACTS = "artifacts"
+MAX_MESSAGE = 500
+MAX_PROBES = 10
+
+
+def artifact_dir_name(node_id: str, short_name: str | None = None) -> str:
+    """The folder under `artifacts/` for one test: its short name (plus parameters), filesystem-safe."""
+    last = node_id.rsplit("::", 1)[-1]
+    params = last[last.index("[") + 1: -1] if last.endswith("]") and "[" in last else ""
+    base = (short_name or last.split("[")[0]) + (f"-{params}" if params else "")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.")[:120] or "test"
+
+
+@dataclass(frozen=True)
+class TestMeta:
+    """What the suite knows of a test before it runs (from its TestSpec and the selection verdict)."""
+
+    __test__ = False
+
+    short_name: str
+    description: str = ""
+    features: tuple[str, ...] = ()
+    profiles: tuple[str, ...] = ()
+    verdict: Outcome | None = None
+    """The suite's decision not to run it (SKIPPED, NOT_SUPPORTED, PROVISIONAL_SKIPPED), or None."""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shortName": self.short_name, "description": self.description, "features": list(self.features),
+                "profiles": list(self.profiles), "verdict": self.verdict.value if self.verdict else None,
+                "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TestMeta:
+        return cls(d["shortName"], d["description"], tuple(d["features"]), tuple(d["profiles"]),
+                   Outcome(d["verdict"]) if d["verdict"] else None, d["reason"])
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    environment: schema.Environment
+    lws_api_version: str | None = None
+    """None while no LeaderWorkerSet API is served (e.g. before the implementation is installed)."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The run-wide facts of the report: identity, claims, where and when."""
+
+    implementation: schema.Implementation
+    mode: str
+    backend: str
+    profiles: tuple[profiles.Profile, ...]
+    supported: frozenset[str]
+    date: str
+    run_id: str = ""
+
+
+@dataclass
+class _Result:
+    meta: TestMeta
+    node_id: str
+    outcome: Outcome | None = None
+    message: str = ""
+    duration: float = 0.0
+
+
+def _one_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
+
+
+def _message(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (path, line, "Skipped: reason")
+        return _one_line(re.sub(r"^Skipped: ", "", str(longrepr[2])))
+    crash = getattr(longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else (str(longrepr).strip().splitlines() or [""])[-1]
+    prefix = f"in {report.when}: " if report.when != "call" else ""
+    return prefix + _one_line(text)
+
+
+def _strip_outcome(reason: str) -> str:
+    """The suite's reasons start with the outcome name ("NOT_SUPPORTED: ..."); the result field says it already."""
+    return _one_line(re.sub(r"^(?:" + "|".join(o.value for o in Outcome) + r"): ", "", reason))
+
+
+def _fold(res: _Result, report: pytest.TestReport) -> None:
+    """Fold one phase's report into a test's result (failure anywhere wins)."""
+    res.duration += report.duration
+    if res.outcome is Outcome.FAILED:
+        return
+    if report.failed:
+        res.outcome, res.message = Outcome.FAILED, _message(report)
+    elif report.skipped:
+        verdict = res.meta.verdict if report.when == "setup" else None
+        res.outcome = verdict or Outcome.SKIPPED
+        res.message = _strip_outcome(res.meta.reason) if verdict else _message(report)
+    elif report.when == "call":
+        res.outcome = Outcome.SUCCEEDED
+
+
+@dataclass(eq=False)  # pluggy keeps plugins in sets: identity hashing, never field equality
+class Collector:
+    """Registered as a plugin. It gathers results when it has somewhere to write them (`run_dir` and/or
+    `report_output`); without either (xdist workers) it only tags reports for the controller."""
+
+    context: RunContext
+    describe: Callable[[pytest.Item], TestMeta]
+    run_dir: Path | None = None
+    probe: Callable[[pytest.Item], ClusterFacts | None] | None = None
+    report_output: Path | None = None
+    gate_on_skips: bool = False
+    report: schema.Report | None = None
+    gate_reasons: list[str] = field(default_factory=list)
+    _results: dict[str, _Result] = field(default_factory=dict, init=False, repr=False)
+    _facts: ClusterFacts | None = field(default=None, init=False, repr=False)
+    _probes: int = field(default=0, init=False, repr=False)
+
+    @property
+    def gathering(self) -> bool:
+        return self.run_dir is not None or self.report_output is not None
+
+    # --- every process: tag reports -----------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        report.lwsconf_meta = self.describe(item).to_dict()  # type: ignore[attr-defined]
+        if call.when == "call":
+            self._maybe_probe(item)
+        if self._facts is not None:
+            report.lwsconf_cluster = {  # type: ignore[attr-defined]
+                "environment": self._facts.environment.to_dict(), "lwsAPIVersion": self._facts.lws_api_version}
+        return report
+
+    def _maybe_probe(self, item: pytest.Item) -> None:
+        complete = self._facts is not None and self._facts.lws_api_version is not None
+        if self.probe is None or complete or self._probes >= MAX_PROBES:
+            return
+        facts = self.probe(item)
+        if facts is not None:
+            self._probes += 1
+            self._facts = facts
+
+    # --- the process that owns the run directory: fold and write --------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.gathering:
+            return
+        meta = getattr(report, "lwsconf_meta", None)
+        cluster = getattr(report, "lwsconf_cluster", None)
+        if cluster and (self._facts is None or self._facts.lws_api_version is None):
+            self._facts = ClusterFacts(schema.Environment.from_dict(cluster["environment"]), cluster["lwsAPIVersion"])
+        res = self._results.get(report.nodeid)
+        if res is None:
+            tm = TestMeta.from_dict(meta) if meta else TestMeta(report.nodeid.rsplit("::", 1)[-1])
+            res = self._results[report.nodeid] = _Result(tm, report.nodeid)
+        _fold(res, report)
+
+    def tests(self) -> tuple[schema.TestReport, ...]:
+        """The per-test reports so far, with the artifact files found on disk."""
+        out = []
+        for res in self._results.values():
+            if res.outcome is None:  # interrupted before any verdict
+                continue
+            m = res.meta
+            out.append(schema.TestReport(
+                short_name=m.short_name, node_id=res.node_id, description=m.description, features=m.features,
+                profiles=m.profiles, core=build.is_core(m.features), result=res.outcome, duration=res.duration,
+                message=res.message, artifacts=self._artifacts(res)))
+        return tuple(out)
+
+    def _artifacts(self, res: _Result) -> tuple[str, ...]:
+        if self.run_dir is None:
+            return ()
+        folder = self.run_dir / ARTIFACTS / artifact_dir_name(res.node_id, res.meta.short_name)
+        if not folder.is_dir():
+            return ()
+        return tuple(sorted(p.relative_to(self.run_dir).as_posix() for p in folder.rglob("*") if p.is_file()))
+
+    def build(self) -> schema.Report:
+        tests, ctx = self.tests(), self.context
+        facts = self._facts or ClusterFacts(schema.Environment())
+        return schema.Report(
+            implementation=ctx.implementation, date=ctx.date, lwsconf_version=__version__,
+            lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
+            environment=facts.environment, run_id=ctx.run_id, tests=tests,
+            profiles=tuple(build.profile_report(p, tests, ctx.supported) for p in ctx.profiles))
+
+    @pytest.hookimpl(trylast=True)  # after junitxml has written junit.xml
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.gathering:
+            return
+        self.report = self.build()
+        if self.run_dir is not None:
+            write_run(self.run_dir, self.report)
+        if self.report_output is not None:
+            yaml_writer.write(self.report, self.report_output)
+        self.gate_reasons = build.gate(self.report, on_skips=self.gate_on_skips)
+        if self.gate_reasons and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "lwsconf conformance report")
+        for p in self.report.profiles:
+            s = p.statistics
+            tr.write_line(f"{p.name}: {p.result.value} ({s.passed} passed, {s.failed} failed, {s.skipped} skipped, "
+                          f"{s.not_supported} not supported)")
+        for reason in self.gate_reasons:
+            tr.write_line(f"gate: {reason}")
+        if self.run_dir is not None:
+            tr.write_line(f"reports: {self.run_dir / html.FILENAME} (also {summary_md.FILENAME}, "
+                          f"{yaml_writer.FILENAME}, junit.xml)")
+        if self.report_output is not None:
+            tr.write_line(f"report output: {self.report_output}")
+
+
+def load_timelines(run_dir: Path, report: schema.Report) -> dict[str, timeline.Timeline]:
+    """Timelines by node id, from each test's `artifacts/<test>/timeline.json` (unreadable ones are skipped)."""
+    out = {}
+    for t in report.tests:
+        for rel in t.artifacts:
+            if rel.endswith("/" + timeline.FILENAME):
+                try:
+                    out[t.node_id] = timeline.load(run_dir / rel)
+                except (OSError, ValueError):
+                    continue
+    return out
+
+
+def write_run(run_dir: Path, report: schema.Report) -> list[Path]:
+    """Write every report file of a run directory (and annotate its junit.xml if present)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    written = [yaml_writer.write(report, run_dir / yaml_writer.FILENAME)]
+    (run_dir / summary_md.FILENAME).write_text(summary_md.render(report))
+    page = html.render(report, timelines=load_timelines(run_dir, report))
+    (run_dir / html.FILENAME).write_text(page)
+    written += [run_dir / summary_md.FILENAME, run_dir / html.FILENAME]
+    if junit.annotate_file(run_dir / "junit.xml", report):
+        written.append(run_dir / "junit.xml")
+    return written

@@ -1,0 +1,249 @@
+"""The conformance report as typed, versioned data (Gateway API's ConformanceReport, for LWS).
+
+`Report` is what a run leaves behind in `conformance-report.yaml`: who was tested (implementation
+identity), where (backend and environment), what was claimed (profiles with supported and
+unsupported features) and what happened (per profile and per test). Every writer (YAML, JUnit,
+Markdown, HTML) only renders a `Report`; none of them computes results. `to_dict`/`from_dict` use
+the YAML's camelCase keys; `report.schema.json` beside this module describes the same document and
+tests keep the two in step. Field names are a published format: add fields, never rename them, and
+bump `API_VERSION` for incompatible changes. No I/O and no pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from lwsconf.conformance import Outcome
+
+__all__ = ["API_VERSION", "KIND", "NOT_RUN", "Environment", "Implementation", "Outcome", "ProfileReport", "Report",
+           "Result", "Statistics", "TestReport"]
+
+API_VERSION = "lwsconf.dev/v1alpha1"
+KIND = "LWSConformanceReport"
+NOT_RUN = frozenset({Outcome.SKIPPED, Outcome.NOT_SUPPORTED})
+"""Outcomes of a claimed test that did not run. PROVISIONAL_SKIPPED is not among them: a provisional test
+is not yet part of conformance, so skipping it counts nowhere (as in Gateway API's suite)."""
+
+T = TypeVar("T")
+
+
+class Result(StrEnum):
+    """A profile's verdict: failure if any test failed; partial if a test was skipped (see build.py)."""
+
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    FAILURE = "failure"
+
+
+def _get(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
+    """data[key], checked to be a `kind`; errors name the field path and what was found."""
+    if key not in data:
+        raise ValueError(f"{where}: missing field {key!r}")
+    value = data[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _strings(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    values = _get(data, key, list, where)
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{where}.{key}: expected a list of strings, got {values!r}")
+    return tuple(values)
+
+
+def _enum(data: Mapping[str, Any], key: str, kind: type[StrEnum], where: str) -> Any:
+    raw = _get(data, key, str, where)
+    try:
+        return kind(raw)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ValueError(f"{where}.{key}: {raw!r} is not one of {allowed}") from None
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """Who is under test (Gateway API's `implementation`); required by --report-output."""
+
+    organization: str
+    project: str
+    url: str
+    version: str
+    contact: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"organization": self.organization, "project": self.project, "url": self.url,
+                "version": self.version, "contact": list(self.contact)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "implementation") -> Implementation:
+        return cls(_get(data, "organization", str, where), _get(data, "project", str, where),
+                   _get(data, "url", str, where), _get(data, "version", str, where),
+                   _strings(data, "contact", where))
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The cluster the run used; `nodeImage` is "sim" on the simulated backend."""
+
+    kubernetes_version: str = "unknown"
+    node_count: int = 0
+    node_image: str = "unknown"
+    gpu_product: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kubernetesVersion": self.kubernetes_version, "nodeCount": self.node_count,
+                "nodeImage": self.node_image, "gpuProduct": self.gpu_product}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "environment") -> Environment:
+        gpu = data.get("gpuProduct")
+        if gpu is not None and not isinstance(gpu, str):
+            raise ValueError(f"{where}.gpuProduct: expected a string or null, got {gpu!r}")
+        return cls(_get(data, "kubernetesVersion", str, where), _get(data, "nodeCount", int, where),
+                   _get(data, "nodeImage", str, where), gpu)
+
+
+@dataclass(frozen=True)
+class Statistics:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    not_supported: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "failed": self.failed, "skipped": self.skipped,
+                "notSupported": self.not_supported}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "statistics") -> Statistics:
+        return cls(*(_get(data, k, int, where) for k in ("passed", "failed", "skipped", "notSupported")))
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """One test's result. `message` is one line: the failure, or the skip reason."""
+
+    __test__ = False  # not a pytest test class
+
+    short_name: str
+    node_id: str
+    description: str
+    features: tuple[str, ...]
+    profiles: tuple[str, ...]
+    core: bool
+    """True when every feature of the test is a core feature: skipping it makes its profiles partial."""
+    result: Outcome
+    duration: float
+    message: str = ""
+    artifacts: tuple[str, ...] = ()
+    """Paths relative to the run directory (reports/<run-id>/)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shortName": self.short_name, "nodeId": self.node_id, "description": self.description,
+                "features": list(self.features), "profiles": list(self.profiles), "core": self.core,
+                "result": self.result.value, "duration": round(self.duration, 3), "message": self.message,
+                "artifacts": list(self.artifacts)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "tests[]") -> TestReport:
+        return cls(_get(data, "shortName", str, where), _get(data, "nodeId", str, where),
+                   _get(data, "description", str, where), _strings(data, "features", where),
+                   _strings(data, "profiles", where), _get(data, "core", bool, where),
+                   _enum(data, "result", Outcome, where), _get(data, "duration", float, where),
+                   _get(data, "message", str, where), _strings(data, "artifacts", where))
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """A claimed profile's verdict (Gateway API's `profiles[]`, core and extended folded into one)."""
+
+    name: str
+    result: Result
+    summary: str
+    statistics: Statistics
+    failed_tests: tuple[str, ...] = ()
+    skipped_tests: tuple[str, ...] = ()
+    not_supported_tests: tuple[str, ...] = ()
+    supported_features: tuple[str, ...] = ()
+    unsupported_features: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "result": self.result.value, "summary": self.summary,
+                "statistics": self.statistics.to_dict(), "failedTests": list(self.failed_tests),
+                "skippedTests": list(self.skipped_tests), "notSupportedTests": list(self.not_supported_tests),
+                "supportedFeatures": list(self.supported_features),
+                "unsupportedFeatures": list(self.unsupported_features)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "profiles[]") -> ProfileReport:
+        return cls(_get(data, "name", str, where), _enum(data, "result", Result, where),
+                   _get(data, "summary", str, where),
+                   Statistics.from_dict(_get(data, "statistics", dict, where), f"{where}.statistics"),
+                   *(_strings(data, k, where) for k in ("failedTests", "skippedTests", "notSupportedTests",
+                                                        "supportedFeatures", "unsupportedFeatures")))
+
+
+@dataclass(frozen=True)
+class Report:
+    """The whole document: `apiVersion: lwsconf.dev/v1alpha1`, `kind: LWSConformanceReport`."""
+
+    implementation: Implementation
+    date: str
+    """RFC 3339 time the run started."""
+    lwsconf_version: str
+    lws_api_version: str
+    """The served LeaderWorkerSet API, e.g. leaderworkerset.x-k8s.io/v1 ("unknown" if never seen)."""
+    mode: str
+    backend: str
+    environment: Environment
+    profiles: tuple[ProfileReport, ...]
+    tests: tuple[TestReport, ...]
+    run_id: str = ""
+    api_version: str = API_VERSION
+    kind: str = KIND
+
+    def test(self, short_name: str) -> TestReport:
+        """The first test with this short name; KeyError lists the known names."""
+        for t in self.tests:
+            if t.short_name == short_name:
+                return t
+        raise KeyError(f"no test {short_name!r} in the report; tests: {[t.short_name for t in self.tests]}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "runId": self.run_id,
+                "implementation": self.implementation.to_dict(), "date": self.date,
+                "lwsconfVersion": self.lwsconf_version, "lwsAPIVersion": self.lws_api_version,
+                "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
+                "profiles": [p.to_dict() for p in self.profiles], "tests": [t.to_dict() for t in self.tests]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        """Parse a report document; ValueError names the first bad field, e.g. `tests[3].result`."""
+        where = "report"
+        api_version, kind = _get(data, "apiVersion", str, where), _get(data, "kind", str, where)
+        if (api_version, kind) != (API_VERSION, KIND):
+            raise ValueError(f"not an lwsconf report: apiVersion {api_version!r}, kind {kind!r}; this lwsconf "
+                             f"reads apiVersion {API_VERSION}, kind {KIND}")
+        profiles = _indexed(_get(data, "profiles", list, where), "profiles", ProfileReport.from_dict)
+        tests = _indexed(_get(data, "tests", list, where), "tests", TestReport.from_dict)
+        return cls(Implementation.from_dict(_get(data, "implementation", dict, where)),
+                   _get(data, "date", str, where), _get(data, "lwsconfVersion", str, where),
+                   _get(data, "lwsAPIVersion", str, where), _get(data, "mode", str, where),
+                   _get(data, "backend", str, where),
+                   Environment.from_dict(_get(data, "environment", dict, where)), profiles, tests,
+                   run_id=str(data.get("runId", "")), api_version=api_version, kind=kind)
+
+
+def _indexed(items: Sequence[Any], name: str, parse: Any) -> tuple[Any, ...]:
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"{name}[{i}]: expected a mapping, got {item!r}")
+        out.append(parse(item, f"{name}[{i}]"))
+    return tuple(out)

@@ -1,0 +1,107 @@
+"""`summary.md` and its terminal twin: the few lines a CI job summary or a maintainer reads first.
+
+Profiles with their result and counts, every failure with its one-line reason, the core tests that
+did not run, and one footer line saying where and with what the run happened. `render` is
+Markdown fit for `$GITHUB_STEP_SUMMARY`; `render_text` is the same content as aligned plain text
+for `lwsconf report show`. Only renders a `schema.Report`.
+"""
+
+from __future__ import annotations
+
+from lwsconf.conformance import Outcome
+from lwsconf.report import schema
+
+__all__ = ["FILENAME", "overall", "render", "render_text"]
+
+FILENAME = "summary.md"
+ICON = {schema.Result.SUCCESS: "✅", schema.Result.PARTIAL: "⚠️", schema.Result.FAILURE: "❌"}
+HEADER = ["Profile", "Result", "Passed", "Failed", "Skipped", "Not supported"]
+MAX_REASON = 200
+
+
+def overall(report: schema.Report) -> schema.Result:
+    """The worst profile result; failure also when a test outside every profile failed."""
+    results = {p.result for p in report.profiles}
+    if schema.Result.FAILURE in results or any(t.result is Outcome.FAILED for t in report.tests):
+        return schema.Result.FAILURE
+    return schema.Result.PARTIAL if schema.Result.PARTIAL in results else schema.Result.SUCCESS
+
+
+def _reason(message: str) -> str:
+    line = message.strip() or "no message"
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def _rows(report: schema.Report) -> list[list[str]]:
+    return [[p.name, p.result.value, str(p.statistics.passed), str(p.statistics.failed), str(p.statistics.skipped),
+             str(p.statistics.not_supported)] for p in report.profiles]
+
+
+def _unrun_core(report: schema.Report) -> list[schema.TestReport]:
+    claimed = {p.name for p in report.profiles}
+    return [t for t in report.tests if t.core and claimed.intersection(t.profiles)
+            and t.result in schema.NOT_RUN]
+
+
+def _others(report: schema.Report) -> str:
+    claimed = {p.name for p in report.profiles}
+    rest = [t for t in report.tests if not claimed.intersection(t.profiles)]
+    if not rest:
+        return ""
+    counts = {o: sum(t.result is o for t in rest) for o in Outcome}
+    shown = ", ".join(f"{n} {o.value.lower().replace('_', ' ')}" for o, n in counts.items() if n)
+    return f"Tests outside the claimed profiles: {shown}."
+
+
+def _footer(report: schema.Report) -> str:
+    env = report.environment
+    parts = [f"lwsconf {report.lwsconf_version}", f"backend {report.backend}", f"Kubernetes {env.kubernetes_version}",
+             f"{env.node_count} node(s) ({env.node_image})", f"LWS API {report.lws_api_version}"]
+    if env.gpu_product:
+        parts.append(f"GPU {env.gpu_product}")
+    parts.append(f"run {report.run_id or report.date}")
+    return " · ".join(parts)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+
+
+def render(report: schema.Report) -> str:
+    impl = report.implementation
+    out = [f"### LWS conformance: {impl.project} {impl.version}".rstrip() + f" — {overall(report).value}", "",
+           "| " + " | ".join(HEADER) + " |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for row in _rows(report):
+        row[1] = f"{ICON[schema.Result(row[1])]} {row[1]}"
+        out.append("| " + " | ".join(row) + " |")
+    failed = [t for t in report.tests if t.result is Outcome.FAILED]
+    if failed:
+        out += ["", "**Failures**", "", "| Test | Profiles | Reason |", "| --- | --- | --- |"]
+        out += [f"| `{t.short_name}` | {', '.join(t.profiles) or '-'} | {_md_cell(_reason(t.message))} |"
+                for t in failed]
+    unrun = _unrun_core(report)
+    if unrun:
+        out += ["", "**Core tests not run**", ""]
+        out += [f"- `{t.short_name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
+    others = _others(report)
+    out += ["", others] if others else []
+    out += ["", f"<sub>{_md_cell(_footer(report))} · details: report.html</sub>", ""]
+    return "\n".join(out)
+
+
+def render_text(report: schema.Report) -> str:
+    impl = report.implementation
+    rows = [HEADER, *_rows(report)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    out = [f"LWS conformance: {impl.project} {impl.version}".rstrip() + f": {overall(report).value.upper()}", ""]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    failed = [t for t in report.tests if t.result is Outcome.FAILED]
+    if failed:
+        out += ["", "Failures:"] + [f"  {t.short_name}: {_reason(t.message)}" for t in failed]
+    unrun = _unrun_core(report)
+    if unrun:
+        out += ["", "Core tests not run:"] + [f"  {t.short_name} {t.result.value}: {_reason(t.message)}" for t in unrun]
+    others = _others(report)
+    out += ["", others] if others else []
+    out += ["", _footer(report), ""]
+    return "\n".join(out)

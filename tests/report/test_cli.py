@@ -1,0 +1,93 @@
+"""`lwsconf report show|compare`: terminal summary, feature matrix, and exit status for CI gating."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lwsconf.conformance import Outcome
+from lwsconf.features import Feature
+from lwsconf.report import cli, collect, compare, schema, yaml_writer
+from tests.report import sample
+
+
+def passing(report: schema.Report) -> schema.Report:
+    """The sample with its failure fixed (ScaleSubresource stays skipped)."""
+    tests = tuple(replace(t, result=Outcome.SUCCEEDED, message="") if t.result is Outcome.FAILED else t
+                  for t in report.tests)
+    return replace(report, tests=tests, profiles=tuple(replace(p, result=schema.Result.PARTIAL, failed_tests=())
+                                                        if p.name == "LWS-CORE" else p for p in report.profiles))
+
+
+def upstream(report: schema.Report) -> schema.Report:
+    impl = replace(report.implementation, project="other-lws", version="v0.3.1")
+    return replace(passing(report), implementation=impl)
+
+
+def test_show_prints_the_summary_and_exits_1_when_a_claimed_profile_failed(
+        report: schema.Report, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    collect.write_run(run_dir, report)
+    assert cli.main(["report", "show", str(run_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "LWS conformance: lws-operator v1.2.0: FAILURE" in out
+    assert f"gate: {sample.ROLL} (LWS-CORE) failed: {sample.FAIL_MESSAGE}" in out
+
+
+def test_show_exits_0_when_nothing_failed_unless_gating_on_core_skips(
+        report: schema.Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = yaml_writer.write(passing(report), tmp_path / "r.yaml")
+    assert cli.main(["report", "show", str(path)]) == 0
+    assert cli.main(["report", "show", "--gate-on-skips", str(path)]) == 1
+    assert "gate: core test ScaleSubresource (LWS-CORE) was SKIPPED" in capsys.readouterr().out
+
+
+def test_show_follows_the_latest_symlink_and_can_print_markdown(
+        report: schema.Report, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    collect.write_run(run_dir, report)
+    (run_dir.parent / "latest").symlink_to(run_dir.name)
+    cli.main(["report", "show", "--markdown", str(run_dir.parent / "latest")])
+    assert "| LWS-CORE | ❌ failure | 10 | 1 | 1 | 0 |" in capsys.readouterr().out
+
+
+def test_show_without_a_report_says_what_to_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["report", "show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no report at" in err and "pass a run directory such as reports/latest" in err
+
+
+def test_compare_renders_a_feature_by_implementation_matrix(
+        report: schema.Report, tmp_path: Path, golden: Callable[[str, str], None],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    a = yaml_writer.write(report, tmp_path / "a.yaml")
+    b = yaml_writer.write(upstream(report), tmp_path / "b.yaml")
+    out_md, out_html = tmp_path / "m.md", tmp_path / "m.html"
+    assert cli.main(["report", "compare", str(a), str(b), "--markdown", str(out_md), "--html", str(out_html)]) == 0
+    markdown = capsys.readouterr().out
+    golden("compare.md", markdown)
+    assert out_md.read_text() == markdown
+    assert "| LWSRollingUpdate | ❌ fail | ✅ pass |" in markdown
+    assert "| **LWS-CORE** (profile) | ❌ failure | ⚠️ partial |" in markdown
+    page = out_html.read_text()
+    assert "<th>lws-operator v1.2.0</th><th>other-lws v0.3.1</th>" in page and 'data-status="not supported"' in page
+
+
+@pytest.mark.parametrize(("feature", "expected"), [
+    (Feature.ROLLING_UPDATE, "fail"), (Feature.SCALING, "pass"), (Feature.SCALE_SUBRESOURCE, "skipped"),
+    (Feature.ROLLING_UPDATE_PARTITION, "not supported"), (Feature.RESTART_POLICY_NONE, "untested"),
+    (Feature.VLLM_MULTI_NODE, "-"),
+])
+def test_feature_cells_say_what_the_report_shows(report: schema.Report, feature: Feature, expected: str) -> None:
+    assert compare.feature_status(report, feature.value) == expected
+
+
+def test_cli_module_runs_on_its_own(report: schema.Report, tmp_path: Path) -> None:
+    path = yaml_writer.write(report, tmp_path / "r.yaml")
+    proc = subprocess.run([sys.executable, "-m", "lwsconf.report.cli", "report", "show", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "LWS-CORE" in proc.stdout

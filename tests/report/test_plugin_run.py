@@ -1,0 +1,152 @@
+"""A real pytest run of a tiny conformance suite with the plugin loaded leaves the right report files."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from lwsconf.report import schema
+
+pytest_plugins = ["pytester"]
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads(Path(schema.__file__).with_name("report.schema.json").read_text())
+IDENTITY = ["--impl-organization=acme", "--impl-project=lws-operator", "--impl-url=https://example.com/acme/lws",
+            "--impl-version=v1.2.0", "--impl-contact=@acme/lws,ops@example.com"]
+SUITE = """
+import pytest
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+
+@conformance(short_name="ScaleUp", description="Scaling up adds groups.", features={Feature.SCALING})
+def test_scale_up(timeline_recorder):
+    timeline_recorder.sample(0, "aaa", True, 2)
+    timeline_recorder.step("replicas 1 -> 2")
+    timeline_recorder.sample(1, "aaa", False, 2)
+    timeline_recorder.sample(1, "aaa", True, 2)
+
+@conformance(short_name="RollingOrder", description="Highest group first.", features={Feature.ROLLING_UPDATE})
+def test_rolling_order(artifacts_dir):
+    (artifacts_dir / "pods.yaml").write_text("items: []\\n")
+    assert False, "group 2 was updated before group 3\\nmore lines"
+
+@conformance(short_name="EnvSeen", description="Env vars.", features={Feature.ENV_INJECTION})
+def test_env_seen():
+    pass
+
+@conformance(short_name="Surge", description="Surge.", features={Feature.ROLLING_UPDATE_MAX_SURGE})
+def test_surge():
+    raise AssertionError("must not run")
+"""
+CLUSTER_TEST = """
+@conformance(short_name="ClusterFacts", description="Sees the cluster.", features={Feature.OBJECT_MODEL})
+def test_cluster_facts(api_client):
+    assert api_client is not None
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester's subprocess imports the `fixtures` plugin package from the repository root."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    pytester.makeconftest('pytest_plugins = ["fixtures.plugin", "fixtures.reporting"]')
+    pytester.mkdir("conformance")
+    (pytester.path / "conformance" / "test_tiny.py").write_text(SUITE)
+    return pytester
+
+
+def run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return suite.runpytest_subprocess("conformance", "-p", "no:cacheprovider", "--profiles=LWS-CORE,LWS-EXTENDED",
+                                      *args)
+
+
+def latest(suite: pytest.Pytester) -> Path:
+    return (suite.path / "reports" / "latest").resolve()
+
+
+def test_a_run_writes_every_report_file_with_the_right_results(suite: pytest.Pytester) -> None:
+    with (suite.path / "conformance" / "test_tiny.py").open("a") as f:
+        f.write(CLUSTER_TEST)
+    result = run(suite, "--skip-tests=EnvSeen", "--report-output=out/lws-report.yaml", *IDENTITY)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*lwsconf conformance report*", "LWS-CORE: failure (2 passed, 1 failed, 1 skipped*",
+                                 "reports: *report.html*", "report output: out/lws-report.yaml"])
+    run_dir = latest(suite)
+    data = yaml.safe_load((run_dir / "conformance-report.yaml").read_text())
+    jsonschema.validate(data, SCHEMA)
+    assert yaml.safe_load((suite.path / "out" / "lws-report.yaml").read_text()) == data
+    assert {t["shortName"]: t["result"] for t in data["tests"]} == {
+        "ScaleUp": "SUCCEEDED", "RollingOrder": "FAILED", "EnvSeen": "SKIPPED", "Surge": "NOT_SUPPORTED",
+        "ClusterFacts": "SUCCEEDED"}
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["RollingOrder"]["message"] == "AssertionError: group 2 was updated before group 3"
+    assert tests["RollingOrder"]["artifacts"] == ["artifacts/RollingOrder/pods.yaml"]
+    assert tests["ScaleUp"]["artifacts"] == ["artifacts/ScaleUp/timeline.json"]
+    assert tests["EnvSeen"]["message"] == "EnvSeen is listed in --skip-tests"
+    assert data["implementation"]["contact"] == ["@acme/lws", "ops@example.com"]
+    assert data["environment"]["nodeImage"] == "sim" and data["environment"]["kubernetesVersion"].startswith("v")
+    assert [(p["name"], p["result"]) for p in data["profiles"]] == [("LWS-CORE", "failure"), ("LWS-EXTENDED", "success")]
+
+    summary = (run_dir / "summary.md").read_text()
+    assert "| `RollingOrder` | LWS-CORE | AssertionError: group 2 was updated before group 3 |" in summary
+    page = (run_dir / "report.html").read_text()
+    assert 'data-test="ScaleUp"' in page and 'class="seg" data-group="1"' in page
+    assert 'href="artifacts/RollingOrder/pods.yaml"' in page
+    props = {(c.get("name"), p.get("name"), p.get("value"))
+             for c in ET.parse(run_dir / "junit.xml").iter("testcase") for p in c.iter("property")}
+    assert ("test_surge", "lwsconf.result", "NOT_SUPPORTED") in props
+    assert ("test_rolling_order", "lwsconf.feature", "LWSRollingUpdate") in props
+
+
+def test_report_output_without_identity_is_a_usage_error_naming_what_is_missing(suite: pytest.Pytester) -> None:
+    result = run(suite, "--report-output=r.yaml", "--impl-organization=acme", "--impl-version=v1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--report-output needs the implementation's identity; missing: --impl-project, "
+                                 "--impl-url, --impl-contact.*"])
+
+
+def test_a_non_url_impl_url_is_rejected(suite: pytest.Pytester) -> None:
+    result = run(suite, "--report-output=r.yaml", *IDENTITY[:2], "--impl-url=acme.com", *IDENTITY[3:])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--impl-url must be an http(s) URL*'acme.com'*"])
+
+
+def test_gate_on_skips_fails_a_run_whose_core_test_was_skipped(suite: pytest.Pytester) -> None:
+    args = ("--skip-tests=EnvSeen,RollingOrder",)
+    assert run(suite, *args).ret == pytest.ExitCode.OK
+    gated = run(suite, *args, "--gate-on-skips")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["gate: core test EnvSeen (LWS-CORE) was SKIPPED*"])
+
+
+def test_results_and_artifacts_from_xdist_workers_reach_the_report(suite: pytest.Pytester) -> None:
+    result = run(suite, "-n", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    data = yaml.safe_load((latest(suite) / "conformance-report.yaml").read_text())
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["Surge"]["result"] == "NOT_SUPPORTED" and tests["ScaleUp"]["description"] == "Scaling up adds groups."
+    assert tests["ScaleUp"]["artifacts"] == ["artifacts/ScaleUp/timeline.json"]
+    assert tests["RollingOrder"]["artifacts"] == ["artifacts/RollingOrder/pods.yaml"]
+
+
+def test_report_output_is_written_even_outside_a_conformance_directory(suite: pytest.Pytester) -> None:
+    (suite.path / "conformance" / "test_tiny.py").rename(suite.path / "test_tiny.py")
+    result = suite.runpytest_subprocess("test_tiny.py", "-p", "no:cacheprovider", "--report-output=r.yaml", *IDENTITY)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data = yaml.safe_load((suite.path / "r.yaml").read_text())
+    assert len(data["tests"]) == 4 and not (suite.path / "reports").exists()
+
+
+def test_the_collector_survives_a_conftest_in_another_directory_under_xdist(suite: pytest.Pytester) -> None:
+    """A conftest outside a test's directory makes pluggy put plugins in sets: an unhashable one crashed workers."""
+    other = suite.mkdir("conformance/other")
+    (other / "conftest.py").write_text("import pytest\n")  # not a conftest of test_tiny.py: hooks get narrowed
+    (other / "test_other.py").write_text("def test_other():\n    pass\n")
+    result = run(suite, "-n", "2", "--skip-tests=RollingOrder")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    data = yaml.safe_load((latest(suite) / "conformance-report.yaml").read_text())
+    assert len(data["tests"]) == 5
