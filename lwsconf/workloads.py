@@ -104,3 +104,40 @@ def with_worker_env(lws: Obj, name: str, value: str) -> Obj:
             for c in template["spec"]["containers"]:
                 c.setdefault("env", []).append({"name": name, "value": value})
     return out
+
+
+def edit_templates(lws: Obj, edit: Any, *, leader: bool = True, worker: bool = True) -> Obj:
+    """A copy with `edit(template)` applied to the leader and/or worker pod template (in place on the copy)."""
+    out = copy.deepcopy(lws)
+    lwt = out["spec"]["leaderWorkerTemplate"]
+    chosen = ([lwt.get("leaderTemplate")] if leader else []) + ([lwt.get("workerTemplate")] if worker else [])
+    for template in chosen:
+        if template:
+            edit(template)
+    return out
+
+
+def with_env(lws: Obj, env: dict[str, str], *, leader: bool = True, worker: bool = True) -> Obj:
+    """A copy whose chosen templates' containers carry extra literal env entries (a template change)."""
+    def edit(template: Obj) -> None:
+        for c in template["spec"]["containers"]:
+            c.setdefault("env", []).extend({"name": k, "value": v} for k, v in env.items())
+    return edit_templates(lws, edit, leader=leader, worker=worker)
+
+
+def start_unready(lws: Obj, *, leader: bool = True, worker: bool = False) -> Obj:
+    """Pods of the chosen templates start with failing readiness until /ready?value=true (probe option)."""
+    return with_env(lws, {"LWSCONF_START_UNREADY": "1"}, leader=leader, worker=worker)
+
+
+PARKED_LABEL = "lwsconf.dev/never-scheduled-here"
+
+
+def parked(lws: Obj) -> Obj:
+    """Pods that no node accepts (a nodeSelector on a label no node has): they exist but stay Pending.
+
+    For tests about objects and admission only (labels, validation), where running pods would cost time.
+    """
+    def edit(template: Obj) -> None:
+        template["spec"]["nodeSelector"] = {PARKED_LABEL: "true"}
+    return edit_templates(lws, edit)

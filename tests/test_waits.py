@@ -63,3 +63,21 @@ def test_must_converge_resets_its_streak_on_failure() -> None:
 
     assert core.must_converge(check, what="leaders only", successes=3, within=5, poll=0.001)
     assert seen == [True, True, False, True, True, True]
+
+
+def test_must_hold_passes_when_the_check_holds_for_the_whole_duration() -> None:
+    calls = itertools.count()
+    assert core.must_hold(lambda: next(calls), what="no worker sts", duration=0.05, poll=0.01) >= 2
+
+
+def test_must_hold_fails_at_the_first_violation_with_the_state() -> None:
+    results = iter([True, True, False])
+
+    def check() -> bool:
+        if not next(results):
+            raise core.NotYet("worker sts demo-0 appeared")
+        return True
+
+    with pytest.raises(AssertionError, match="no worker sts stopped holding .*demo-0 appeared") as err:
+        core.must_hold(check, what="no worker sts", duration=10, poll=0.001, describe=lambda: "sts: demo-0")
+    assert "sts: demo-0" in str(err.value)

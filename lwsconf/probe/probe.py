@@ -14,9 +14,14 @@ Endpoints (all GET, JSON answers):
   /exit?code=N    answer, then exit with code N (the portable way to crash a container)
   /peer?host=H&port=P&path=/   resolve H, connect, GET path from it; reports the address and answer
   /callers        who has called this process (remote address and X-Lwsconf-Caller header)
+  /file?path=P    the content of file P (JSON-decoded when it parses), e.g. what an init container wrote
 
 Configuration: --port (default 8080) and the bind address from $LWSCONF_BIND, else $POD_IP, else all
 interfaces. Binding the pod IP matters in the simulator, where every pod is a process on one host.
+--start-unready (or LWSCONF_START_UNREADY=1) starts with /readyz failing until /ready?value=true, so a
+test can hold a pod unready from its first instant. --tag VALUE (repeatable) is echoed in the identity
+as `tags` (with `argv`), so `$(VAR)` expansion in command and args can be observed. --dump-env PATH
+writes the environment as JSON to PATH and exits 0: the init-container mode.
 Keep this file dependency-free (Python >= 3.9): it is mounted into arbitrary python images.
 """
 
@@ -50,7 +55,24 @@ def identity() -> dict[str, Any]:
         "lws": {k: v for k, v in env.items() if k.startswith("LWS_")},
         "started": STATE["started"],
         "pid": os.getpid(),
+        "tags": list(STATE.get("tags", [])),
+        "argv": sys.argv[1:],
     }
+
+
+def read_file(query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+    path = query.get("path", [""])[0]
+    if not path:
+        return 400, {"error": "pass ?path=FILE"}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        return 404, {"path": path, "error": f"cannot read: {exc}"}
+    try:
+        return 200, {"path": path, "content": json.loads(text)}
+    except ValueError:
+        return 200, {"path": path, "content": text}
 
 
 def peer(query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
@@ -113,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
             threading.Timer(0.05, os._exit, args=(code,)).start()
         elif route == "/peer":
             self.reply(*peer(query))
+        elif route == "/file":
+            self.reply(*read_file(query))
         elif route == "/callers":
             with LOCK:
                 self.reply(200, {"callers": list(STATE["callers"])})
@@ -123,7 +147,18 @@ class Handler(BaseHTTPRequestHandler):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="lwsconf probe workload")
     parser.add_argument("--port", type=int, default=int(os.environ.get("LWSCONF_PORT", "8080")))
+    parser.add_argument("--start-unready", action="store_true",
+                        default=os.environ.get("LWSCONF_START_UNREADY", "") in ("1", "true"),
+                        help="fail /readyz until /ready?value=true")
+    parser.add_argument("--tag", action="append", default=[], help="a value echoed in the identity (repeatable)")
+    parser.add_argument("--dump-env", metavar="PATH", help="write the environment as JSON to PATH and exit")
     args = parser.parse_args(argv)
+    if args.dump_env:
+        with open(args.dump_env, "w", encoding="utf-8") as handle:
+            json.dump(dict(os.environ), handle, sort_keys=True)
+        return 0
+    STATE["ready"] = not args.start_unready
+    STATE["tags"] = list(args.tag)
     bind = os.environ.get("LWSCONF_BIND") or os.environ.get("POD_IP") or ""
     server = ThreadingHTTPServer((bind, args.port), Handler)
     sys.stderr.write(f"lwsconf probe listening on {bind or '*'}:{args.port} as {identity()['pod']}\n")

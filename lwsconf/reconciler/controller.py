@@ -163,6 +163,14 @@ class LwsReconciler:
         lws = self.mgr.lws.get(req.name, req.namespace)
         if lws is None or _meta(lws).get("deletionTimestamp"):
             return runtime.Result()
+        lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        if lwt.get("restartPolicy") == "Default":
+            # Upstream's mutating webhook stores the deprecated Default as None (contract 1.3); with no
+            # webhook the controller rewrites it before anything is created from the spec, so the
+            # revision snapshot never sees "Default" (README, "Validation and defaulting").
+            await self.mgr.client.patch(LWS, req.name, {"spec": {"leaderWorkerTemplate": {"restartPolicy": "None"}}},
+                                        namespace=req.namespace)
+            return runtime.Result()
         try:
             view = spec.LwsSpec.of(lws)
         except ValueError as exc:

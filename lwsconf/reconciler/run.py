@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
+import uuid
 from pathlib import Path
 from types import TracebackType
 
@@ -22,20 +22,41 @@ from lwsconf.reconciler import controller, leaderelection
 
 log = logging.getLogger("lwsconf.reconciler")
 LEASE_NAME = "lwsconf-reference-reconciler"
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+
+
+def default_identity() -> str:
+    """`<hostname>_<uuid>`: unique per candidate, even for two candidates in one process.
+
+    As kube-controller-manager builds its Lease identity ("add a uniquifier so that two processes on
+    the same host don't accidentally both become active"). Host name and pid alone are not enough:
+    two `RunningReconciler`s in one process would both hold (and renew) the same Lease.
+    """
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def make_elector(client: kubeclient.Client, *, lease_namespace: str = DEFAULT_LEASE_NAMESPACE,
+                 identity: str | None = None) -> leaderelection.LeaderElector:
+    """The candidate for the reconciler's Lease (`default_identity()` unless one is given)."""
+    return leaderelection.LeaderElector(client, namespace=lease_namespace, name=LEASE_NAME,
+                                        identity=identity or default_identity())
 
 
 async def serve(client: kubeclient.Client, stop: asyncio.Event, *, leader_election: bool = False,
-                lease_namespace: str = "kube-system", identity: str | None = None,
-                namespace: str | None = None) -> None:
-    """Run the reconciler until `stop` is set (only while holding the Lease, with leader election)."""
+                lease_namespace: str = DEFAULT_LEASE_NAMESPACE, identity: str | None = None,
+                namespace: str | None = None, elector: leaderelection.LeaderElector | None = None) -> None:
+    """Run the reconciler until `stop` is set (only while holding the Lease, with leader election).
+
+    `elector` (implies leader election) lets the caller watch `elector.is_leader`.
+    """
     async def lead(stop_leading: asyncio.Event) -> None:
         await controller.Manager(client, namespace=namespace).run(stop_leading)
 
-    if not leader_election:
+    if not leader_election and elector is None:
         await lead(stop)
         return
-    who = identity or f"{socket.gethostname()}-{os.getpid()}"
-    elector = leaderelection.LeaderElector(client, namespace=lease_namespace, name=LEASE_NAME, identity=who)
+    if elector is None:
+        elector = make_elector(client, lease_namespace=lease_namespace, identity=identity)
 
     async def lead_until_stopped(stop_leading: asyncio.Event) -> None:
         both = asyncio.Event()
@@ -55,11 +76,17 @@ async def serve(client: kubeclient.Client, stop: asyncio.Event, *, leader_electi
 
 
 class RunningReconciler:
-    """The reconciler on a background loop, against the cluster of a kubeconfig."""
+    """The reconciler on a background loop, against the cluster of a kubeconfig.
 
-    def __init__(self, kubeconfig: Path, *, leader_election: bool = False) -> None:
+    With `leader_election`, it campaigns for the Lease as `identity` (default: `default_identity()`,
+    unique per instance) and reconciles only while `is_leader`.
+    """
+
+    def __init__(self, kubeconfig: Path, *, leader_election: bool = False, identity: str | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.leader_election = leader_election
+        self.identity = identity or default_identity()
+        self._elector: leaderelection.LeaderElector | None = None
         self._loop = _loopthread.LoopThread("lwsconf-reconciler")
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -72,10 +99,19 @@ class RunningReconciler:
             self._stop = asyncio.Event()
             self._client = kubeclient.Client.from_kubeconfig(self.kubeconfig, user_agent="lws-reference",
                                                              loopback_only=False)
-            self._task = asyncio.create_task(serve(self._client, self._stop, leader_election=self.leader_election))
+            if self.leader_election:
+                self._elector = make_elector(self._client, identity=self.identity)
+            self._task = asyncio.create_task(serve(self._client, self._stop, elector=self._elector))
 
         self._loop.run(start())
         return self
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this instance runs its controllers now (always, without leader election)."""
+        if self._elector is not None:
+            return self._elector.is_leader
+        return self._task is not None and not self._task.done()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -95,3 +95,31 @@ def must_converge(check: Callable[[], T], *, what: str, successes: int, within: 
 
     return wait_until(consecutive, what=f"{what} ({successes} consecutive successes)", timeout=within, poll=poll,
                       describe=describe)
+
+
+def must_hold(check: Callable[[], T], *, what: str, duration: float, poll: float = 0.1,
+              describe: Callable[[], str] | None = None) -> T:
+    """Require `check` to pass at every poll for `duration` seconds ("X never happens"); returns the last value.
+
+    The first failing poll raises AssertionError at once, with the reason and `describe()`'s output.
+    """
+    started = time.monotonic()
+    polls = 0
+    value: list[T] = []
+
+    def attempt() -> None:
+        nonlocal polls
+        polls += 1
+        try:
+            value[:] = [check()]
+        except (NotYet, AssertionError) as exc:
+            elapsed = time.monotonic() - started
+            text = f"{what} stopped holding after {elapsed:.1f}s (poll {polls}): {exc}"
+            state = _describe(describe)
+            raise AssertionError(text + (f"\nobserved state:\n{state}" if state else "")) from None
+        if time.monotonic() - started < duration:
+            raise NotYet("still observing")
+
+    tenacity.Retrying(wait=tenacity.wait_fixed(poll), retry=tenacity.retry_if_exception_type(NotYet),
+                      reraise=True)(attempt)
+    return value[0]

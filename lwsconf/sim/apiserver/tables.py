@@ -307,6 +307,16 @@ def _pod_restarts(pod: Obj, now: datetime) -> int | str:
     return total
 
 
+def _pod_readiness_gates(pod: Obj, _: datetime) -> str:
+    """`<true>/<gates>` over spec.readinessGates, `<none>` without gates (printPod in printers.go)."""
+    gates = _get(pod, "spec", "readinessGates") or []
+    if not gates:
+        return "<none>"
+    conditions = {c.get("type"): c.get("status") for c in _get(pod, "status", "conditions") or []}
+    met = sum(1 for gate in gates if conditions.get(gate.get("conditionType")) == "True")
+    return f"{met}/{len(gates)}"
+
+
 def _sts_ready(sts: Obj, _: datetime) -> str:
     return f"{_get(sts, 'status', 'readyReplicas') or 0}/{_get(sts, 'spec', 'replicas') or 0}"
 
@@ -355,6 +365,10 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         Column("Restarts", "string", _pod_restarts), _AGE,
         Column("IP", "string", _field("status", "podIP", default="<none>"), priority=1),
         Column("Node", "string", _field("spec", "nodeName", default="<none>"), priority=1),
+        # kube-apiserver prints these two as well (pkg/printers/internalversion/printers.go,
+        # podColumnDefinitions), so `kubectl get pods -o wide` has the same header as on a real cluster.
+        Column("Nominated Node", "string", _field("status", "nominatedNodeName", default="<none>"), priority=1),
+        Column("Readiness Gates", "string", _pod_readiness_gates, priority=1),
     ],
     ("apps", "statefulsets"): [Column("Ready", "string", _sts_ready), _AGE],
     ("", "services"): [

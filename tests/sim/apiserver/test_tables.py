@@ -120,8 +120,15 @@ def running_pod(**status: Any) -> dict[str, Any]:
 def test_pod_columns_and_running_cells() -> None:
     table = table_of(info("", "pods"), running_pod())
     assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
-        ("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0), ("IP", 1), ("Node", 1)]
-    assert table["rows"][0]["cells"] == ["p1", "1/2", "Running", 0, "3m2s", "127.10.0.5", "node-1"]
+        ("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0), ("IP", 1), ("Node", 1),
+        ("Nominated Node", 1), ("Readiness Gates", 1)]
+    assert table["rows"][0]["cells"] == ["p1", "1/2", "Running", 0, "3m2s", "127.10.0.5", "node-1", "<none>", "<none>"]
+
+
+def test_pod_readiness_gates_cell_counts_gates_whose_condition_is_true() -> None:
+    pod = running_pod(conditions=[{"type": "example.com/lb", "status": "True"}, {"type": "Ready", "status": "True"}])
+    pod["spec"]["readinessGates"] = [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]
+    assert cells(info("", "pods"), pod)["Readiness Gates"] == "1/2"
 
 
 @pytest.mark.parametrize(("change", "status"), [
@@ -255,8 +262,8 @@ def test_kubectl_get_prints_server_side_tables(sim_api: SimAPI, tmp_path: Path) 
     pods = lines("pods")
     assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert pods[1][:4] == ["p1", "1/2", "Running", "0"]
-    assert lines("pods", "-o", "wide")[0][-2:] == ["IP", "NODE"]
-    assert lines("pods", "-o", "wide")[1][-2:] == ["127.10.0.5", "node-1"]
+    assert lines("pods", "-o", "wide")[0][-6:] == ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"]
+    assert lines("pods", "-o", "wide")[1][-4:] == ["127.10.0.5", "node-1", "<none>", "<none>"]
     assert lines("pods", "-A")[1][:2] == ["default", "p1"]
     lws = lines("lws")
     assert lws[0] == ["NAME", "REPLICAS", "READY", "AVAILABLE", "AGE"]

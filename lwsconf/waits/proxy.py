@@ -1,0 +1,67 @@
+"""Talking to workloads through the API server's proxy: `pods/NAME:PORT/proxy` and `services/NAME:PORT/proxy`.
+
+Conformance tests never open connections to pod or Service IPs themselves (they may be unreachable
+from the test machine); the API server forwards for them, on every backend. The request is built by
+hand (the generated client would percent-encode the `/` and `?` of the proxied path) and sent with
+the ApiClient's own credentials. Non-2xx answers are returned, not raised: a proxy error is an
+observation a wait can report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from kubernetes import client
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One proxied answer: the HTTP status and the body (decoded JSON, else text)."""
+
+    status: int
+    body: Any
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object; raises AssertionError (a wait's "not yet") otherwise."""
+        if not self.ok or not isinstance(self.body, dict):
+            raise AssertionError(f"HTTP {self.status}: {str(self.body)[:300]}")
+        return self.body
+
+
+def _get(api: client.ApiClient, path: str, query: dict[str, str] | None, timeout: float) -> Reply:
+    method, url, headers, _, _ = api.param_serialize(
+        "GET", path, query_params=list((query or {}).items()), header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"])
+    try:
+        response = api.call_api(method, url, header_params=headers, _request_timeout=timeout)
+        raw = response.read()  # type: ignore[no-untyped-call]
+    except (client.ApiException, OSError) as exc:
+        return Reply(0, f"request failed: {exc}")
+    except Exception as exc:  # noqa: BLE001 - urllib3 errors (timeouts, resets) are observations too
+        return Reply(0, f"request failed: {type(exc).__name__}: {exc}")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    try:
+        return Reply(response.status, json.loads(text))
+    except ValueError:
+        return Reply(response.status, text)
+
+
+def pod_get(api: client.ApiClient, namespace: str, pod: str, port: int, path: str = "/", *,
+            query: dict[str, str] | None = None, timeout: float = 10.0) -> Reply:
+    """GET http://<pod>:<port><path> through `pods/<pod>:<port>/proxy`."""
+    target = quote(f"{pod}:{port}", safe=":")
+    return _get(api, f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", query, timeout)
+
+
+def service_get(api: client.ApiClient, namespace: str, service: str, port: int | str, path: str = "/", *,
+                query: dict[str, str] | None = None, timeout: float = 10.0) -> Reply:
+    """GET a Service's endpoint through `services/<svc>:<port>/proxy` (the API server picks the endpoint)."""
+    target = quote(f"{service}:{port}", safe=":")
+    return _get(api, f"/api/v1/namespaces/{namespace}/services/{target}/proxy/{path.lstrip('/')}", query, timeout)
