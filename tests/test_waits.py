@@ -81,3 +81,14 @@ def test_must_hold_fails_at_the_first_violation_with_the_state() -> None:
     with pytest.raises(AssertionError, match="no worker sts stopped holding .*demo-0 appeared") as err:
         core.must_hold(check, what="no worker sts", duration=10, poll=0.001, describe=lambda: "sts: demo-0")
     assert "sts: demo-0" in str(err.value)
+
+
+def test_long_waits_report_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines: list[str] = []
+    monkeypatch.setattr(core, "progress", lines.append)
+    monkeypatch.setattr(core, "PROGRESS_AFTER", (0.02, 0.04))
+    with pytest.raises(core.WaitTimeout):
+        core.wait_until(lambda: (_ for _ in ()).throw(core.NotYet("group 1 unready")), what="LWS x Available",
+                        timeout=0.1, poll=0.01)
+    assert len(lines) == 2 and all("still waiting for LWS x Available" in line for line in lines), lines
+    assert "group 1 unready" in lines[0]

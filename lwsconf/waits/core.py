@@ -17,6 +17,11 @@ import tenacity
 
 T = TypeVar("T")
 
+progress: Callable[[str], None] | None = None
+"""Where long waits report that they are still waiting (the pytest plugin prints a line); None: silent."""
+PROGRESS_AFTER = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+"""Seconds into a wait at which one progress line is emitted."""
+
 
 class NotYet(Exception):
     """The expectation does not hold yet; the message says why (shown when the wait times out)."""
@@ -53,6 +58,7 @@ def wait_until(check: Callable[[], T], *, what: str, timeout: float, poll: float
     """Poll `check` until it returns; raise WaitTimeout (with `describe()`'s output) when time runs out."""
     started = time.monotonic()
     reason = "not checked yet"
+    milestones = list(PROGRESS_AFTER)
 
     def attempt() -> T:
         nonlocal reason
@@ -60,6 +66,11 @@ def wait_until(check: Callable[[], T], *, what: str, timeout: float, poll: float
             return check()
         except (NotYet, AssertionError) as exc:
             reason = str(exc) or type(exc).__name__
+            elapsed = time.monotonic() - started
+            if progress is not None and milestones and elapsed >= milestones[0]:
+                while milestones and elapsed >= milestones[0]:
+                    milestones.pop(0)
+                progress(f"still waiting for {what} after {elapsed:.0f}s (limit {timeout:g}s): {reason[:120]}")
             raise NotYet(reason) from None
 
     retrying = tenacity.Retrying(stop=tenacity.stop_after_delay(timeout), wait=tenacity.wait_fixed(poll),
