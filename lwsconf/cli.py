@@ -1,6 +1,7 @@
 """The `lwsconf` command.
 
     lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
+    lwsconf sim chaos crash-container NS/POD ...    fault injection into a running simulated cluster
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
     lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect]
                                                     the reference LWS controller, against any cluster
@@ -34,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("sim", help="the embedded simulated Kubernetes cluster")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True)
+    sim_sub.add_parser("chaos", help="inject faults into a running simulated cluster (sim only; see lwsconf sim chaos -h)",
+                       add_help=False)
     up = sim_sub.add_parser("up", help="run the simulated cluster in the foreground until Ctrl-C")
     up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
@@ -128,6 +131,10 @@ async def _sim_up(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["sim", "chaos"]:  # its own parser (sim only)
+        from lwsconf.sim import chaos_cli
+
+        return chaos_cli.main(argv[2:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
         from lwsconf.deviceplugin import cli as deviceplugin_cli
 

@@ -41,6 +41,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         endpointslice,
         garbage_collector,
         namespace_controller,
+        nodelifecycle,
         scheduler,
         statefulset,
     )
@@ -54,6 +55,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("statefulset-controller", lambda c: statefulset.StatefulSetController(c).run),
         ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
         ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
+        ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c).run),
     ]
 
 

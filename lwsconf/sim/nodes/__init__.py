@@ -14,6 +14,7 @@ Parts (each module's docstring says more):
 * `lifecycle`, `paths`, `settings`, `stages/` - the stage interpreter and the stage sets;
 * `agent` (`NodeAgent`), `podworker`, `containers`, `prober`, `status`, `state`, `admission`,
   `nodeobj`, `lease`, `events`, `logserver`, `agentlogs` - the kubelet itself;
+* `nodechaos` - node faults switched on by annotations on the Node (cut off, NotReady, slow);
 * `fleet` (`NodeFleet`) - every agent of a cluster, in the shape `SimCluster` runs controllers.
 
 `start_nodes` runs a whole fleet on the current event loop (tests, tools); `SimCluster` instead

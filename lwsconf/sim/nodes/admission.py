@@ -10,6 +10,7 @@ requests falling back to limits.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
@@ -32,14 +33,25 @@ def parse_quantity(value: Any) -> Decimal:
     Raises:
         QuantityError: not a quantity (the message shows the value).
     """
-    text = str(value).strip()
+    parsed = _parse_text(str(value).strip())
+    if parsed is None:
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 1e3)")
+    if parsed.is_nan():
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+    return parsed
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str) -> Decimal | None:
+    """None when `text` is no quantity, NaN when Decimal rejects it. Cached: every admission sums
+    the same few request strings of all the node's pods."""
     match = _QUANTITY.match(text)
     if match is None:
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 2, 4Gi, 1e3)")
+        return None
     try:
         return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2) or ""])
     except InvalidOperation:
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity") from None
+        return Decimal("NaN")
 
 
 def _container_requests(container: Obj) -> dict[str, Decimal]:

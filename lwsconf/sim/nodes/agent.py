@@ -6,6 +6,12 @@ it (`fieldSelector=spec.nodeName=<node>`) and runs one `PodWorker` per pod. When
 ends every container process, closes its servers and returns; pods stay in the API as they are (the
 node simply went away), as when a real kubelet stops.
 
+It also watches its own Node: the `chaos.lwsconf.dev/*` annotations there switch node faults on and
+off (`nodechaos`: cut off from the control plane, reporting NotReady, slow pod writes). When its Node
+is deleted, the machine is taken to be gone: the agent stops every container, its Lease and its
+status reports, and idles until `stop` without re-registering (a kubelet registers only at start-up),
+so the pods left bound to the node are orphans for the pod garbage collector to delete.
+
 The agent never imports the API server: everything goes through `lwsconf.kubeclient`.
 """
 
@@ -32,6 +38,7 @@ from lwsconf.sim.nodes import (
     layout,
     lease,
     lifecycle,
+    nodechaos,
     nodectx,
     nodeobj,
     podworker,
@@ -44,12 +51,12 @@ Obj = dict[str, Any]
 DEFAULT_STAGE_SETS = ("fast", "chaos")
 
 
-class _NodeScopedPods:
-    """The client as the pod informer sees it: every LIST and WATCH scoped to one node's pods."""
+class _Scoped:
+    """The client as an informer sees it: every LIST and WATCH narrowed by one field selector."""
 
-    def __init__(self, client: kc.Client, node_name: str) -> None:
+    def __init__(self, client: kc.Client, field_selector: str) -> None:
         self._client = client
-        self._selector = f"spec.nodeName={node_name}"
+        self._selector = field_selector
 
     async def list_all(self, gvr: kc.GVR, **kwargs: Any) -> tuple[list[Obj], str]:
         return await self._client.list_all(gvr, field_selector=self._selector, **kwargs)
@@ -109,6 +116,10 @@ class NodeAgent:
                                      renew_interval=self.settings.lease_renew_interval)
         self.ctx: nodectx.NodeContext | None = None
         self.pods: informer.Informer | None = None
+        self.node: informer.Informer | None = None
+        self.chaos = nodechaos.ChaosSwitch()
+        self.node_gone = asyncio.Event()
+        """Set when this agent's Node object was deleted: the agent has stopped its work."""
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -127,18 +138,29 @@ class NodeAgent:
             self.lease.node_uid = self.node_uid
             side_tasks.append(asyncio.create_task(self.lease.run(stop), name=f"lease {self.name}"))
             side_tasks.append(asyncio.create_task(self._report_status(stop), name=f"node-status {self.name}"))
-            self.pods = informer.Informer(cast(kc.Client, _NodeScopedPods(self.client, self.name)), kc.PODS,
-                                          watch_timeout=60.0)
+            self.node = informer.Informer(cast(kc.Client, _Scoped(self.client, f"metadata.name={self.name}")),
+                                          NODES, watch_timeout=60.0)
+            self.node.add_handler(self._on_node)
+            self.node.start()
+            self.pods = informer.Informer(cast(kc.Client, _Scoped(self.client, f"spec.nodeName={self.name}")),
+                                          kc.PODS, watch_timeout=60.0)
             self.pods.add_handler(self._on_pod)
             self.pods.start()
-            await stop.wait()
+            await _first(stop, self.node_gone)
+            if not stop.is_set():
+                log.warning("node %s: its Node object was deleted; stopping its pods until the agent stops",
+                            self.name)
+                await self._halt(side_tasks)
+                await stop.wait()
         finally:
             await self._shutdown(side_tasks)
 
-    async def _shutdown(self, side_tasks: list[asyncio.Task[Any]]) -> None:
-        if self.pods is not None:
-            self.pods.stop()
-            await self.pods.join()
+    async def _halt(self, side_tasks: list[asyncio.Task[Any]]) -> None:
+        """Stop watching, stop every pod worker (and its containers), the Lease and status reports."""
+        for watcher in (self.node, self.pods):
+            if watcher is not None:
+                watcher.stop()
+                await watcher.join()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
@@ -146,6 +168,9 @@ class NodeAgent:
         for task in side_tasks:
             task.cancel()
         await asyncio.gather(*side_tasks, return_exceptions=True)
+
+    async def _shutdown(self, side_tasks: list[asyncio.Task[Any]]) -> None:
+        await self._halt(side_tasks)
         if self.ctx is not None and self.ctx.launcher is not None:
             await self.ctx.launcher.close()
         await self.recorder.stop()
@@ -165,7 +190,8 @@ class NodeAgent:
             lifecycle=self.lifecycle, settings=self.settings, recorder=self.recorder,
             ips=ipam.IPAllocator(self.pod_cidr), logs_dir=logs_dir, seed=self.seed, runtime=self.runtime,
             launcher=launcher, device_manager=self.device_manager, fake_devices=self._fake_pools(),
-            allocatable=self.allocatable, admitted_pods=self._admitted_pods)
+            allocatable=self.allocatable, admitted_pods=self._admitted_pods,
+            before_write=self.chaos.before_pod_write)
 
     def _fake_pools(self) -> dict[str, nodectx.FakeDevicePool]:
         pools = {}
@@ -207,9 +233,10 @@ class NodeAgent:
         await self._write_node_status(node.get("status"))
 
     async def _write_node_status(self, previous: Obj | None = None) -> None:
+        not_ready = nodechaos.NOT_READY_MESSAGE if self.chaos.state.ready == "False" else None
         status = nodeobj.node_status(self.spec, host_ip=self.host_ip, kubelet_port=self.logs.port,
                                      caps=self.capacity(), allocatable=self.allocatable(), now=_now(),
-                                     boot_id=self.boot_id, previous=previous)
+                                     boot_id=self.boot_id, previous=previous, not_ready_message=not_ready)
         await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
 
     async def _report_status(self, stop: asyncio.Event) -> None:
@@ -220,6 +247,8 @@ class NodeAgent:
             self._node_dirty.clear()
             if stop.is_set():
                 return
+            if self.chaos.state.unreachable:
+                continue  # cut off: the status waits until the node is back (`_on_node` sets it dirty)
             try:
                 node = await self.client.get(NODES, self.name)
                 await self._write_node_status(node.get("status"))
@@ -229,6 +258,40 @@ class NodeAgent:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 1.0)
 
+    # --- chaos and deletion of the Node ---------------------------------------------------------
+
+    def _on_node(self, event_type: str, node: Obj, old: Obj | None) -> None:
+        if (node.get("metadata") or {}).get("uid") != self.node_uid:
+            return  # another Node of the same name (re-created by someone else): not ours
+        if event_type == informer.DELETED:
+            self.node_gone.set()
+            return
+        wanted = nodechaos.from_node(node)
+        previous = self.chaos.apply(wanted)
+        self.lease.suspended = wanted.unreachable
+        if previous != wanted:
+            log.info("node %s: chaos %s -> %s", self.name, previous, wanted)
+        if previous.unreachable and not wanted.unreachable:
+            self.lease.wake()
+            self._replay_pods()
+        if previous.ready != wanted.ready and wanted.ready == "True":
+            for worker in self.workers.values():
+                worker.resync()  # others (the node lifecycle controller) may have marked them NotReady
+        if not wanted.unreachable and _ready_status(node) != wanted.ready:
+            self._node_dirty.set()  # e.g. the node lifecycle controller set Unknown: say how we are
+
+    def _replay_pods(self) -> None:
+        """Back from a cut: act on the pods as they are now (changes seen while cut off were ignored)."""
+        if self.pods is None:
+            return
+        cached = {str((p.get("metadata") or {}).get("uid")): p for p in self.pods.list()}
+        for uid, worker in list(self.workers.items()):
+            if uid not in cached:
+                worker.removed()
+        self._finished &= set(cached)
+        for pod in cached.values():
+            self._on_pod(informer.MODIFIED, pod, None)
+
     # --- pods -----------------------------------------------------------------------------------
 
     def _admitted_pods(self, except_uid: str) -> list[Obj]:
@@ -236,6 +299,8 @@ class NodeAgent:
                 if w.uid != except_uid and w.state.admitted and not w.state.terminal]
 
     def _on_pod(self, event_type: str, pod: Obj, old: Obj | None) -> None:
+        if self.chaos.state.unreachable:
+            return  # cut off: the informer's cache keeps the latest state for `_replay_pods`
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid"))
         worker = self.workers.get(uid)
@@ -262,6 +327,25 @@ class NodeAgent:
             self._finished.add(uid)
         if not task.cancelled() and task.exception() is not None:
             log.error("pod worker %s failed", worker.key if worker else uid, exc_info=task.exception())
+
+
+def _ready_status(node: Obj) -> str | None:
+    """The status of the Node's Ready condition, or None when it has none."""
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Ready":
+            return str(cond.get("status"))
+    return None
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Until any of `events` is set."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
 
 
 def _default_launcher(agent: NodeAgent) -> nodectx.Launcher | None:

@@ -4,12 +4,13 @@ As the kubelet's node lease controller does (pkg/kubelet/nodelease, component-he
 apimachinery/lease): the Lease is named after the node, holderIdentity is the node name,
 leaseDurationSeconds 40, and it is owned by the Node so it goes away with it. renewTime is a
 MicroTime. A failed renewal is retried with a short back-off; a conflict re-reads the Lease.
+While `suspended` (the node is cut off by chaos, see `nodechaos`) nothing is renewed; `wake()`
+renews at once (the node is back).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 from typing import Any
@@ -37,20 +38,38 @@ class NodeLease:
         self.renew_interval = renew_interval
         self.node_uid: str | None = None
         self.renewals = 0
+        self.suspended = False
+        """True: do not renew (the node is cut off from the control plane)."""
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Renew now rather than at the next interval."""
+        self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         failures = 0
         while not stop.is_set():
-            try:
-                await self.renew()
-                failures = 0
-                wait = self.renew_interval
-            except errors.KubeClientError as exc:
-                failures += 1
-                wait = min(self.renew_interval, 0.2 * 2 ** failures)
-                log.info("node %s: lease renewal failed (%s); retrying in %.1fs", self.node_name, exc, wait)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
+            wait = self.renew_interval
+            if not self.suspended:
+                try:
+                    await self.renew()
+                    failures = 0
+                except errors.KubeClientError as exc:
+                    failures += 1
+                    wait = min(self.renew_interval, 0.2 * 2 ** failures)
+                    log.info("node %s: lease renewal failed (%s); retrying in %.1fs", self.node_name, exc, wait)
+            await self._pause(stop, wait)
+
+    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
+        """Until `seconds` passed, `stop` is set or `wake()` is called."""
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+        self._wake.clear()
 
     async def renew(self) -> dict[str, Any]:
         """Create the Lease or move its renewTime to now; returns the stored Lease."""

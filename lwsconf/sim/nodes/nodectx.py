@@ -9,7 +9,7 @@ device manager extended resources come from the node layout with fake device IDs
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -121,6 +121,8 @@ class NodeContext:
     admitted_pods: Callable[[str], list[Obj]] = lambda uid: []
     """The pods this node admitted and that are not terminal, except the one with this UID."""
     on_terminal: Callable[[str], None] = lambda uid: None
+    before_write: Callable[[], Awaitable[None]] | None = None
+    """Awaited before every pod status write and final deletion (node chaos: cut off, slow)."""
 
     def rng_for(self, pod: Obj) -> random.Random:
         """A random source for one pod's jitter, stable across runs for the same seed and pod name."""

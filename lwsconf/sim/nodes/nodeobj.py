@@ -49,11 +49,18 @@ def capacity(spec: layout.NodeSpec, device_counts: Mapping[str, int]) -> dict[st
 
 
 def node_status(spec: layout.NodeSpec, *, host_ip: str, kubelet_port: int, caps: Mapping[str, str],
-                allocatable: Mapping[str, str], now: str, boot_id: str, previous: Obj | None = None) -> Obj:
-    """status for the Node: capacity, allocatable, conditions, addresses, endpoints, nodeInfo."""
+                allocatable: Mapping[str, str], now: str, boot_id: str, previous: Obj | None = None,
+                not_ready_message: str | None = None) -> Obj:
+    """status for the Node: capacity, allocatable, conditions, addresses, endpoints, nodeInfo.
+
+    With `not_ready_message`, Ready is False with reason KubeletNotReady and that message, as a
+    kubelet whose runtime or network is not ready reports it (pkg/kubelet/nodestatus `ReadyCondition`).
+    """
     old = {c.get("type"): c for c in ((previous or {}).get("conditions") or [])}
     conditions = []
     for ctype, status, reason, message in _CONDITIONS:
+        if ctype == "Ready" and not_ready_message is not None:
+            status, reason, message = "False", "KubeletNotReady", not_ready_message
         before = old.get(ctype) or {}
         moved = before.get("status") != status
         conditions.append({"type": ctype, "status": status, "reason": reason, "message": message,

@@ -89,6 +89,11 @@ class PodWorker:
     def wake(self) -> None:
         self._wake.set()
 
+    def resync(self) -> None:
+        """Write the status again even if it looks written (others may have changed it meanwhile)."""
+        self._written = None
+        self.wake()
+
     # --- the loop ------------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -323,6 +328,8 @@ class PodWorker:
         """Write the final status, then DELETE with grace period 0 (only this UID)."""
         with contextlib.suppress(PodGone):
             await self._write_status()
+        if self.ctx.before_write is not None:
+            await self.ctx.before_write()
         meta = self.pod.get("metadata") or {}
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
                 "preconditions": {"uid": self.uid}}
@@ -349,6 +356,11 @@ class PodWorker:
         if current == self._written or current == self.pod.get("status"):
             self._written = current
             return
+        if self.ctx.before_write is not None:
+            await self.ctx.before_write()
+            if self._gone:
+                raise PodGone(self.uid)
+            current = status.pod_status(self.pod, self.state, now=None)
         meta = self.pod.get("metadata") or {}
         patch = [{"op": "test", "path": "/metadata/uid", "value": self.uid},
                  {"op": "replace", "path": "/status", "value": current}]

@@ -224,7 +224,7 @@ def test_lease_is_created_and_renewed(tmp_path: Path) -> None:
             assert lease["spec"]["holderIdentity"] == "cpu-0" and lease["spec"]["leaseDurationSeconds"] == 40
             assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
             agent = sim.running.fleet.agents["cpu-0"]
-            assert agent.lease.renew_interval == 5.0  # the fast set's leaseRenewIntervalSeconds
+            assert agent.lease.renew_interval == 1.0  # the fast set's leaseRenewIntervalSeconds
             quick = lease_mod.NodeLease(sim.client, "cpu-0", renew_interval=0.05)
             stop = asyncio.Event()
             task = asyncio.create_task(quick.run(stop))
