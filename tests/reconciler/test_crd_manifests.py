@@ -2,8 +2,9 @@
 
 Upstream's example manifests (shared/data/upstream-lws-examples, unmodified) must be accepted and read
 back with their pod templates intact; `kubectl apply -f manifests/crd/leaderworkersets.yaml` must work
-with plain client-side apply; and the ValidatingAdmissionPolicy that carries rule V19 on real clusters
-is checked by evaluating its CEL expression, because the sim does not serve admissionregistration.k8s.io.
+with plain client-side apply; and the ValidatingAdmissionPolicy that carries rule V19, installed by the
+harness (`fixtures.implementations.install_admission_policy`), must make the API server refuse the
+annotation without subgroups, on the sim as on a real cluster.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_strings
 
-from lwsconf.sim.apiserver import cel_ext
+from fixtures import implementations
 from tests.conftest import SimAPI, start_sim_api
 from tests.reconciler.lws_api import CRD_FILE, EXAMPLES_DIR, VAP_FILE, LwsAPI, describe, edit, lws
 
@@ -49,6 +48,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LwsAPI]:
     wrapped = LwsAPI(sim)
     reply = wrapped.install_crd()
     assert reply.status_code == 201, describe(reply)
+    implementations.install_admission_policy(sim.api)
     yield wrapped
     sim.api.close()
     loop.run(sim.server.stop())
@@ -127,23 +127,11 @@ def test_kubectl_shows_the_field_and_rule_of_a_rejected_lws(kubectl: Kubectl) ->
     assert proc.returncode != 0 and "spec.leaderWorkerTemplate.size must be >= 1" in proc.stderr, proc.stderr
 
 
-# ---- V19: the ValidatingAdmissionPolicy (real clusters) and the sim's chosen behaviour ----
+# ---- V19: the ValidatingAdmissionPolicy, enforced by the API server ----
 
 
 def vap_documents() -> dict[str, dict[str, Any]]:
     return {doc["kind"]: doc for doc in yaml.safe_load_all(VAP_FILE.read_text())}
-
-
-def vap_allows(obj: dict[str, Any]) -> bool:
-    """Evaluate every validation of the policy as kube-apiserver would, with `object` bound to `obj`."""
-    env = cel.NewEnv(variables={"object": cel.Type.DYN, "oldObject": cel.Type.DYN},
-                     extensions=[ext_strings.ExtStrings()])
-    results = []
-    for validation in vap_documents()["ValidatingAdmissionPolicy"]["spec"]["validations"]:
-        value, err = cel_ext.run(env.compile(validation["expression"]), {"object": obj, "oldObject": None})
-        assert err is None, f"{validation['expression']}: {err}"
-        results.append(value)
-    return all(results)
 
 
 def test_policy_and_binding_target_leaderworkersets() -> None:
@@ -157,25 +145,53 @@ def test_policy_and_binding_target_leaderworkersets() -> None:
     assert binding["spec"]["validationActions"] == ["Deny"]
 
 
+def v19_denial(name: str) -> str:
+    """The Status message kube-apiserver gives for a V19 violation (policy and binding share a name)."""
+    policy = vap_documents()["ValidatingAdmissionPolicy"]
+    message = policy["spec"]["validations"][0]["message"]
+    return (f'leaderworkersets.leaderworkerset.x-k8s.io "{name}" is forbidden: ValidatingAdmissionPolicy '
+            f"'{policy['metadata']['name']}' with binding '{policy['metadata']['name']}' denied request: {message}")
+
+
 @pytest.mark.parametrize("annotations, sub_group, allowed", [
     ({SUBGROUP_TOPOLOGY: "cloud.google.com/gke-nodepool"}, False, False),
     ({SUBGROUP_TOPOLOGY: "cloud.google.com/gke-nodepool"}, True, True),
     ({"other": "x"}, False, True),
     (None, False, True),
 ], ids=["annotation-without-subgroups", "annotation-with-subgroups", "other-annotation", "no-annotations"])
-def test_policy_expression_enforces_v19(annotations: dict[str, str] | None, sub_group: bool, allowed: bool) -> None:
-    obj = lws("v19")
+def test_server_enforces_v19_on_create(api: LwsAPI, annotations: dict[str, str] | None, sub_group: bool,
+                                       allowed: bool, request: pytest.FixtureRequest) -> None:
+    name = f"v19-{request.node.callspec.id}"
+    obj = lws(name)
     if annotations is not None:
         obj["metadata"]["annotations"] = annotations
     if sub_group:
         edit(obj, {"spec.leaderWorkerTemplate.size": 4, "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize": 2})
-    assert vap_allows(obj) is allowed
-
-
-def test_sim_accepts_v19_violations_because_it_serves_no_admission_policies(api: LwsAPI) -> None:
-    # Chosen behaviour (README): the CRD cannot see annotations; the reconciler ignores the annotation.
-    obj = lws("v19-in-sim")
-    obj["metadata"]["annotations"] = {SUBGROUP_TOPOLOGY: "topology.kubernetes.io/zone"}
     reply = api.create(obj)
+    if allowed:
+        assert reply.status_code == 201, describe(reply)
+        return
+    assert reply.status_code == 422, describe(reply)
+    status = reply.json()
+    assert (status["reason"], status["message"]) == ("Invalid", v19_denial(name)), status
+    assert status["details"]["causes"] == [{"message": v19_denial(name).split(" is forbidden: ", 1)[1]}], status
+
+
+def test_server_enforces_v19_when_the_annotation_is_added_later(api: LwsAPI) -> None:
+    reply = api.create(lws("v19-update"))
     assert reply.status_code == 201, describe(reply)
-    assert api.get("v19-in-sim")["metadata"]["annotations"] == {SUBGROUP_TOPOLOGY: "topology.kubernetes.io/zone"}
+    reply = api.merge_patch("v19-update", {"metadata": {"annotations": {SUBGROUP_TOPOLOGY: "zone"}}})
+    assert reply.status_code == 422, describe(reply)
+    assert reply.json()["message"] == v19_denial("v19-update"), reply.json()
+    assert "annotations" not in api.get("v19-update")["metadata"]
+
+
+def test_installing_the_policy_again_replaces_it(api: LwsAPI) -> None:
+    implementations.install_admission_policy(api.sim.api)  # 409 on create -> read, replace
+    reply = api.sim.request("GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/"
+                            "leaderworkerset-subgroup-exclusive-topology")
+    assert reply.status_code == 200, describe(reply)
+    assert reply.json()["spec"]["validations"] == vap_documents()["ValidatingAdmissionPolicy"]["spec"]["validations"]
+    obj = lws("v19-after-reinstall")
+    obj["metadata"]["annotations"] = {SUBGROUP_TOPOLOGY: "zone"}
+    assert api.create(obj).status_code == 422

@@ -4,21 +4,33 @@ Built-in kinds follow their registry strategies (`defaults`, `validation`); cust
 their CRD: pruning of unknown fields (honouring `fieldValidation`), schema defaults, structural
 schema validation and `x-kubernetes-validations` CEL rules (transition rules see the old object).
 Every rejection is a 422 Invalid listing each field cause, or a 400 for strict-decoding errors.
-No I/O here.
+`enforce_policies` then runs the ValidatingAdmissionPolicies bound in the store (`admission_policies`),
+which the handlers call after the kind hooks, just before storage. No I/O here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.apiserver import cel, defaults, errors, resources, schema, validation
+from lwsconf.sim.apiserver import (
+    admission_policies,
+    cel,
+    defaults,
+    errors,
+    resources,
+    schema,
+    store,
+    validation,
+)
+from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest
 
 
 class Admission:
-    """Runs the admission chain; caches compiled CEL programs per CRD version."""
+    """Runs the admission chain; caches compiled CEL programs per CRD version and per admission policy."""
 
     def __init__(self) -> None:
         self._rules = cel.RuleCache()
+        self._policies = admission_policies.PolicyCache()
 
     def forget(self, info: resources.ResourceInfo) -> None:
         """Drop the compiled rules of a CRD version that changed or went away."""
@@ -41,6 +53,11 @@ class Admission:
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
         return warnings
+
+    def enforce_policies(self, db: store.Store, registry: resources.Registry, info: resources.ResourceInfo,
+                         req: PolicyRequest) -> list[str]:
+        """Run the bound ValidatingAdmissionPolicies; returns warnings, raises StatusError on denial."""
+        return admission_policies.enforce(db, registry, self._policies, info, req)
 
     def _custom(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
                 field_validation: str, causes: list[errors.Cause]) -> list[str]:

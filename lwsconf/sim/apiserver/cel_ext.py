@@ -184,14 +184,22 @@ def environment(node: dict[str, Any], *, old_self: str = "typed") -> Any:
         variables = {"self": t, "oldSelf": cel.Type.DYN if old_self == "dyn" else t}
         if old_self == "optional":
             variables = {"self": t, OLD_SELF_VALUE: t, OLD_SELF_PRESENT: cel.Type.BOOL}
-        exts = [
-            ext_strings.ExtStrings(),
-            ext_optional.ExtOptional(),
-            ext_bindings.ExtBindings(),
-            _kubernetes_library(),
-        ]
-        env = _ENVS[key] = cel.NewEnv(variables=variables, extensions=exts)
+        env = _ENVS[key] = cel.NewEnv(variables=variables, extensions=extensions())
     return env
+
+
+def extensions() -> list[Any]:
+    """The libraries every CEL environment here loads: strings, optionals, `cel.bind`, Kubernetes lists/regex."""
+    return [ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_bindings.ExtBindings(), _kubernetes_library()]
+
+
+_STRING_LITERALS = re.compile(r"""'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*\"""", re.S)
+
+
+def mentions(expression: str, names: tuple[str, ...]) -> bool:
+    """Whether an expression uses one of these identifiers outside its string literals."""
+    code = _STRING_LITERALS.sub("''", expression)
+    return any(re.search(rf"\b{re.escape(name)}\b", code) for name in names)
 
 
 def wrap_optional_old_self(expression: str) -> str:

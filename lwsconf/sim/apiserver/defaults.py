@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwsconf.sim.apiserver import defaults_pods as pods
+from lwsconf.sim.apiserver import validation_admission as admission_api
 from lwsconf.sim.apiserver import validation_fields as f
 from lwsconf.sim.apiserver import validation_quantity as quantity
 
@@ -269,6 +270,8 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apps", "daemonsets"): _daemonset,
     ("apps", "controllerrevisions"): _controllerrevision,
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.default_policy,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.default_binding,
 }
 """One defaulter per kind; kinds not listed (ConfigMap, ServiceAccount, Lease...) have no defaults."""
 

@@ -1,6 +1,8 @@
 """The verbs on a resource: get, list, create, update (PUT), patch, delete, deletecollection.
 
 Each handler decodes the request, runs admission and calls `storage`, then renders the result.
+ValidatingAdmissionPolicies run last before storage (`policy_warnings`), on CREATE, UPDATE (status
+included) and DELETE.
 Side effects that belong to particular kinds (CRD registration, Service ClusterIP allocation) are
 in `hooks`; subresources are in `subresources`; watch streams in `watch`.
 """
@@ -14,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from lwsconf.sim.apiserver import (
+    admission_policies,
     context,
     conversion,
     errors,
@@ -39,12 +42,31 @@ def parse_selectors(request: web.Request, target: routing.Target) -> tuple[selec
 
 def render_object(ctx: ServerContext, request: web.Request, target: routing.Target,
                   obj: dict[str, Any], status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+    headers = {"Warning": ", ".join(f"299 - {warning_text(w)}" for w in warnings)} if warnings else None
     if tables.wants_table(request.headers.get("Accept", "")):
         return json_response(tables.to_table(target.info, [obj], list_meta={"resourceVersion": str(ctx.db.rv)},
                                              include_object=request.query.get("includeObject", "Metadata")),
                              status=status, headers=headers)
     return json_response(obj, status=status, headers=headers)
+
+
+def warning_text(text: str) -> str:
+    """A warning as a quoted header string (RFC 7234 warn-text; Go quotes it with `strconv.Quote`)."""
+    return json.dumps(text)
+
+
+def policy_warnings(ctx: ServerContext, target: routing.Target, operation: str, obj: dict[str, Any] | None,
+                    old: dict[str, Any] | None, *, dry_run: bool,
+                    kind: tuple[str, str, str] | None = None) -> list[str]:
+    """Enforce the ValidatingAdmissionPolicies on this write (warnings back; StatusError on denial).
+
+    `kind` names a subresource's own type (autoscaling/v1 Scale, v1 Binding) when `obj` is one.
+    """
+    meta = (obj or old or {}).get("metadata") or {}
+    req = admission_policies.request_for(target.info, operation, namespace=target.namespace,
+                                         name=target.name or meta.get("name") or "", obj=obj, old=old,
+                                         subresource=target.subresource, dry_run=dry_run, kind=kind)
+    return ctx.admission.enforce_policies(ctx.db, ctx.registry, target.info, req)
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -121,6 +143,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
+    warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)
     stored = ctx.storage.create(info, obj, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -152,6 +175,7 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
                                    subresource=target.subresource)
     hooks.before_update(ctx, info, merged, old)
     dry = context.dry_run(request)
+    warnings += policy_warnings(ctx, target, "UPDATE", merged, old, dry_run=dry)
     stored = ctx.storage.commit_update(info, merged, old, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -194,6 +218,7 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
     warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
+    warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)
     stored = ctx.storage.create(info, obj, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -203,10 +228,12 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
 async def delete(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None
     opts = await _delete_options(request)
+    old = ctx.storage.must_get(target.info, target.namespace or "", target.name)
+    warnings = policy_warnings(ctx, target, "DELETE", None, old, dry_run=opts.dry_run)
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     if not opts.dry_run:
         hooks.after_write(ctx, target.info, result)
-    return render_object(ctx, request, target, result)
+    return render_object(ctx, request, target, result, warnings=warnings)
 
 
 async def _delete_options(request: web.Request) -> DeleteOptions:
@@ -230,6 +257,9 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
     deleted = []
     for ns, name in ctx.storage.list_keys(info, target.namespace, label_sel, field_sel):
         try:
+            old = ctx.storage.must_get(info, ns, name)
+            item = routing.Target(info, ns or None, name, None, "")
+            policy_warnings(ctx, item, "DELETE", None, old, dry_run=opts.dry_run)
             result = ctx.storage.delete(info, ns, name, opts)
         except errors.StatusError as exc:
             if exc.code == 404:

@@ -2,6 +2,10 @@
 
 * CustomResourceDefinition: checked, given `Established` status, and (un)registered as a served
   type, so the next discovery request sees it (apiextensions-apiserver's job).
+* ValidatingAdmissionPolicy: `status` gets `observedGeneration` and an empty `typeChecking`, as the
+  kube-controller-manager's ValidatingAdmissionPolicy status controller writes it
+  (`pkg/controller/validatingadmissionpolicystatus`); the sim cannot type-check expressions against
+  the matched types' schemas (objects are dyn to its CEL), so there are never expression warnings.
 * Service: a ClusterIP is allocated for non-headless Services, from a loopback range, because
   nothing the simulator allocates may leave 127.0.0.0/8 (DEVELOPERS.md, rule 2).
 """
@@ -16,6 +20,7 @@ from lwsconf.sim.apiserver.context import ServerContext
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICE_KEY = ("", "services")
+POLICY_KEY = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
 CLUSTER_IP_RANGE = ipaddress.ip_network("127.96.0.0/16")
 """Service ClusterIPs; pod IPs live elsewhere in 127.0.0.0/8 (see the kubelet)."""
 
@@ -26,12 +31,16 @@ def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[st
         obj["status"] = crds.established_status(obj)
     elif info.key == SERVICE_KEY:
         _allocate_cluster_ip(ctx, obj, dry_run=dry_run)
+    elif info.key == POLICY_KEY:
+        obj["status"] = {"observedGeneration": 1, "typeChecking": {}}
 
 
 def before_update(ctx: ServerContext, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any]) -> None:
     if info.key == CRD_KEY and new.get("spec") != old.get("spec"):
         _check_crd(ctx, new)
         new["status"] = crds.established_status(new)
+    elif info.key == POLICY_KEY and new.get("spec") != old.get("spec"):
+        new["status"] = {"observedGeneration": new["metadata"].get("generation", 1), "typeChecking": {}}
     elif info.key == SERVICE_KEY:
         old_ip = (old.get("spec") or {}).get("clusterIP")
         spec = new.setdefault("spec", {})

@@ -129,6 +129,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), stored_as=("", "v1", "events")),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), has_status=True, tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+       namespaced=False, categories=("api-extensions",), has_status=True, tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+       "ValidatingAdmissionPolicyBinding", namespaced=False, categories=("api-extensions",), tracks_generation=True),
 )
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

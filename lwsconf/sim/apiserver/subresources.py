@@ -4,6 +4,8 @@
 `scale` presents an `autoscaling/v1` Scale view of any scalable object and writes the replicas back
 through the normal update path, so admission (schema bounds, CEL) still runs.
 `log` and `proxy` forward to the node agent or pod address, as kube-apiserver does; see `proxy`.
+ValidatingAdmissionPolicies see `scale` writes as UPDATEs of an autoscaling/v1 Scale, `binding` and
+`eviction` as CREATEs of their Binding and Eviction (a rule must name `R/scale`, `pods/binding`...).
 """
 
 from __future__ import annotations
@@ -100,8 +102,13 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
     main = routing.Target(target.info, target.namespace, target.name, None, "")
     merged = ctx.storage.prepare_update(target.info, new, old, subresource=None)
     ctx.admission.admit(target.info, merged, old)
-    ctx.storage.commit_update(target.info, merged, old, dry_run=context.dry_run(request))
-    return json_response(_scale_of(ctx, main))
+    dry = context.dry_run(request)
+    new_scale = {**current, "spec": {**current["spec"], "replicas": replicas}}
+    warnings = handlers.policy_warnings(ctx, target, "UPDATE", new_scale, current, dry_run=dry,
+                                        kind=("autoscaling", "v1", "Scale"))
+    ctx.storage.commit_update(target.info, merged, old, dry_run=dry)
+    headers = {"Warning": ", ".join(f"299 - {handlers.warning_text(w)}" for w in warnings)} if warnings else None
+    return json_response(_scale_of(ctx, main), headers=headers)
 
 
 async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
@@ -121,6 +128,8 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     sent_uid = (binding.get("metadata") or {}).get("uid")
     if sent_uid and sent_uid != old["metadata"]["uid"]:
         raise errors.conflict("pods", "", target.name, "Precondition failed: UID in precondition does not match")
+    handlers.policy_warnings(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request),
+                             kind=("", "v1", "Binding"))
     new = objects.deep_copy(old)
     new["spec"]["nodeName"] = node
     # As BindingREST does: the bound pod reports PodScheduled=True.
@@ -138,6 +147,8 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
     assert target.name is not None
     eviction = context.decode_object(await context.read_body(request), request.content_type)
     opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
+    handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run,
+                             kind=("policy", "v1", "Eviction"))
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     hooks.after_write(ctx, target.info, result)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from lwsconf.sim.apiserver import resources
+from lwsconf.sim.apiserver import resources, selectors
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, datetime], Any]
@@ -355,6 +355,17 @@ def _node_roles(node: Obj, _: datetime) -> str:
     return ",".join(roles) or "<none>"
 
 
+def _param_cell(obj: Obj, _: datetime) -> str:
+    """A policy's `apiVersion/kind` of params, or a binding's `namespace|*/name` (or selector) of its param."""
+    kind, ref = _get(obj, "spec", "paramKind"), _get(obj, "spec", "paramRef")
+    if isinstance(kind, dict):
+        return f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}"
+    if isinstance(ref, dict) and (ref.get("name") or isinstance(ref.get("selector"), dict)):
+        return (f"{ref.get('namespace') or '*'}/{ref['name']}" if ref.get("name")
+                else str(selectors.LabelSelector.from_dict(ref["selector"])))
+    return "<unset>"
+
+
 def _field(*keys: str | int, default: Any = None) -> Cell:
     return lambda o, _: v if (v := _get(o, *keys)) is not None else default
 
@@ -381,4 +392,13 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         Column("Version", "string", _field("status", "nodeInfo", "kubeletVersion", default="")),
     ],
     ("", "namespaces"): [Column("Status", "string", _field("status", "phase", default="Active")), _AGE],
+    # pkg/printers/internalversion/printers.go: printValidatingAdmissionPolicy(Binding).
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): [
+        Column("Validations", "integer", lambda o, _: len(_get(o, "spec", "validations") or [])),
+        Column("ParamKind", "string", _param_cell), _AGE,
+    ],
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): [
+        Column("PolicyName", "string", _field("spec", "policyName", default="")),
+        Column("ParamRef", "string", _param_cell), _AGE,
+    ],
 }

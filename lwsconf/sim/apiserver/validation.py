@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwsconf.sim.apiserver import errors
+from lwsconf.sim.apiserver import validation_admission as admission_api
 from lwsconf.sim.apiserver import validation_core as core
 from lwsconf.sim.apiserver import validation_groups as groups
 from lwsconf.sim.apiserver import validation_meta as meta
@@ -57,6 +58,8 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("coordination.k8s.io", "leases"): "dns1123_subdomain",
     ("events.k8s.io", "events"): "dns1123_subdomain",
     ("apiextensions.k8s.io", "customresourcedefinitions"): "dns1123_subdomain",
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): "dns1123_subdomain",
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): "dns1123_subdomain",
 }
 """Each built-in's `metadata.name` rule (`validation_names.RULES` keys). StatefulSet names are DNS-1123
 labels since they prefix pod hostnames; Services are DNS-1035 labels. Custom resources (not listed)
@@ -81,6 +84,8 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("coordination.k8s.io", "leases"): groups.validate_lease,
     ("events.k8s.io", "events"): groups.validate_events_event,
     ("apiextensions.k8s.io", "customresourcedefinitions"): groups.validate_crd,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.validate_policy,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.validate_binding,
 }
 """One function per kind; kinds not listed (serviceaccounts, endpoints, custom resources) get none."""
 

@@ -66,6 +66,16 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
         "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
                  "versions": [{"name": "v1", "served": True, "storage": True,
                                "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): ("V1ValidatingAdmissionPolicy", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "owner-required"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                         "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "validations": [{"expression": "'owner' in object.data"}]}}),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("V1ValidatingAdmissionPolicyBinding", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "owner-required"},
+        "spec": {"policyName": "owner-required", "validationActions": ["Deny"]}}),
 }
 
 
