@@ -188,7 +188,7 @@ class GarbageCollector:
             return
         self._absent.discard(node.uid)
         previous = self.graph.upsert(node)
-        if node.owners and (previous is None or previous.owners != node.owners):
+        if node.owners and (previous is None or previous.owners != node.owners) and self._owner_in_doubt(node):
             self.queue.add(node.uid)
         if node.orphaning or node.deleting_dependents:
             self.queue.add(node.uid)
@@ -198,6 +198,20 @@ class GarbageCollector:
         if previous is not None:
             kept = {link.uid for link in node.owners}
             self._wake_waiting_owners(link for link in previous.owners if link.uid not in kept)
+
+    def _owner_in_doubt(self, node: Node) -> bool:
+        """Whether an owner may be gone: not in the graph (not seen yet, or deleted), or being deleted.
+
+        Upstream's graph builder likewise checks a new dependent only when an owner is unknown to the
+        graph (a "virtual" node, graph_builder.go). Looking up every new pod's owner with live GETs
+        was about one request in eight while a large StatefulSet started. An owner deleted later
+        brings its dependents back through `_on_deleted`.
+        """
+        for link in node.owners:
+            owner = self.graph.nodes.get(link.uid)
+            if owner is None or owner.deleting:
+                return True
+        return False
 
     def _on_deleted(self, node: Node) -> None:
         removed = self.graph.remove(node.uid) or node

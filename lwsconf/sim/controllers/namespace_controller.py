@@ -4,7 +4,8 @@ Deleting a Namespace only marks it (`deletionTimestamp`, `status.phase: Terminat
 keeps it while `spec.finalizers` still holds `kubernetes`. This controller does what
 kube-controller-manager's namespace controller does with that finalizer: delete every namespaced
 object in it, of every served type (CRDs included, found by discovery on each pass), with
-`propagationPolicy: Background`; wait until none is left (objects with finalizers, or pods waiting
+`propagationPolicy: Background` (one `deletecollection` per type when the type allows it, else one
+DELETE per object); wait until none is left (objects with finalizers, or pods waiting
 for their kubelet, may take a while); then `PUT /api/v1/namespaces/{name}/finalize` with the
 finalizer removed, after which the server deletes the Namespace.
 
@@ -118,8 +119,11 @@ class NamespaceController:
             if not res.gvr.namespaced or not {"list", "delete"} <= res.verbs:
                 continue
             items = await self._list(res.gvr, namespace)
-            for item in items:
-                if not item["metadata"].get("deletionTimestamp"):
+            live = [item for item in items if not item["metadata"].get("deletionTimestamp")]
+            if live and "deletecollection" in res.verbs:
+                await self._delete_collection(res.gvr, namespace)
+            else:
+                for item in live:
                     await self._delete(res.gvr, item)
             if items:
                 touched.append(res.gvr)
@@ -138,6 +142,17 @@ class NamespaceController:
                 return []
             raise
         return items
+
+    async def _delete_collection(self, gvr: kc.GVR, namespace: str) -> None:
+        """One DELETE of the whole collection, as upstream's deleter does when the type allows it
+        (namespaced_resources_deleter.go, deleteCollection); deleting 800 pods one request at a
+        time took minutes."""
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        try:
+            await self.client.request("DELETE", gvr.collection_path(namespace), body=options)
+        except errors.ApiError as exc:
+            if not exc.is_not_found:  # the type went away since discovery
+                raise
 
     async def _delete(self, gvr: kc.GVR, item: Obj) -> None:
         meta = item["metadata"]

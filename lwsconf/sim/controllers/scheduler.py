@@ -17,7 +17,9 @@ for required constraints, with kube-scheduler's wording (the predicates are in
   ties broken by node name. Upstream breaks ties at random; the sim stays reproducible.
 * **Binding**: `POST pods/NAME/binding`, then a `Scheduled` event. A 409 means someone else bound
   it (or it is being deleted): fine. A pod just bound is *assumed* on its node until the informer
-  shows it bound, so the next pod cannot take the same last GPU.
+  shows it bound, so the next pod cannot take the same last GPU. As in kube-scheduler, the binding
+  cycle runs beside the scheduling of the next pods (at most `max_bindings` at once); a failed
+  binding forgets the assumption and retries the pod with backoff.
 * **Unschedulable pods** get `PodScheduled=False`, reason `Unschedulable`, with the message
   `0/N nodes are available: ...`, and one `FailedScheduling` Warning event (core/v1, what `kubectl
   describe` lists) each time that message changes. They are tried again when a node, a placed pod
@@ -36,7 +38,7 @@ import copy
 import datetime
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,16 +91,22 @@ class Snapshot:
     namespace_labels: dict[str, sf.Labels]
 
     @staticmethod
-    def build(nodes: Iterable[Obj], placed_pods: Iterable[Obj], namespaces: Iterable[Obj]) -> Snapshot:
-        """Group non-terminal placed pods by node; pods on unknown nodes are left out."""
+    def build(nodes: Iterable[Obj], placed_pods: Iterable[Obj], namespaces: Iterable[Obj],
+              requests_of: Callable[[Obj], tuple[sf.Resources, sf.Resources]] | None = None) -> Snapshot:
+        """Group non-terminal placed pods by node; pods on unknown nodes are left out.
+
+        `requests_of(pod)` gives (requests, nonzero requests); default: computed from the spec each time.
+        """
         infos = {n["metadata"]["name"]: NodeInfo(n, [], {}, {}) for n in nodes}
         for pod in placed_pods:
             info = infos.get(node_name_of(pod))
             if info is None or sf.is_terminal(pod):
                 continue
             info.pods.append(pod)
-            sf.add_resources(info.requested, sf.pod_requests(pod))
-            sf.add_resources(info.nonzero_requested, sf.pod_requests(pod, nonzero=True))
+            plain, nonzero = requests_of(pod) if requests_of else (sf.pod_requests(pod),
+                                                                   sf.pod_requests(pod, nonzero=True))
+            sf.add_resources(info.requested, plain)
+            sf.add_resources(info.nonzero_requested, nonzero)
         ns_labels = {n["metadata"]["name"]: sf.labels_of(n) for n in namespaces}
         return Snapshot([infos[name] for name in sorted(infos)], ns_labels)
 
@@ -118,6 +126,7 @@ def decide(pod: Obj, snapshot: Snapshot) -> Decision:
     request = sf.pod_requests(pod)
     placed = [(p, sf.labels_of(info.node)) for info in snapshot.nodes for p in info.pods]
     affinity = sf.affinity_state(pod, placed, snapshot.namespace_labels)
+    nonzero_request = sf.pod_requests(pod, nonzero=True)
     failures: list[list[str]] = []
     feasible: list[tuple[int, str]] = []
     for info in snapshot.nodes:
@@ -126,8 +135,7 @@ def decide(pod: Obj, snapshot: Snapshot) -> Decision:
             failures.append(reasons)
             continue
         allocatable = sf.resources_of((info.node.get("status") or {}).get("allocatable"))
-        score = sf.least_allocated_score(sf.pod_requests(pod, nonzero=True), allocatable,
-                                         info.nonzero_requested)
+        score = sf.least_allocated_score(nonzero_request, allocatable, info.nonzero_requested)
         feasible.append((-score, info.name))
     if not feasible:
         return Decision(None, sf.fit_error_message(len(snapshot.nodes), failures))
@@ -157,6 +165,10 @@ class AssumeCache:
         if node_name_of(pod):
             self.forget(uid_of(pod))
 
+    def holds(self, uid: str) -> bool:
+        """Whether the pod is assumed: bound by us (or being bound), not yet shown bound."""
+        return uid in self._pods
+
     def overlay(self, placed: Iterable[Obj]) -> list[Obj]:
         """`placed` plus the assumed pods it does not contain yet."""
         out = list(placed)
@@ -180,7 +192,7 @@ class Scheduler:
     """
 
     def __init__(self, client: kc.Client, *, scheduler_name: str = SCHEDULER_NAME,
-                 retry_interval: float = 5.0) -> None:
+                 retry_interval: float = 5.0, max_bindings: int = 32) -> None:
         self.client = client
         self.scheduler_name = scheduler_name
         self.queue: kubeclient.WorkQueue[PodKey] = kubeclient.WorkQueue(name="scheduler")
@@ -195,6 +207,11 @@ class Scheduler:
         self._unschedulable: set[PodKey] = set()
         self._reported: dict[str, str] = {}
         """Pod uid -> the last unschedulable message written for it (no event spam)."""
+        self._max_bindings = max_bindings
+        self._bindings: set[asyncio.Task[None]] = set()
+        """Binding cycles in flight."""
+        self._requests: dict[str, tuple[sf.Resources, sf.Resources]] = {}
+        """Pod uid -> its (requests, nonzero requests), for the snapshot (forgotten when the pod goes)."""
 
     @property
     def informers(self) -> list[kubeclient.Informer]:
@@ -216,6 +233,7 @@ class Scheduler:
             self.queue.shutdown()
             for informer in self.informers:
                 informer.stop()
+            tasks += list(self._bindings)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -247,6 +265,7 @@ class Scheduler:
         if event_type == informer_mod.DELETED:
             self.assumed.forget(uid_of(pod))
             self._reported.pop(uid_of(pod), None)
+            self._requests.pop(uid_of(pod), None)
             self._unschedulable.discard(key)
             if node_name_of(pod):
                 self._retry_unschedulable()  # its resources and its anti-affinity are gone
@@ -288,16 +307,34 @@ class Scheduler:
 
     def snapshot(self) -> Snapshot:
         placed = (p for p in self.pods.list() if node_name_of(p))
-        return Snapshot.build(self.nodes.list(), self.assumed.overlay(placed), self.namespaces.list())
+        return Snapshot.build(self.nodes.list(), self.assumed.overlay(placed), self.namespaces.list(),
+                              self._requests_of)
+
+    def _requests_of(self, pod: Obj) -> tuple[sf.Resources, sf.Resources]:
+        """A placed pod's (requests, nonzero requests), computed once per pod uid: a pod's resources
+        cannot change after creation here, and parsing every placed pod's quantities for every
+        attempt made scheduling quadratic in the number of pods."""
+        uid = uid_of(pod)
+        found = self._requests.get(uid) if uid else None
+        if found is None:
+            found = (sf.pod_requests(pod), sf.pod_requests(pod, nonzero=True))
+            if uid:
+                self._requests[uid] = found
+        return found
 
     async def schedule_one(self, key: PodKey) -> float | None:
-        """One attempt for the pod (namespace, name) in the cache: bind it or report why not."""
+        """One attempt for the pod (namespace, name) in the cache: start binding it or report why not."""
+        while len(self._bindings) >= self._max_bindings:
+            await asyncio.wait(set(self._bindings), return_when=asyncio.FIRST_COMPLETED)
         pod = self.pods.get(key[1], key[0])
-        if pod is None or not self.responsible_for(pod):
+        if pod is None or not self.responsible_for(pod) or self.assumed.holds(uid_of(pod)):
             return None
         decision = decide(pod, self.snapshot())
         if decision.node is not None:
-            await self._bind(pod, decision.node)
+            self.assumed.assume(pod, decision.node)
+            task = asyncio.create_task(self._binding_cycle(key, pod, decision.node), name=f"bind {key}")
+            self._bindings.add(task)
+            task.add_done_callback(self._bindings.discard)
             return None
         # No await between the snapshot and here: any later change finds the key in the set.
         self._unschedulable.add(key)
@@ -305,13 +342,22 @@ class Scheduler:
         await self._report_unschedulable(pod, decision.message)
         return None
 
+    async def _binding_cycle(self, key: PodKey, pod: Obj, node: str) -> None:
+        try:
+            await self._bind(pod, node)
+        except Exception as exc:  # noqa: BLE001 - the pod is retried, as a failed reconcile would be
+            log.warning("binding %s/%s to %s failed (retrying with backoff): %s", key[0], key[1], node, exc)
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+
     async def _bind(self, pod: Obj, node: str) -> None:
+        """POST the binding of an assumed pod; the assumption is dropped when it fails."""
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
         binding = {"apiVersion": "v1", "kind": "Binding",
                    "metadata": {"name": name, "namespace": ns, "uid": meta.get("uid")},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        self.assumed.assume(pod, node)
         try:
             await self.client.request("POST", kc.PODS.object_path(name, ns, "binding"), body=binding)
         except errors.ApiError as exc:

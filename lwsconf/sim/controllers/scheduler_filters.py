@@ -13,6 +13,7 @@ dicts of the REST API. No I/O here; `scheduler.py` feeds these from its informer
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -75,6 +76,18 @@ def parse_quantity(value: object) -> Fraction:
 def amount_of(resource: str, value: object) -> int:
     """A quantity as the scheduler counts it: millicores for cpu, whole units otherwise, rounded up
     (resource.Quantity's MilliValue/Value round up too). Malformed values count as 0."""
+    if isinstance(value, str):
+        return _amount_of_text(resource, value)
+    return _amount(resource, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount_of_text(resource: str, value: str) -> int:
+    """Cached: every scheduling attempt counts the same few quantity strings of every placed pod."""
+    return _amount(resource, value)
+
+
+def _amount(resource: str, value: object) -> int:
     try:
         exact = parse_quantity(value)
     except ValueError:

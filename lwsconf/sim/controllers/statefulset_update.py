@@ -207,7 +207,10 @@ class StatefulSetSync:
         monotonic = not sp.is_parallel(self.sts)
         first_unavailable = next((p for p in [*self.replicas, *reversed(self.condemned)] if self._unavailable(p)),
                                  None)
-        if await self._for_all(self.replicas, lambda p: self._process_replica(p, monotonic), monotonic):
+        # In burst mode the result of a replica's processing is not used, so replicas whose processing
+        # would do nothing are skipped: one coroutine per pod per sync made large sets quadratic.
+        replicas = self.replicas if monotonic else [p for p in self.replicas if not self._replica_settled(p)]
+        if await self._for_all(replicas, lambda p: self._process_replica(p, monotonic), monotonic):
             return
         if await self._for_all(self.condemned, self._fix_claims, monotonic):
             return
@@ -255,6 +258,15 @@ class StatefulSetSync:
             await self.control.update_identity(pod)
         return False
 
+    def _replica_settled(self, pod: Obj) -> bool:
+        """Whether `_process_replica` would neither write nor wait for this pod (burst mode)."""
+        phase = wl.phase(pod)
+        if not phase or phase in ("Failed", "Succeeded"):
+            return False
+        if phase == "Pending" and sp.claim_templates(self.sts):
+            return False
+        return sp.identity_matches(self.sts, pod)
+
     async def _fix_claims(self, pod: Obj) -> bool:
         await self.control.fix_claim_owners(self.sts, pod)
         return False
@@ -269,17 +281,30 @@ class StatefulSetSync:
         return True
 
     async def _rolling_update(self) -> None:
-        """`updateStatefulSetAfterInvariantEstablished`: replace up to maxUnavailable pods, highest first."""
+        """`updateStatefulSetAfterInvariantEstablished`: replace up to maxUnavailable pods, highest first.
+
+        With Parallel pod management, unavailable pods still on an old revision are not counted as
+        unavailable when the budget is computed (they are what the update replaces): without that a
+        broken revision can never be rolled forward (kubernetes#137409, fixed by kubernetes#137666 after
+        the 1.35 regression). Each deletion still takes one slot of the budget, highest ordinal first.
+        """
         max_unavailable = sp.max_unavailable(self.sts)
-        unavailable = sum(1 for pod in self.replicas if self._unavailable(pod))
+        update_min = sp.partition(self.sts)
+        parallel = sp.is_parallel(self.sts)
+
+        def broken_and_outdated(index: int, pod: Obj) -> bool:
+            return (parallel and index >= update_min and self._unavailable(pod)
+                    and sp.revision_of(pod) != self.revs.update_name and not wl.is_terminating(pod))
+
+        unavailable = sum(1 for i, pod in enumerate(self.replicas)
+                          if self._unavailable(pod) and not broken_and_outdated(i, pod))
         if unavailable > max_unavailable:
             return
         budget = max_unavailable - unavailable
-        update_min = sp.partition(self.sts)
         for index in range(len(self.replicas) - 1, update_min - 1, -1):
+            pod = self.replicas[index]
             if budget <= 0:
                 return
-            pod = self.replicas[index]
             if sp.revision_of(pod) != self.revs.update_name and not wl.is_terminating(pod):
                 await self.control.delete_pod(self.sts, pod)
                 budget -= 1

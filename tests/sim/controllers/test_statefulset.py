@@ -382,3 +382,20 @@ def test_rolling_back_to_an_earlier_template_reuses_its_revision_with_the_next_n
             rev = await client.get(REVISIONS, first, namespace=NS)
             assert rev["revision"] == 3, await revision_names(client)
     ws.run(scenario)
+
+
+def test_parallel_rollout_replaces_a_broken_old_pod_instead_of_stalling() -> None:
+    """kubernetes#137409/#137666: an unready pod on the old revision must not block its own replacement."""
+    async def scenario() -> None:
+        async with ws.sim_with(controller) as client:
+            sts = statefulset(replicas=2, podManagementPolicy="Parallel",
+                              updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}})
+            await client.create(STS, sts)
+            await ws.pods_until(client, lambda p: len(p) == 2, "2 pods")
+            await ws.make_ready(client, "web-0")  # web-1 stays unready: a broken first revision
+            old = (await status_until(client, "web", {"readyReplicas": 1}))["status"]["updateRevision"]
+            await set_image(client, "web", "img:2")
+            found = await ws.pods_until(client, lambda p: "web-1" in p and revision_of(p["web-1"]) not in (None, old),
+                                        "the broken web-1 replaced on the new revision")
+            assert revision_of(found["web-0"]) == old, "web-0 waits: one slot of maxUnavailable was used"
+    ws.run(scenario)

@@ -1,0 +1,202 @@
+"""The `lws` fixture's object: create, read, change and probe LeaderWorkerSets in the test's namespace.
+
+A thin layer over the official client and `lwsconf.waits` so that test bodies read as the scenario:
+`lws.create(manifest)`, `lws.patch(name, {...})`, `lws.scale(name, 3)`, `lws.probe("demo-0-1", "/env")`.
+Everything goes through the Kubernetes API (CustomObjectsApi for LWS, the scale subresource, the API
+server's pod and service proxies), so the same test runs on every backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from lwsconf import workloads
+from lwsconf.timeouts import Timeouts
+from lwsconf.waits import core, lws, observe, proxy, rollout
+
+P = "leaderworkerset.sigs.k8s.io/"
+NAME, GROUP_INDEX, WORKER_INDEX, GROUP_KEY = P + "name", P + "group-index", P + "worker-index", P + "group-key"
+REVISION, SIZE, LEADER_NAME, REPLICAS = P + "template-revision-hash", P + "size", P + "leader-name", P + "replicas"
+Obj = dict[str, Any]
+
+
+def sha1(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()  # noqa: S324 - the contract's group-key, not security
+
+
+def labels(obj: Obj) -> dict[str, str]:
+    return dict(obj["metadata"].get("labels") or {})
+
+
+def annotations_of(obj: Obj) -> dict[str, str]:
+    return dict(obj["metadata"].get("annotations") or {})
+
+
+def controller_of(obj: Obj) -> Obj | None:
+    return next((o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+
+
+def env_of(container: Obj) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env") or []}
+
+
+def is_rejected(exc: client.ApiException) -> bool:
+    """A refusal of the object itself (400 Bad Request, 403 webhook denial, 422 Invalid)."""
+    return exc.status in (400, 403, 422)
+
+
+def _missing_is_not_yet(check: Any) -> Any:
+    def run() -> Any:
+        try:
+            return check()
+        except LookupError as exc:
+            raise core.NotYet(f"missing {type(exc).__name__}: {exc}") from None
+    return run
+
+
+@dataclass
+class LWSHarness:
+    api: client.ApiClient
+    namespace: str
+    t: Timeouts
+    artifacts: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.custom = client.CustomObjectsApi(self.api)
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self._configmap = False
+
+    # --- the LWS object ----------------------------------------------------------------------------
+
+    def create(self, manifest: Obj) -> Obj:
+        """Create the probe ConfigMap (once) and the LWS; returns the LWS as the server stored it."""
+        if not self._configmap:
+            try:
+                self.core.create_namespaced_config_map(self.namespace, workloads.probe_configmap())  # type: ignore[arg-type]
+            except client.ApiException as exc:
+                if exc.status != 409:
+                    raise
+            self._configmap = True
+        return observe.raw(self.custom.create_namespaced_custom_object(
+            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, manifest, _preload_content=False))
+
+    def get(self, name: str) -> Obj:
+        return observe.get_lws(self.api, self.namespace, name)
+
+    def patch(self, name: str, body: Obj) -> Obj:
+        """A JSON merge patch (None deletes a field)."""
+        return observe.raw(self.custom.patch_namespaced_custom_object(
+            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, name, body,
+            _content_type="application/merge-patch+json", _preload_content=False))
+
+    def replace(self, obj: Obj) -> Obj:
+        return observe.raw(self.custom.replace_namespaced_custom_object(
+            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, obj["metadata"]["name"], obj,
+            _preload_content=False))
+
+    def delete(self, name: str, *, propagation: str = "Foreground") -> None:
+        self.custom.delete_namespaced_custom_object(workloads.GROUP, workloads.VERSION, self.namespace,
+                                                    workloads.PLURAL, name, propagation_policy=propagation)
+
+    def get_scale(self, name: str) -> Obj:
+        return observe.raw(self.custom.get_namespaced_custom_object_scale(
+            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, name, _preload_content=False))
+
+    def scale(self, name: str, replicas: int) -> Obj:
+        """Set replicas through the scale subresource (what `kubectl scale` and the HPA do)."""
+        return observe.raw(self.custom.patch_namespaced_custom_object_scale(
+            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, name,
+            {"spec": {"replicas": replicas}}, _content_type="application/merge-patch+json", _preload_content=False))
+
+    # --- what it created ---------------------------------------------------------------------------
+
+    def pods(self, name: str) -> dict[str, Obj]:
+        """Live (not terminating) pods of the LWS by name."""
+        return {p["metadata"]["name"]: p for p in observe.pods(self.api, self.namespace, f"{NAME}={name}")
+                if not p["metadata"].get("deletionTimestamp")}
+
+    def pod(self, name: str) -> Obj:
+        return observe.raw(self.core.read_namespaced_pod(name, self.namespace, _preload_content=False))
+
+    def statefulsets(self) -> dict[str, Obj]:
+        return {s["metadata"]["name"]: s for s in observe.statefulsets(self.api, self.namespace)}
+
+    def services(self) -> dict[str, Obj]:
+        items = observe.raw(self.core.list_namespaced_service(self.namespace, _preload_content=False))["items"]
+        return {s["metadata"]["name"]: s for s in items}
+
+    def revisions(self, name: str) -> list[Obj]:
+        """The LWS's ControllerRevisions: labelled with its name, not those StatefulSets keep for themselves
+        (which carry the same label, copied from their pod template)."""
+        items = observe.raw(self.apps.list_namespaced_controller_revision(
+            self.namespace, label_selector=f"{NAME}={name}", _preload_content=False))["items"]
+        return [r for r in items if (controller_of(r) or {}).get("kind") != "StatefulSet"]
+
+    def groups(self, name: str) -> dict[int, lws.Group]:
+        return lws.groups(self.api, self.namespace, name)
+
+    def describe(self, name: str | None = None) -> str:
+        return observe.describe_namespace(self.api, self.namespace, name)
+
+    # --- waits -------------------------------------------------------------------------------------
+
+    def ready(self, name: str, *, replicas: int, size: int) -> dict[int, lws.Group]:
+        """Available, and exactly `replicas` ready groups of `size` pods."""
+        found = lws.groups_must_be_ready(self.api, self.namespace, name, replicas=replicas, size=size, t=self.t)
+        lws.lws_must_be_available(self.api, self.namespace, name, self.t)
+        return found
+
+    def wait(self, check: Any, *, what: str, timeout: float | None = None, name: str | None = None) -> Any:
+        """Poll `check` until it returns (AssertionError, NotYet and a missing key mean "not yet")."""
+        return core.wait_until(_missing_is_not_yet(check), what=what, timeout=timeout or self.t.lws_available,
+                               poll=self.t.poll_interval, describe=lambda: self.describe(name))
+
+    def hold(self, check: Any, *, what: str, name: str | None = None) -> Any:
+        """`check` passes at every poll for `stays_true` seconds."""
+        return core.must_hold(_missing_is_not_yet(check), what=what, duration=self.t.stays_true,
+                              poll=self.t.poll_interval, describe=lambda: self.describe(name))
+
+    def timeline(self, name: str) -> Any:
+        """Record a rollout timeline (saved as timeline.json in the test's artifacts, when there are any)."""
+        path = self.artifacts / "timeline.json" if self.artifacts else None
+        return rollout.record_timeline(self.api, self.namespace, name, path=path)
+
+    # --- the probe ---------------------------------------------------------------------------------
+
+    def probe(self, pod: str, path: str = "/", /, **query: str) -> proxy.Reply:
+        """GET the probe in `pod` through `pods/<pod>:8080/proxy/<path>`."""
+        return proxy.pod_get(self.api, self.namespace, pod, workloads.PROBE_PORT, path, query=query or None,
+                             timeout=self.t.request_timeout)
+
+    def probe_json(self, pod: str, path: str = "/", /, **query: str) -> Obj:
+        """The probe's JSON answer, waiting (pods_running) until the pod answers."""
+        return core.wait_until(lambda: self.probe(pod, path, **query).json(), what=f"pod {pod} to answer {path}",
+                               timeout=self.t.pods_running, poll=self.t.poll_interval, describe=self.describe)
+
+    def service_get(self, service: str, port: int | str, path: str = "/") -> proxy.Reply:
+        return proxy.service_get(self.api, self.namespace, service, port, path, timeout=self.t.request_timeout)
+
+
+def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, unready: bool = False) -> None:
+    """Patch the pod templates with a new env value (a new revision); `unready`: its pods never turn Ready."""
+    env = {"LWSCONF_REVISION": marker, **({"LWSCONF_START_UNREADY": "1"} if unready else {})}
+    lwt = workloads.with_env(manifest, env)["spec"]["leaderWorkerTemplate"]
+    lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}})
+
+
+def leader_revision(lws: LWSHarness, name: str) -> str:
+    """The revision key on the leader StatefulSet."""
+    return rollout.leader_revision(lws.api, lws.namespace, name)
+
+
+def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
+    """The one revision of group `index`'s live pods (None when absent or mixed)."""
+    group = lws.groups(name).get(index)
+    revs = group.revisions() if group else set()
+    return next(iter(revs)) if len(revs) == 1 else None

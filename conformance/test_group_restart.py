@@ -1,0 +1,125 @@
+"""Failure handling (lws-contract.md section 4.2): a group fails and recovers as a unit.
+
+Crashes are real: the probe exits on request (`/exit?code=1`), so the container runtime restarts it
+and `restartCount` rises, exactly as a crashing inference server would. Under the default
+`RecreateGroupOnPodRestart` the whole group is replaced (every pod UID new, Ready again) and re-forms:
+each new worker reaches the new leader at LWS_LEADER_ADDRESS. Other groups are untouched. Under `None`
+only the crashed container restarts; under `RecreateGroupAfterStart` a group still starting is left
+alone. Deleting a leader pod recreates its group under every policy (T4).
+"""
+
+from __future__ import annotations
+
+from conformance.harness import LWSHarness
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import lws as lws_waits
+from lwsconf.waits import pods as pod_waits
+
+
+def _crash(lws: LWSHarness, pod: str) -> None:
+    lws.probe_json(pod, "/exit", code="1")
+
+
+def _recreated_and_reformed(lws: LWSHarness, name: str, index: int, old: set[str], size: int) -> None:
+    group = lws_waits.group_must_be_recreated(lws.api, lws.namespace, name, index, old, size=size, t=lws.t)
+    leader = group.pods[0]
+    for j in range(1, size):
+        worker = group.pods[j]["metadata"]["name"]
+        address = lws.probe_json(worker)["lws"]["LWS_LEADER_ADDRESS"]
+        answer = lws.probe_json(worker, "/peer", host=address, port=str(workloads.PROBE_PORT)).get("answer") or {}
+        assert (answer.get("pod"), answer.get("ip")) == (leader["metadata"]["name"], leader["status"].get("podIP")), \
+            f"{worker} -> {address} reached {answer}, want the new leader at {leader['status'].get('podIP')}"
+
+
+def _untouched(lws: LWSHarness, name: str, index: int, uids: set[str]) -> None:
+    now = lws.groups(name).get(index)
+    assert now is not None and now.uids == uids, f"group {index} was disturbed: {lws.describe(name)}"
+
+
+@conformance(short_name="GroupRecreatedOnWorkerCrash", features={Feature.GROUP_RESTART},
+             description="A worker container crash replaces its whole group, which re-forms; other groups stay (4.2).")
+def test_group_recreated_on_worker_crash(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("crash", replicas=2, size=3))
+    before = lws.ready("crash", replicas=2, size=3)
+    _crash(lws, "crash-0-1")
+    _recreated_and_reformed(lws, "crash", 0, before[0].uids, 3)
+    _untouched(lws, "crash", 1, before[1].uids)
+
+
+@conformance(short_name="GroupRecreatedOnWorkerDeletion", features={Feature.GROUP_RESTART},
+             description="Deleting a worker pod replaces its whole group (upstream e2e: same pod count, no original UID) (4.2).")
+def test_group_recreated_on_worker_deletion(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("wdel", replicas=1, size=3))
+    before = lws.ready("wdel", replicas=1, size=3)
+    lws.core.delete_namespaced_pod("wdel-0-1", lws.namespace)
+    _recreated_and_reformed(lws, "wdel", 0, before[0].uids, 3)
+
+
+@conformance(short_name="GroupRecreatedOnLeaderCrash", features={Feature.GROUP_RESTART},
+             description="A leader container crash replaces its whole group too (4.2, T16).")
+def test_group_recreated_on_leader_crash(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("lcrash", replicas=2, size=2))
+    before = lws.ready("lcrash", replicas=2, size=2)
+    _crash(lws, "lcrash-1")
+    _recreated_and_reformed(lws, "lcrash", 1, before[1].uids, 2)
+    _untouched(lws, "lcrash", 0, before[0].uids)
+
+
+@conformance(short_name="RestartPolicyNoneRestartsOnlyTheContainer", features={Feature.RESTART_POLICY_NONE},
+             description="Under restartPolicy None a crashed worker restarts in place: restartCount 1, every UID kept (4.2).")
+def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("none", replicas=1, size=3, restart_policy="None"))
+    before = lws.ready("none", replicas=1, size=3)[0]
+    crashed = before.pods[1]
+    _crash(lws, "none-0-1")
+    pod = pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "none-0-1", uid=crashed["metadata"]["uid"],
+                                            restarts=1, t=lws.t, lws="none")
+    assert pod_waits.restart_count(pod) == 1
+
+    def same_pods() -> None:
+        group = lws.groups("none").get(0)
+        assert group is not None and group.uids == before.uids, "a pod of the group was replaced"
+    lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name="none")
+    assert lws.pod("none-0")["metadata"]["uid"] == before.pods[0]["metadata"]["uid"]
+
+
+@conformance(short_name="LeaderDeletionRecreatesGroupUnderNone", features={Feature.RESTART_POLICY_NONE},
+             description="Deleting a leader pod recreates its group even under restartPolicy None (ownership, T4).")
+def test_leader_deletion_recreates_group_under_none(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("ldel", replicas=1, size=2, restart_policy="None"))
+    before = lws.ready("ldel", replicas=1, size=2)[0]
+    lws.core.delete_namespaced_pod("ldel-0", lws.namespace)
+    _recreated_and_reformed(lws, "ldel", 0, before.uids, 2)
+
+
+@conformance(short_name="RecreateAfterStartRecreatesAStartedGroup", features={Feature.RECREATE_AFTER_START},
+             description="Under RecreateGroupAfterStart a crash in a fully started group recreates the group (4.2).")
+def test_recreate_after_start_recreates_a_started_group(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("after", replicas=1, size=2, restart_policy="RecreateGroupAfterStart"))
+    before = lws.ready("after", replicas=1, size=2)[0]
+    _crash(lws, "after-0-1")
+    _recreated_and_reformed(lws, "after", 0, before.uids, 2)
+
+
+@conformance(short_name="RecreateAfterStartLeavesAStartingGroup", features={Feature.RECREATE_AFTER_START},
+             description="Under RecreateGroupAfterStart a crash while group pods are still Pending restarts only the container (4.2).")
+def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
+    def pend(template: dict[str, object]) -> None:
+        template["spec"]["nodeSelector"] = {workloads.PARKED_LABEL: "true"}  # type: ignore[index]
+    manifest = workloads.probe_lws("starting", replicas=1, size=2, restart_policy="RecreateGroupAfterStart")
+    lws.create(workloads.edit_templates(manifest, pend, leader=False))
+    lws.probe_json("starting-0")
+    lws.wait(lambda: lws.pods("starting")["starting-0-1"], what="worker starting-0-1 to exist (Pending)", name="starting")
+    leader_uid = lws.pod("starting-0")["metadata"]["uid"]
+    worker_uid = lws.pod("starting-0-1")["metadata"]["uid"]
+    _crash(lws, "starting-0")
+    pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "starting-0", uid=leader_uid, restarts=1, t=lws.t,
+                                      lws="starting")
+
+    def left_alone() -> None:
+        pods = lws.pods("starting")
+        uids = {p: obj["metadata"]["uid"] for p, obj in pods.items()}
+        assert uids == {"starting-0": leader_uid, "starting-0-1": worker_uid}, f"group changed: {uids}"
+    lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")

@@ -1,0 +1,128 @@
+"""Rolling updates (lws-contract.md section 4.4): a template change replaces groups, whole, from the top.
+
+A watch-based timeline (`lws.timeline`, saved as timeline.json) records every group's revision and
+readiness while the rollout runs, so whole-rollout claims are checked at every observed instant: no
+group ever serves with its leader and workers on different revisions, groups are replaced from the
+highest index down, and never more than maxUnavailable groups are down at once. Stalls are made
+deterministic with the probe's start-unready mode: a revision whose pods never turn Ready stops the
+rollout exactly where the contract says it stops.
+"""
+
+from __future__ import annotations
+
+from conformance.harness import LWSHarness, annotations_of, group_revision
+from conformance.harness import change_template as change
+from conformance.harness import leader_revision as revision
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import rollout
+
+
+@conformance(short_name="RollingUpdateGroupByGroupFromTheTop", slow=True, features={Feature.ROLLING_UPDATE},
+             description="A template change replaces groups highest index first, one at a time, never half-updated (4.4.2).")
+def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("roll", replicas=3, size=2)
+    lws.create(manifest)
+    before = lws.ready("roll", replicas=3, size=2)
+    old = revision(lws, "roll")
+    with lws.timeline("roll") as timeline:
+        change(lws, "roll", manifest, "2")
+        new = rollout.rollout_must_complete(lws.api, lws.namespace, "roll", old={old}, replicas=3, size=2, t=lws.t)
+    assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
+    assert timeline.replacement_order(old, 3) == [2, 1, 0], f"replacement order:\n{timeline.describe()}"
+    worst, when = timeline.max_unready(range(3))
+    assert worst <= 1, f"{worst} groups down at t={when} with maxUnavailable 1:\n{timeline.describe()}"
+    after = lws.groups("roll")
+    assert all(not (after[i].uids & before[i].uids) for i in range(3)), "a group kept an old pod"
+    assert new != old
+
+
+@conformance(short_name="RollingUpdateMaxUnavailable", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
+             description="maxUnavailable 2 lets two groups update at once and never more (4.4.3, 4.4.5 trace mU=2).")
+def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("mu", replicas=3, size=2,
+                                   rollout={"rollingUpdateConfiguration": {"maxUnavailable": 2}})
+    lws.create(manifest)
+    lws.ready("mu", replicas=3, size=2)
+    old = revision(lws, "mu")
+    with lws.timeline("mu") as timeline:
+        change(lws, "mu", manifest, "2")
+        rollout.rollout_must_complete(lws.api, lws.namespace, "mu", old={old}, replicas=3, size=2, t=lws.t)
+    worst, when = timeline.max_unready(range(3))
+    assert worst <= 2, f"{worst} groups down at t={when} with maxUnavailable 2:\n{timeline.describe()}"
+    lowered = [s["partition"] for s in timeline.leader_sts if s["revision"] != old and s["partition"] < 3]
+    assert lowered and lowered[0] == 1, f"first partition step {lowered[:1]}, want R - maxUnavailable = 1:\n" \
+                                        f"{timeline.describe()}"
+    assert timeline.half_updated() == [], timeline.describe()
+
+
+@conformance(short_name="RollingUpdateChangesSize", slow=True, features={Feature.ROLLING_UPDATE},
+             description="Changing size rolls every group to the new size; pods see the new LWS_GROUP_SIZE (4.4.1, T18).")
+def test_rolling_update_changes_size(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("resize", replicas=2, size=2))
+    lws.ready("resize", replicas=2, size=2)
+    old = revision(lws, "resize")
+    with lws.timeline("resize") as timeline:
+        lws.patch("resize", {"spec": {"leaderWorkerTemplate": {"size": 3}}})
+        rollout.rollout_must_complete(lws.api, lws.namespace, "resize", old={old}, replicas=2, size=3, t=lws.t)
+    assert timeline.half_updated() == [], timeline.describe()
+    for pod_name, pod in lws.pods("resize").items():
+        assert annotations_of(pod).get("leaderworkerset.sigs.k8s.io/size") == "3", f"{pod_name}: {annotations_of(pod)}"
+        assert lws.probe_json(pod_name)["lws"]["LWS_GROUP_SIZE"] == "3"
+    assert [lws.statefulsets()[f"resize-{i}"]["spec"]["replicas"] for i in (0, 1)] == [2, 2]
+
+
+@conformance(short_name="SecondChangeMidRollout", slow=True, features={Feature.ROLLING_UPDATE},
+             description="A rollout stuck on an unready revision stops; a newer change supersedes it, and the old revisions are pruned (4.4.2, 2.5, T27).")
+def test_second_change_mid_rollout(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("twice", replicas=3, size=2)
+    lws.create(manifest)
+    before = lws.ready("twice", replicas=3, size=2)
+    old = revision(lws, "twice")
+    with lws.timeline("twice") as timeline:
+        change(lws, "twice", manifest, "stuck", unready=True)
+        stuck = lws.wait(lambda: _moved(lws, "twice", 2, old), what="group 2 to move to the stuck revision", name="twice")
+
+        def lower_groups_wait() -> None:
+            now = lws.groups("twice")
+            assert all(now[i].uids == before[i].uids for i in (0, 1)), "a group below the stuck one was replaced"
+        lws.hold(lower_groups_wait, what="groups 0 and 1 wait while group 2 is unready (maxUnavailable 1)", name="twice")
+        change(lws, "twice", manifest, "fixed")
+        final = rollout.rollout_must_complete(lws.api, lws.namespace, "twice", old={old, stuck}, replicas=3, size=2,
+                                              t=lws.t)
+    assert not [s for s in timeline.samples if s["group"] < 2 and stuck in s["revisions"]], \
+        f"groups 0/1 ran the superseded revision:\n{timeline.describe()}"
+    lws.wait(lambda: _only_revision(lws, "twice", final), what="old ControllerRevisions to be pruned", name="twice")
+
+
+def _moved(lws: LWSHarness, name: str, index: int, old: str) -> str:
+    rev = group_revision(lws, name, index)
+    assert rev and rev != old, f"group {index} revision {rev}"
+    return rev
+
+
+def _only_revision(lws: LWSHarness, name: str, key: str) -> None:
+    keys = sorted(str((r["metadata"].get("labels") or {}).get(rollout.REVISION)) for r in lws.revisions(name))
+    assert keys == [key], f"ControllerRevisions {keys}, want only {key}"
+
+
+@conformance(short_name="ScaleDownDuringRollout", slow=True, features={Feature.ROLLING_UPDATE, Feature.SCALING},
+             description="Scaling down while a rollout is stuck removes the top group; a fixing change then completes (4.3, 4.4.4).")
+def test_scale_down_during_rollout(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("shrink", replicas=3, size=2)
+    lws.create(manifest)
+    lws.ready("shrink", replicas=3, size=2)
+    old = revision(lws, "shrink")
+    change(lws, "shrink", manifest, "stuck", unready=True)
+    stuck = lws.wait(lambda: _moved(lws, "shrink", 2, old), what="group 2 to move to the stuck revision", name="shrink")
+    lws.patch("shrink", {"spec": {"replicas": 2}})
+
+    def top_group_gone() -> None:
+        assert 2 not in lws.groups("shrink"), "group 2 still has pods"
+        assert "shrink-2" not in lws.statefulsets(), "worker StatefulSet shrink-2 still exists"
+    lws.wait(top_group_gone, what="group 2 to be removed by the scale-down", name="shrink")
+    change(lws, "shrink", manifest, "fixed")
+    rollout.rollout_must_complete(lws.api, lws.namespace, "shrink", old={old, stuck}, replicas=2, size=2, t=lws.t)
+    assert lws.statefulsets()["shrink"]["spec"]["replicas"] == 2

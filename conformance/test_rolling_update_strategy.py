@@ -1,0 +1,147 @@
+"""Rolling-update strategy knobs (lws-contract.md sections 4.4.3-4.4.7): maxSurge, percentages, partition.
+
+Surge is observed where it lives: the leader StatefulSet's `replicas` during the rollout (the peak must
+match the traces of 4.4.5, which are not simply R + maxSurge, T13) and back to R at the end, while
+the timeline shows availability never dropping below R with maxUnavailable 0. Partition holds the
+groups below it on the old revision (T14) and lowering it resumes the rollout.
+"""
+
+from __future__ import annotations
+
+from conformance.harness import LWSHarness, group_revision
+from conformance.harness import change_template as change
+from conformance.harness import leader_revision as revision
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import lws as lws_waits
+from lwsconf.waits import observe, rollout
+
+
+def _strategy(**conf: object) -> dict[str, object]:
+    return {"rollingUpdateConfiguration": dict(conf)}
+
+
+@conformance(short_name="MaxSurgeKeepsCapacity", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="maxUnavailable 0 / maxSurge 1 with R=2: the leader StatefulSet peaks at 3, ready groups never drop below 2 (4.4.5).")
+def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("surge", replicas=2, size=2, rollout=_strategy(maxUnavailable=0, maxSurge=1))
+    lws.create(manifest)
+    lws.ready("surge", replicas=2, size=2)
+    old = revision(lws, "surge")
+    with lws.timeline("surge") as timeline:
+        change(lws, "surge", manifest, "2")
+        rollout.rollout_must_complete(lws.api, lws.namespace, "surge", old={old}, replicas=2, size=2, t=lws.t)
+    assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
+    assert any(s["group"] == 2 and s["ready"] for s in timeline.samples), "the surge group 2 never became ready"
+    assert timeline.min_ready() >= 2, f"fewer than 2 groups ready at some instant:\n{timeline.describe()}"
+    assert timeline.half_updated() == [], timeline.describe()
+    assert lws.statefulsets()["surge"]["spec"]["replicas"] == 2
+
+
+@conformance(short_name="MaxSurgeCappedAtReplicas", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="maxSurge 4 with R=2 is capped at R: the leader StatefulSet peaks at 3, as in the 4.4.5 trace (T13).")
+def test_max_surge_capped_at_replicas(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("cap", replicas=2, size=2, rollout=_strategy(maxSurge=4))
+    lws.create(manifest)
+    lws.ready("cap", replicas=2, size=2)
+    old = revision(lws, "cap")
+    with lws.timeline("cap") as timeline:
+        change(lws, "cap", manifest, "2")
+        rollout.rollout_must_complete(lws.api, lws.namespace, "cap", old={old}, replicas=2, size=2, t=lws.t)
+    assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
+    assert timeline.half_updated() == [], timeline.describe()
+
+
+@conformance(short_name="PercentagesRoundAsSpecified", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
+             description="With R=3, maxUnavailable 50% rounds down to 1 and maxSurge 50% up to 2: peak 5, leader maxUnavailable 3 (4.4.3, T11).")
+def test_percentages_round_as_specified(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("pct", replicas=3, size=2, rollout=_strategy(maxUnavailable="50%", maxSurge="50%"))
+    lws.create(manifest)
+    lws.ready("pct", replicas=3, size=2)
+    old = revision(lws, "pct")
+    with lws.timeline("pct") as timeline:
+        change(lws, "pct", manifest, "2")
+        rollout.rollout_must_complete(lws.api, lws.namespace, "pct", old={old}, replicas=3, size=2, t=lws.t)
+    assert timeline.peak_leader_replicas() == 5, f"peak leader replicas, want 3 + ceil(1.5):\n{timeline.describe()}"
+    seen = {str(s["maxUnavailable"]) for s in timeline.leader_sts if s["revision"] != old}
+    assert "3" in seen, f"leader StatefulSet maxUnavailable values {seen}, want max(1, 1 + 2) = 3"
+    assert timeline.half_updated() == [], timeline.describe()
+
+
+@conformance(short_name="PartitionHoldsLowerGroups", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION},
+             description="Groups below partition keep the old revision while the LWS is Available; lowering it to 0 finishes (4.4.6, T14).")
+def test_partition_holds_lower_groups(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("part", replicas=3, size=2, rollout=_strategy(partition=1))
+    lws.create(manifest)
+    before = lws.ready("part", replicas=3, size=2)
+    old = revision(lws, "part")
+    change(lws, "part", manifest, "2")
+
+    def upper_updated() -> str:
+        revs = [group_revision(lws, "part", i) for i in (1, 2)]
+        assert revs[0] and revs[0] == revs[1] and revs[0] != old, f"groups 1, 2 on {revs}"
+        status = lws.get("part").get("status") or {}
+        assert status.get("updatedReplicas") == 2, f"status {status}"
+        return str(revs[0])
+    new = lws.wait(upper_updated, what="groups 1 and 2 to be updated", timeout=lws.t.rollout_complete, name="part")
+    lws_waits.lws_must_be_available(lws.api, lws.namespace, "part", lws.t)
+
+    def group_zero_stays() -> None:
+        assert lws.groups("part")[0].uids == before[0].uids and group_revision(lws, "part", 0) == old
+        assert lws.statefulsets()["part"]["spec"]["updateStrategy"]["rollingUpdate"].get("partition") == 1
+    lws.hold(group_zero_stays, what="group 0 stays on the old revision below partition 1", name="part")
+    assert len(lws.revisions("part")) == 2, "the old revision must be kept while partition > 0"
+    lws.patch("part", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+    assert rollout.rollout_must_complete(lws.api, lws.namespace, "part", old={old}, replicas=3, size=2, t=lws.t) == new
+
+
+@conformance(short_name="PartitionKeepsSurge", slow=True,
+             features={Feature.ROLLING_UPDATE_PARTITION, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.STATUS_CONDITIONS},
+             description="R=3, maxSurge 1, partition 2: the surge group stays (4 leaders, updated 2, Available) until partition 0 (4.4.6, T7).")
+def test_partition_keeps_surge(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("psurge", replicas=3, size=2, rollout=_strategy(maxSurge=1, partition=2))
+    lws.create(manifest)
+    lws.ready("psurge", replicas=3, size=2)
+    old = revision(lws, "psurge")
+    change(lws, "psurge", manifest, "2")
+
+    def held() -> None:
+        lws_obj = lws.get("psurge")
+        status = lws_obj.get("status") or {}
+        assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 4, "leader StatefulSet replicas != 4"
+        assert (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas")) == (4, 4, 2), status
+        assert lws_waits.condition(lws_obj, "Available") == "True", f"conditions {status.get('conditions')}"
+    lws.wait(held, what="surge group 3 and group 2 updated, Available, held by partition 2",
+             timeout=lws.t.rollout_complete, name="psurge")
+    lws.hold(held, what="the partition holds the surge", name="psurge")
+    lws.patch("psurge", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+    rollout.rollout_must_complete(lws.api, lws.namespace, "psurge", old={old}, replicas=3, size=2, t=lws.t)
+    assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 3
+
+
+@conformance(short_name="ScaleUpDuringHeldRollout", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.SCALING},
+             description="Groups added while a rollout is held by partition start on the new revision; old ones stay (4.3, 4.4.4).")
+def test_scale_up_during_held_rollout(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("grow", replicas=2, size=2, rollout=_strategy(partition=2))
+    lws.create(manifest)
+    before = lws.ready("grow", replicas=2, size=2)
+    old = revision(lws, "grow")
+    change(lws, "grow", manifest, "2")
+    new = lws.wait(lambda: _new_key(lws, "grow", old), what="a new revision on the leader StatefulSet", name="grow")
+    lws.patch("grow", {"spec": {"replicas": 3}})
+    lws_waits.groups_must_be_ready(lws.api, lws.namespace, "grow", replicas=3, size=2, t=lws.t)
+    assert group_revision(lws, "grow", 2) == new, f"group 2 revision {group_revision(lws, 'grow', 2)}, want {new}"
+    now = lws.groups("grow")
+    assert [group_revision(lws, "grow", i) for i in (0, 1)] == [old, old]
+    assert all(now[i].uids == before[i].uids for i in (0, 1)), observe.describe_namespace(lws.api, lws.namespace, "grow")
+    lws.patch("grow", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+    rollout.rollout_must_complete(lws.api, lws.namespace, "grow", old={old}, replicas=3, size=2, t=lws.t)
+
+
+def _new_key(lws: LWSHarness, name: str, old: str) -> str:
+    key = revision(lws, name)
+    assert key != old, f"leader StatefulSet still on {old}"
+    return key

@@ -1,0 +1,62 @@
+"""startupPolicy (lws-contract.md section 4.1): when a group's worker StatefulSet may be created.
+
+The leader is held unready from its first instant with the probe's start-unready mode, so "before the
+leader is Ready" is a state the test controls, not a race it hopes to win. With LeaderReady no worker
+StatefulSet may exist for that group during the whole observation window; releasing the leader
+(/ready?value=true) lets it appear. With LeaderCreated the workers come up regardless.
+"""
+
+from __future__ import annotations
+
+from conformance.harness import LWSHarness
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import lws as lws_waits
+from lwsconf.waits import observe
+
+
+def _leader_running_unready(lws: LWSHarness, pod: str) -> None:
+    lws.probe_json(pod)  # the process is up and answering ...
+    assert not observe.pod_ready(lws.pod(pod)), f"{pod} is Ready although its probe starts unready"
+
+
+@conformance(short_name="LeaderReadyGatesWorkers", features={Feature.STARTUP_LEADER_READY},
+             description="With LeaderReady no worker StatefulSet exists while the leader is unready; it appears once the leader is Ready (4.1).")
+def test_leader_ready_gates_workers(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("gate", replicas=2, size=2, startup_policy="LeaderReady")
+    lws.create(workloads.start_unready(manifest))
+    for pod in ("gate-0", "gate-1"):
+        _leader_running_unready(lws, pod)
+
+    def no_worker_sets() -> None:
+        sets = sorted(lws.statefulsets())
+        assert sets == ["gate"], f"worker StatefulSets exist before their leader is Ready: {sets}"
+    lws.hold(no_worker_sets, what="no worker StatefulSet while both leaders are unready", name="gate")
+    lws.probe_json("gate-0", "/ready", value="true")
+    lws.wait(lambda: lws.statefulsets()["gate-0"], what="worker StatefulSet gate-0 after its leader turned Ready",
+             name="gate")
+
+    def only_group_zero() -> None:
+        assert "gate-1" not in lws.statefulsets(), "gate-1 was created although leader gate-1 is still unready"
+    lws.hold(only_group_zero, what="no worker StatefulSet for the still-unready leader gate-1", name="gate")
+    lws.probe_json("gate-1", "/ready", value="true")
+    lws.ready("gate", replicas=2, size=2)
+
+
+@conformance(short_name="LeaderCreatedDoesNotWait", features={Feature.STARTUP_LEADER_CREATED},
+             description="With LeaderCreated (the default) workers are created and run while the leader is still unready (4.1).")
+def test_leader_created_does_not_wait(lws: LWSHarness) -> None:
+    lws.create(workloads.start_unready(workloads.probe_lws("eager", replicas=1, size=3)))
+    _leader_running_unready(lws, "eager-0")
+
+    def workers_ready() -> None:
+        pods = lws.pods("eager")
+        workers = [pods.get(f"eager-0-{j}") for j in (1, 2)]
+        assert all(w is not None and observe.pod_ready(w) for w in workers), "workers not Ready yet"
+        assert not observe.pod_ready(pods["eager-0"]), "the leader turned Ready by itself"
+    lws.wait(workers_ready, what="workers Ready while the leader is still unready", timeout=lws.t.pods_running,
+             name="eager")
+    assert lws.statefulsets()["eager-0"]["spec"]["replicas"] == 2
+    lws.probe_json("eager-0", "/ready", value="true")
+    lws_waits.groups_must_be_ready(lws.api, lws.namespace, "eager", replicas=1, size=3, t=lws.t)

@@ -1,0 +1,77 @@
+"""networkConfig.subdomainPolicy (lws-contract.md sections 2.4, 4.9): per-group Services and addresses.
+
+With UniquePerReplica every group gets its own headless Service `N-i`, owned by its leader pod, and
+pods use it as their subdomain, so LWS_LEADER_ADDRESS is `N-i.N-i.ns` and resolves. Switching the
+policy is a rolling update: the environment changes as pods are replaced, and the Shared Service is
+left behind when switching away from it (T20).
+"""
+
+from __future__ import annotations
+
+from conformance.harness import NAME, LWSHarness, annotations_of, controller_of
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import rollout
+
+UNIQUE = {"subdomainPolicy": "UniquePerReplica"}
+
+
+def _reaches_leader(lws: LWSHarness, pod: str, leader: str, address: str) -> None:
+    seen = lws.probe_json(pod)["lws"]["LWS_LEADER_ADDRESS"]
+    assert seen == address, f"{pod}: LWS_LEADER_ADDRESS {seen}, want {address}"
+    reply = lws.probe_json(pod, "/peer", host=address, port=str(workloads.PROBE_PORT))
+    answer = reply.get("answer") or {}
+    assert answer.get("pod") == leader, f"{pod} -> {address}: {reply}, want an answer from {leader}"
+
+
+@conformance(short_name="UniquePerReplicaServicesAndAddresses", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
+             description="UniquePerReplica: Services N-i owned by leader pods, no Service N, workers under N-i, LWS_LEADER_ADDRESS N-i.N-i.ns (2.4, 4.9).")
+def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("upr", replicas=2, size=2, network=UNIQUE))
+    lws.ready("upr", replicas=2, size=2)
+    svcs = {n: s for n, s in lws.services().items() if (s["metadata"].get("labels") or {}).get(NAME) == "upr"}
+    assert sorted(svcs) == ["upr-0", "upr-1"], f"Services {sorted(svcs)}, want upr-0 and upr-1 only"
+    pods = lws.pods("upr")
+    for i in (0, 1):
+        spec = svcs[f"upr-{i}"]["spec"]
+        assert spec.get("clusterIP") == "None" and spec.get("publishNotReadyAddresses") is True
+        assert spec.get("selector") == {NAME: "upr", "leaderworkerset.sigs.k8s.io/group-index": str(i)}
+        owner = controller_of(svcs[f"upr-{i}"]) or {}
+        assert (owner.get("kind"), owner.get("uid")) == ("Pod", pods[f"upr-{i}"]["metadata"]["uid"]), owner
+        assert pods[f"upr-{i}-1"]["spec"].get("subdomain") == f"upr-{i}"
+        assert lws.statefulsets()[f"upr-{i}"]["spec"]["serviceName"] == f"upr-{i}"
+        for pod in (f"upr-{i}", f"upr-{i}-1"):
+            seen = lws.probe_json(pod)["lws"]["LWS_LEADER_ADDRESS"]
+            assert seen == f"upr-{i}.upr-{i}.{lws.namespace}", f"{pod}: LWS_LEADER_ADDRESS {seen}"
+
+
+@conformance(short_name="UniquePerReplicaLeaderAddressResolves", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
+             description="UniquePerReplica leaders have subdomain N-i and annotation subdomainPolicy, so N-i.N-i.ns reaches the leader (2.6, 3.4, 4.9).")
+def test_unique_per_replica_leader_address_resolves(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("uprdns", replicas=1, size=2, network=UNIQUE))
+    lws.ready("uprdns", replicas=1, size=2)
+    leader = lws.pod("uprdns-0")
+    assert annotations_of(leader).get("leaderworkerset.sigs.k8s.io/subdomainPolicy") == "UniquePerReplica"
+    _reaches_leader(lws, "uprdns-0-1", "uprdns-0", f"uprdns-0.uprdns-0.{lws.namespace}")
+    assert leader["spec"].get("subdomain") == "uprdns-0", f"leader subdomain {leader['spec'].get('subdomain')}"
+
+
+@conformance(short_name="SubdomainPolicySwitchRollsGroups", slow=True, features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
+             description="Switching Shared -> UniquePerReplica -> Shared rolls the groups and moves addresses; Service N stays (4.9, T20).")
+def test_subdomain_policy_switch_rolls_groups(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("sw", replicas=1, size=2))
+    lws.ready("sw", replicas=1, size=2)
+    shared = rollout.leader_revision(lws.api, lws.namespace, "sw")
+    lws.patch("sw", {"spec": {"networkConfig": UNIQUE}})
+    unique = rollout.rollout_must_complete(lws.api, lws.namespace, "sw", old={shared}, replicas=1, size=2, t=lws.t)
+    ns = lws.namespace
+    _reaches_leader(lws, "sw-0-1", "sw-0", f"sw-0.sw-0.{ns}")
+    assert {"sw", "sw-0"} <= set(lws.services()), f"Services {sorted(lws.services())}, want sw kept and sw-0 added"
+    lws.patch("sw", {"spec": {"networkConfig": {"subdomainPolicy": "Shared"}}})
+    rollout.rollout_must_complete(lws.api, lws.namespace, "sw", old={unique}, replicas=1, size=2, t=lws.t)
+    _reaches_leader(lws, "sw-0-1", "sw-0", f"sw-0.sw.{ns}")
+
+    def per_group_service_gone() -> None:
+        assert "sw-0" not in lws.services(), "Service sw-0 outlived the leader pod that owned it"
+    lws.wait(per_group_service_gone, what="Service sw-0 to go with its old leader", timeout=lws.t.delete, name="sw")

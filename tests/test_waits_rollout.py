@@ -1,0 +1,119 @@
+"""The rollout timeline recorder, against a bare simulated API server (the test plays the controllers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from lwsconf.waits import core, rollout
+from tests.conftest import SimAPI
+
+NS = "default"
+L = "leaderworkerset.sigs.k8s.io/"
+
+
+def pod(name: str, rev: str, owner: dict[str, Any] | None, *, size: int = 2) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {L + "name": "demo", L + "template-revision-hash": rev},
+                            "annotations": {L + "size": str(size)}}
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "python:3.12-slim"}]}}
+
+
+def set_ready(api: client.ApiClient, name: str, ready: bool) -> None:
+    core_api = client.CoreV1Api(api)
+    obj = core_api.read_namespaced_pod(name, NS)
+    obj.status = client.V1PodStatus(phase="Running", conditions=[
+        client.V1PodCondition(type="Ready", status="True" if ready else "False")])
+    core_api.replace_namespaced_pod_status(name, NS, obj)
+
+
+def worker_sts(api: client.ApiClient, name: str, leader_uid: str) -> str:
+    body = {"metadata": {"name": name, "labels": {L + "name": "demo"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": leader_uid,
+                                              "controller": True}]},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}}, "serviceName": "demo",
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    return str(client.AppsV1Api(api).create_namespaced_stateful_set(NS, body).metadata.uid)
+
+
+def make_group(api: client.ApiClient, leader_rev: str, worker_rev: str) -> None:
+    core_api = client.CoreV1Api(api)
+    leader_uid = core_api.create_namespaced_pod(NS, pod("demo-0", leader_rev, None)).metadata.uid
+    sts_uid = worker_sts(api, "demo-0", leader_uid)
+    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "demo-0", "uid": sts_uid, "controller": True}
+    core_api.create_namespaced_pod(NS, pod("demo-0-1", worker_rev, owner))
+    set_ready(api, "demo-0", True)
+    set_ready(api, "demo-0-1", True)
+
+
+def wait_for(timeline: rollout.Timeline, predicate: Any) -> None:
+    def check() -> None:
+        if not predicate(timeline):
+            raise core.NotYet(timeline.describe())
+    core.wait_until(check, what="timeline sample", timeout=10, poll=0.05)
+
+
+def test_a_consistent_ready_group_is_sampled_ready_and_never_half_updated(sim_api: SimAPI, tmp_path: Path) -> None:
+    out = tmp_path / "timeline.json"
+    with rollout.record_timeline(sim_api.api, NS, "demo", path=out) as timeline:
+        make_group(sim_api.api, "r1", "r1")
+        wait_for(timeline, lambda tl: any(s["ready"] for s in tl.samples))
+    assert timeline.half_updated() == []
+    assert timeline.samples[-1]["revision"] == "r1" and len(timeline.samples[-1]["pods"]) == 2
+    saved = json.loads(out.read_text())
+    assert saved["lws"] == "demo" and saved["samples"] == timeline.samples
+
+
+def test_a_ready_group_with_mixed_revisions_is_reported_half_updated(sim_api: SimAPI) -> None:
+    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+        make_group(sim_api.api, "r2", "r1")
+        wait_for(timeline, lambda tl: tl.half_updated())
+    bad = timeline.half_updated()[0]
+    assert bad["group"] == 0 and bad["revisions"] == ["r1", "r2"]
+
+
+def test_workers_of_a_worker_statefulset_owned_by_another_leader_are_not_members(sim_api: SimAPI) -> None:
+    core_api = client.CoreV1Api(sim_api.api)
+    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+        leader_uid = core_api.create_namespaced_pod(NS, pod("demo-0", "r2", None)).metadata.uid
+        stale = worker_sts(sim_api.api, "demo-0", "0000-old-leader")
+        owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "demo-0", "uid": stale}
+        core_api.create_namespaced_pod(NS, pod("demo-0-1", "r1", owner))
+        set_ready(sim_api.api, "demo-0-1", True)
+        set_ready(sim_api.api, "demo-0", True)  # last: its sample is taken after the worker's events
+        wait_for(timeline, lambda tl: any(s["pods"] and s["pods"][0]["ready"] for s in tl.samples))
+    assert leader_uid and timeline.half_updated() == []
+    assert all(not s["ready"] for s in timeline.samples)
+
+
+def test_leader_statefulset_samples_track_replicas_and_partition(sim_api: SimAPI) -> None:
+    apps = client.AppsV1Api(sim_api.api)
+    body = {"metadata": {"name": "demo", "labels": {L + "name": "demo", L + "template-revision-hash": "r1"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b"}}, "serviceName": "demo",
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+        apps.create_namespaced_stateful_set(NS, body)
+        apps.patch_namespaced_stateful_set("demo", NS, {"spec": {"replicas": 3}})
+        wait_for(timeline, lambda tl: tl.peak_leader_replicas() == 3)
+    assert [s["replicas"] for s in timeline.leader_sts] == [2, 3]
+    assert timeline.leader_sts[0]["partition"] == 2
+
+
+def test_samples_of_one_event_form_one_instant() -> None:
+    timeline = rollout.Timeline(NS, "demo")
+    timeline.samples = [
+        {"t": 0.0, "seq": 1, "group": 0, "ready": True, "revisions": ["a"], "pods": []},
+        {"t": 0.0, "seq": 1, "group": 1, "ready": True, "revisions": ["a"], "pods": []},
+        {"t": 1.0, "seq": 2, "group": 1, "ready": False, "revisions": [], "pods": []},
+        {"t": 2.0, "seq": 3, "group": 1, "ready": True, "revisions": ["b"], "pods": []},
+        {"t": 2.5, "seq": 4, "group": 0, "ready": False, "revisions": [], "pods": []},
+    ]
+    assert timeline.max_unready(range(2)) == (1, 1.0)
+    assert timeline.min_ready() == 1
