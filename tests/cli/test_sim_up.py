@@ -15,8 +15,11 @@ from kubernetes import client, config
 
 def start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     kubeconfig = tmp_path / "sim" / "kubeconfig"
+    private_tmp = tmp_path / "tmpdir"
+    private_tmp.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "sim", "up", "--kubeconfig", str(kubeconfig)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TMPDIR": str(private_tmp)})
     assert proc.stdout is not None
     lines = []
     deadline = time.monotonic() + 30
@@ -45,6 +48,10 @@ def test_sim_up_serves_clients_and_stops_cleanly(tmp_path: Path, sig: signal.Sig
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert not kubeconfig.exists(), "sim up removes its kubeconfig when it stops"
+    # lwsconf-podnet/ holds the machine-wide advisory locks that keep parallel clusters on different pod
+    # networks (lwsconf/sim/nodes/ipam.py); it is shared by design, like /tmp/.X11-unix. Nothing else may stay.
+    leftovers = sorted(p.name for p in (tmp_path / "tmpdir").iterdir() if p.name != "lwsconf-podnet")
+    assert leftovers == [], f"temp files left behind: {leftovers}"
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
     assert children == "", f"processes left behind: {children}"
 
