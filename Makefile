@@ -35,6 +35,8 @@ unit: $(STAMP)
 ## bench: throughput and memory figures, written to bench/results.json
 bench: $(STAMP)
 	$(PY) -m bench.apiserver --out bench/results.json
+	$(PY) -m bench.cluster --out bench/results.json
+	$(PY) -m bench.reconciler --out bench/results.json
 
 clean:
 	rm -rf $(VENV) reports/2* reports/latest .mypy_cache .ruff_cache

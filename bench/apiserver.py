@@ -118,7 +118,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     parser.add_argument("--pods", type=int, default=10_000)
     args = parser.parse_args()
-    ca_file = Path(tempfile.mkdtemp(prefix="lwsconf-bench-")) / "ca.crt"
+    tmp = tempfile.TemporaryDirectory(prefix="lwsconf-bench-")
+    ca_file = Path(tmp.name) / "ca.crt"
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(ca_file)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -150,6 +151,7 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(10)
+        tmp.cleanup()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     existing = json.loads(args.out.read_text()) if args.out.exists() else {}
     existing["apiserver"] = results

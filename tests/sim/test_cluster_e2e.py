@@ -128,10 +128,16 @@ def test_pods_resolve_their_peers_by_dns_name_through_the_headless_service(
             if target == source:
                 continue
             host = f"{target}.web.{namespace}"
-            reply = proxy.pod_get(sim.api, namespace, source, PORT, "/peer", query={"host": host, "port": str(PORT)},
-                                  timeout=sim.t.request_timeout).json()
-            assert reply.get("resolved") == pod["status"]["podIP"], f"{source} -> {host}: {reply}"
-            assert (reply.get("answer") or {}).get("pod") == target, f"{source} -> {host}: {reply}"
+
+            def resolves(source: str = source, host: str = host, pod: Obj = pod, target: str = target) -> None:
+                # DNS is eventually consistent (records follow the pod watch), as on a real cluster.
+                reply = proxy.pod_get(sim.api, namespace, source, PORT, "/peer",
+                                      query={"host": host, "port": str(PORT)}, timeout=sim.t.request_timeout).json()
+                assert reply.get("resolved") == pod["status"]["podIP"], f"{source} -> {host}: {reply}"
+                assert (reply.get("answer") or {}).get("pod") == target, f"{source} -> {host}: {reply}"
+
+            core.wait_until(resolves, what=f"{source} to resolve and reach {host}", timeout=sim.t.service_endpoints,
+                            poll=sim.t.poll_interval)
 
 
 def test_headless_service_endpointslice_lists_all_three_pods(

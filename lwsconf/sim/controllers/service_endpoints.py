@@ -15,11 +15,16 @@ and `utils.go`, which both controllers import):
 The plumbing is the upstream controllers' too: informers on Services and Pods (plus one on what the
 controller writes), a work queue of Service keys, pod events mapped to the Services whose selector
 matches the pod's old or new labels, and only pod changes that can alter an endpoint
-(`podEndpointsChanged`) trigger a sync. Workers start only after every informer has synced, or a sync
-over an empty pod cache would wipe every Service's endpoints. `WriteTracker` is upstream's
-`EndpointSliceTracker`/`staleEndpointsTracker`: it remembers what this controller wrote, so a sync
-never acts on a cache older than its own last write (that would create duplicates or hit 409s), and
-the echo of its own write does not trigger another sync.
+(`podEndpointsChanged`) trigger a sync. Like upstream's `--endpoint[slice]-updates-batch-period`,
+pod changes are batched, but adaptively: a Service is synced at once unless its last sync was
+recent, and then not before `spacing` times that sync's duration has passed. A small Service
+reacts within milliseconds; one over 800 pods that become ready one after another is synced a few
+times a second instead of back to back (each such sync rewrites 800 addresses). Workers start only
+after every informer has synced, or a sync over an empty pod cache would wipe every Service's
+endpoints. `WriteTracker` is upstream's `EndpointSliceTracker`/`staleEndpointsTracker`: it
+remembers what this controller wrote, so a sync never acts on a cache older than its own last write
+(that would create duplicates or hit 409s), and the echo of its own write does not trigger another
+sync.
 
 No API calls are made here except through the informers; subclasses do the writing.
 """
@@ -239,9 +244,11 @@ class ServiceEndpointsController(abc.ABC):
         client: an API client for this controller alone.
         name: the queue's name in logs.
         workers: Services synced concurrently.
+        spacing: after a sync that took d seconds, pod changes wait until `spacing * d` seconds after
+            it ended before the Service is synced again (0: at once, after every change).
     """
 
-    def __init__(self, client: kc.Client, *, name: str, workers: int = 4) -> None:
+    def __init__(self, client: kc.Client, *, name: str, workers: int = 4, spacing: float = 4.0) -> None:
         self.client = client
         self.queue: kubeclient.WorkQueue[ServiceKey] = kubeclient.WorkQueue(name=name)
         self.services = kubeclient.Informer(client, kc.SERVICES)
@@ -253,6 +260,10 @@ class ServiceEndpointsController(abc.ABC):
         """Services whose last sync found the cache behind our writes: requeued when an echo arrives."""
         self._informers = [self.services, self.pods]
         self._workers = workers
+        self._spacing = spacing
+        self._next_sync: dict[ServiceKey, float] = {}
+        """Service -> when pod changes may sync it again (monotonic time)."""
+        self._changed_during_sync: set[ServiceKey] = set()
 
     def add_informer(self, informer: kubeclient.Informer) -> None:
         """Another informer the workers must wait for (the one on what the subclass writes)."""
@@ -303,7 +314,19 @@ class ServiceEndpointsController(abc.ABC):
         service = self.services.get(key[1], key[0])
         if service is None:
             self.tracker.forget(key)
-        return await self.sync(key, service)
+        started = time.monotonic()
+        self._next_sync[key] = float("inf")  # syncing: changes now are looked at after this sync
+        try:
+            return await self.sync(key, service)
+        finally:
+            ended = time.monotonic()
+            pause = self._spacing * (ended - started)
+            self._next_sync[key] = ended + pause
+            if service is None:
+                self._next_sync.pop(key, None)
+            elif key in self._changed_during_sync:
+                self.queue.add_after(key, pause)
+            self._changed_during_sync.discard(key)
 
     @abc.abstractmethod
     async def sync(self, key: ServiceKey, service: Obj | None) -> float | None:
@@ -347,7 +370,17 @@ class ServiceEndpointsController(abc.ABC):
         else:
             keys = self._services_for(obj)
         for key in keys:
+            self._queue_for_pod(key)
+
+    def _queue_for_pod(self, key: ServiceKey) -> None:
+        """Sync at once, or when the spacing after the last sync is over (an earlier deadline is kept)."""
+        wait = self._next_sync.get(key, 0.0) - time.monotonic()
+        if wait <= 0:
             self.queue.add(key)
+        elif wait == float("inf"):
+            self._changed_during_sync.add(key)  # queued when the running sync ends
+        else:
+            self.queue.add_after(key, wait)
 
     def _services_for(self, pod: Obj) -> set[ServiceKey]:
         meta = pod.get("metadata") or {}

@@ -1,0 +1,51 @@
+"""The sim benchmarks still run end to end: tiny sizes, real `lwsconf sim up` subprocesses.
+
+`make bench` is not part of `make test`, so without these a benchmark could rot unnoticed. Each
+run writes into a results file that already holds another section, which must survive.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import cluster as cluster_bench
+from bench import reconciler as reconciler_bench
+
+
+def _results_with_other_section(tmp_path: Path) -> Path:
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"apiserver": {"kept": True}}))
+    return out
+
+
+@pytest.mark.slow
+def test_cluster_bench_records_ready_rates_and_rss_beside_other_sections(tmp_path: Path) -> None:
+    out = _results_with_other_section(tmp_path)
+    assert cluster_bench.main(["--out", str(out), "--pods", "12", "--probe-pods", "2", "--cpu-nodes", "1"]) == 0
+    results = json.loads(out.read_text())
+    assert results["apiserver"] == {"kept": True}, results.keys()
+    section = results["cluster"]
+    for run, pods in (("emulated", 12), ("probe_processes", 2)):
+        assert section[run]["pods"] == pods, section[run]
+        assert section[run]["pods_ready_per_s"] > 0, section[run]
+        assert section[run]["rss_at_size"]["sim_process_mb"] > 0, section[run]
+    assert section["probe_processes"]["rss_at_size"]["container_processes"] >= 2, section["probe_processes"]
+    assert section["machine"]["cpus"] >= 1 and "sim up" in section["cluster_command"], section
+
+
+@pytest.mark.slow
+def test_reconciler_bench_records_latencies_and_throughput_beside_other_sections(tmp_path: Path) -> None:
+    out = _results_with_other_section(tmp_path)
+    assert reconciler_bench.main(["--out", str(out), "--runs", "2", "--replicas", "2", "--size", "3",
+                                  "--cpu-nodes", "1"]) == 0
+    results = json.loads(out.read_text())
+    assert results["apiserver"] == {"kept": True}, results.keys()
+    section = results["reconciler"]
+    for figure in ("create_to_available_2x2", "group_restart"):
+        for workload in ("probe", "emulated"):
+            assert section[figure][workload]["runs"] == 2, section[figure]
+            assert 0 < section[figure][workload]["p50_s"] <= section[figure][workload]["p90_s"], section[figure]
+    assert section["throughput"]["pods"] == 6 and section["throughput"]["seconds_to_available"] > 0, section
