@@ -47,11 +47,11 @@ from bench._simproc import (
     wait_for,
     write_results,
 )
+from bench.cluster import EMULATED_IMAGE  # one emulated image for every bench
 from fixtures import implementations
 from lwsconf import timeouts, workloads
 from lwsconf.waits import proxy
 
-EMULATED_IMAGE = "nginx:1.27"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 CRASH_ANNOTATION = "chaos.lwsconf.dev/crash-container"

@@ -21,7 +21,7 @@ from lwsconf.kubeclient.client import GVR, Client, WatchEvent
 from lwsconf.kubeclient.dynamic import DynamicInformers
 from lwsconf.kubeclient.errors import ApiError, KubeClientError, TransportError
 from lwsconf.kubeclient.informer import Informer
-from lwsconf.kubeclient.workqueue import ShutDown, WorkQueue, run_worker
+from lwsconf.kubeclient.workqueue import ShutDown, WorkQueue, run_worker, run_workers
 
 __all__ = [
     "GVR",
@@ -36,4 +36,5 @@ __all__ = [
     "WatchEvent",
     "WorkQueue",
     "run_worker",
+    "run_workers",
 ]

@@ -179,3 +179,19 @@ async def run_worker(queue: WorkQueue[K], reconcile: Reconcile[K]) -> None:
                 queue.add_after(key, requeue_after)
         finally:
             queue.done(key)
+
+
+async def run_workers(queue: WorkQueue[K], reconcile: Reconcile[K], stop: asyncio.Event, *, workers: int) -> None:
+    """Run `workers` concurrent `run_worker` loops until `stop` is set, then shut the queue and end them.
+
+    The one place controllers start and stop their workers, so every controller drains the same way.
+    """
+    tasks = [asyncio.create_task(run_worker(queue, reconcile), name=f"{queue.name} worker {i}")
+             for i in range(workers)]
+    try:
+        await stop.wait()
+    finally:
+        queue.shutdown()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -83,12 +83,4 @@ class Controller:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run the workers until `stop` is set, then drain and shut the queue down."""
-        tasks = [asyncio.create_task(kubeclient.run_worker(self.queue, self._reconcile_one),
-                                     name=f"{self.name} worker {i}") for i in range(self.workers)]
-        try:
-            await stop.wait()
-        finally:
-            self.queue.shutdown()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await kubeclient.run_workers(self.queue, self._reconcile_one, stop, workers=self.workers)

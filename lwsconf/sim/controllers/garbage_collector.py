@@ -165,16 +165,12 @@ class GarbageCollector:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch everything and collect garbage until `stop` is set."""
-        tasks = [asyncio.create_task(self.informers.run(stop), name="gc discovery")]
-        tasks += [asyncio.create_task(kubeclient.run_worker(self.queue, self._reconcile), name=f"gc worker {i}")
-                  for i in range(self._workers)]
+        discovery = asyncio.create_task(self.informers.run(stop), name="gc discovery")
         try:
-            await stop.wait()
+            await kubeclient.run_workers(self.queue, self._reconcile, stop, workers=self._workers)
         finally:
-            self.queue.shutdown()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            discovery.cancel()
+            await asyncio.gather(discovery, return_exceptions=True)
             await self.informers.close()
 
     # --- graph maintenance (informer callbacks: quick, no I/O) -----------------------------------

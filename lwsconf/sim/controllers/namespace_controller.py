@@ -66,17 +66,13 @@ class NamespaceController:
     async def run(self, stop: asyncio.Event) -> None:
         """Watch namespaces and their contents, finalizing terminating ones, until `stop` is set."""
         self.namespaces.start()
-        tasks = [asyncio.create_task(self.contents.run(stop), name="namespace discovery")]
-        tasks += [asyncio.create_task(kubeclient.run_worker(self.queue, self._reconcile),
-                                      name=f"namespace worker {i}") for i in range(self._workers)]
+        discovery = asyncio.create_task(self.contents.run(stop), name="namespace discovery")
         try:
-            await stop.wait()
+            await kubeclient.run_workers(self.queue, self._reconcile, stop, workers=self._workers)
         finally:
-            self.queue.shutdown()
             self.namespaces.stop()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            discovery.cancel()
+            await asyncio.gather(discovery, return_exceptions=True)
             await self.namespaces.join()
             await self.contents.close()
 
