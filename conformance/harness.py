@@ -9,6 +9,7 @@ server's pod and service proxies), so the same test runs on every backend.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,28 @@ def controller_of(obj: Obj) -> Obj | None:
 
 def env_of(container: Obj) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container.get("env") or []}
+
+
+def mismatches(want: Mapping[str, object], seen: Mapping[str, object] | None, *, exact: bool = False,
+               why: Mapping[str, str] | None = None) -> list[str]:
+    """`key is <observed>, want <expected> (<why>)` for each key of `want` that `seen` lacks or holds another
+    value for; with `exact`, also `key is <observed>, want absent` for each key of `seen` not in `want`."""
+    seen, why = seen or {}, why or {}
+    wrong = [f"{key} is {repr(seen[key]) if key in seen else 'missing'}, want {value!r}"
+             + (f" ({why[key]})" if key in why else "")
+             for key, value in want.items() if key not in seen or seen[key] != value]
+    if exact:
+        wrong += [f"{key} is {seen[key]!r}, want absent" for key in seen if key not in want]
+    return wrong
+
+
+def assert_fields(where: str, want: Mapping[str, object], seen: Mapping[str, object] | None, *,
+                  exact: bool = False, why: Mapping[str, str] | None = None) -> None:
+    """Fail unless `seen` holds every key/value of `want` (`exact`: and nothing else). The message names the
+    object and field (`where`) and, for each wrong key, the observed and expected value in full: pytest
+    would truncate a long `==` diff and leave its sides unlabelled."""
+    wrong = mismatches(want, seen, exact=exact, why=why)
+    assert not wrong, f"{where}: " + "; ".join(wrong)
 
 
 def is_rejected(exc: client.ApiException) -> bool:

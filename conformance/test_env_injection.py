@@ -9,7 +9,7 @@ leader address actually reaching the leader.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, env_of
+from conformance.harness import LWSHarness, assert_fields, env_of
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -18,17 +18,28 @@ LWS_VARS = ["LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"]
 
 
 def _lws_first(where: str, container: dict[str, object]) -> None:
-    """env[0] is LWS_LEADER_ADDRESS (upstream's assertion) and the LWS names come before every other entry."""
+    """Every LWS variable is in the env, env[0] is LWS_LEADER_ADDRESS (upstream's assertion) and the LWS names
+    come before every other entry."""
     names = [e["name"] for e in container.get("env") or []]  # type: ignore[attr-defined]
-    assert names[:1] == ["LWS_LEADER_ADDRESS"], f"{where} env starts with {names[:1]}"
+    missing = [v for v in LWS_VARS if v not in names]
+    assert not missing, f"{where} env lacks {missing}, want all of {LWS_VARS} (3.3); its env names: {names}"
+    assert names[:1] == ["LWS_LEADER_ADDRESS"], \
+        f"{where} env starts with {names[:1]}, want ['LWS_LEADER_ADDRESS'] (3.3); its env names: {names}"
     first_other = next((i for i, n in enumerate(names) if n not in LWS_VARS), len(names))
-    assert set(names[:first_other]) == set(LWS_VARS), f"{where}: LWS variables must precede other entries: {names}"
+    late = [v for v in LWS_VARS if v not in names[:first_other]]
+    assert not late, (f"{where} env has {late} after the non-LWS entry {names[first_other]!r}, want every LWS "
+                      f"variable before other entries (3.3); its env names: {names}")
 
 
 def _expected(name: str, ns: str, pod: str, size: int) -> dict[str, str]:
     parts = pod[len(name) + 1:].split("-")
     return {"LWS_LEADER_ADDRESS": f"{name}-{parts[0]}.{name}.{ns}", "LWS_GROUP_SIZE": str(size),
             "LWS_WORKER_INDEX": parts[1] if len(parts) > 1 else "0"}
+
+
+WHY = {"LWS_LEADER_ADDRESS": "<N>-<i>.<N>.<ns>: leader pod, Shared subdomain, namespace", "LWS_GROUP_SIZE": "size",
+       "LWS_WORKER_INDEX": "the pod's worker index"}
+"""How the contract (3.3) derives each expected value, for failure messages."""
 
 
 @conformance(short_name="EnvVarsInEveryContainer", features={Feature.ENV_INJECTION},
@@ -69,10 +80,16 @@ def test_env_var_expansion(lws: LWSHarness) -> None:
     for pod_name in ("expand-0", "expand-0-1"):
         want = _expected("expand", lws.namespace, pod_name, 2)
         seen = lws.probe_json(pod_name)
-        assert seen["tags"] == [f"cmd={want['LWS_WORKER_INDEX']}", f"leader={want['LWS_LEADER_ADDRESS']}",
-                                f"size={want['LWS_GROUP_SIZE']}"], f"{pod_name} argv {seen['argv']}"
-        env = lws.probe_json(pod_name, "/env")
-        assert env.get("MY_LEADER") == f"at-{want['LWS_LEADER_ADDRESS']}", f"{pod_name}: MY_LEADER={env.get('MY_LEADER')}"
+        tags = {f"cmd={want['LWS_WORKER_INDEX']}": "'cmd=$(LWS_WORKER_INDEX)' in command",
+                f"leader={want['LWS_LEADER_ADDRESS']}": "'leader=$(LWS_LEADER_ADDRESS)' in args",
+                f"size={want['LWS_GROUP_SIZE']}": "'size=$(LWS_GROUP_SIZE)' in args"}
+        wrong = [f"{got!r}, want {tag!r} ({source} expanded)"
+                 for got, (tag, source) in zip(seen["tags"], tags.items(), strict=False) if got != tag]
+        wrong = wrong or [f"{len(seen['tags'])} values, want {len(tags)}"]
+        assert seen["tags"] == list(tags), f"{pod_name} argv --tag {'; '.join(wrong)}; argv {seen['argv']}"
+        env, my_leader = lws.probe_json(pod_name, "/env"), f"at-{want['LWS_LEADER_ADDRESS']}"
+        assert env.get("MY_LEADER") == my_leader, \
+            f"{pod_name} env MY_LEADER is {env.get('MY_LEADER')!r}, want {my_leader!r} ('at-$(LWS_LEADER_ADDRESS)' expanded)"
 
 
 @conformance(short_name="EnvVarsInInitContainers", features={Feature.ENV_INJECTION},
@@ -90,10 +107,10 @@ def test_env_vars_in_init_containers(lws: LWSHarness) -> None:
     lws.create(workloads.edit_templates(workloads.probe_lws("init", replicas=1, size=2), edit))
     lws.ready("init", replicas=1, size=2)
     for pod_name, pod in lws.pods("init").items():
-        _lws_first(f"{pod_name} init container", pod["spec"]["initContainers"][0])
+        _lws_first(f"pod {pod_name} init container dump-env", pod["spec"]["initContainers"][0])
         dumped = lws.probe_json(pod_name, "/file", path="/shared/init-env.json")["content"]
-        want = _expected("init", lws.namespace, pod_name, 2)
-        assert {k: dumped.get(k) for k in LWS_VARS} == want, f"{pod_name}'s init container saw {dumped}"
+        assert_fields(f"pod {pod_name} init container dump-env's environment (as it wrote it)",
+                      _expected("init", lws.namespace, pod_name, 2), dumped, why=WHY)
 
 
 @conformance(short_name="UserEnvSameNameOverridden", features={Feature.ENV_INJECTION},

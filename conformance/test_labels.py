@@ -18,7 +18,9 @@ from conformance.harness import (
     SIZE,
     WORKER_INDEX,
     LWSHarness,
+    Obj,
     annotations_of,
+    assert_fields,
     labels,
     sha1,
 )
@@ -28,33 +30,62 @@ from lwsconf.features import Feature
 from lwsconf.waits import lws as lws_waits
 
 
+def _leader_statefulset_keys(sts: Obj) -> str:
+    """Check the leader StatefulSet `lbl` (metadata, template, selector); returns its revision key."""
+    rev = labels(sts).get(REVISION)
+    assert rev, f"leader StatefulSet lbl metadata.labels has no {REVISION}: {labels(sts)}"
+    assert_fields("leader StatefulSet lbl metadata.labels", {NAME: "lbl"}, labels(sts))
+    assert_fields("leader StatefulSet lbl metadata.annotations", {REPLICAS: "2"}, annotations_of(sts),
+                  why={REPLICAS: "spec.replicas"})
+    tmpl = sts["spec"]["template"]["metadata"]
+    assert_fields("leader StatefulSet lbl spec.template.metadata.labels", {NAME: "lbl", WORKER_INDEX: "0", REVISION: rev},
+                  tmpl.get("labels"), why={REVISION: "the StatefulSet's own key"})
+    assert_fields("leader StatefulSet lbl spec.template.metadata.annotations", {SIZE: "2"}, tmpl.get("annotations"))
+    assert_fields("leader StatefulSet lbl spec.selector.matchLabels", {NAME: "lbl", WORKER_INDEX: "0"},
+                  sts["spec"]["selector"].get("matchLabels"), exact=True)
+    return rev
+
+
+def _group_keys(sets: dict[str, Obj], pods: dict[str, Obj], ns: str, i: int, rev: str) -> None:
+    """Check group i's worker StatefulSet (metadata, template, selector), leader pod and worker pod."""
+    leader = f"lbl-{i}"
+    want = {NAME: "lbl", GROUP_INDEX: str(i), GROUP_KEY: sha1(f"{ns}/{leader}"), REVISION: rev}
+    why = {GROUP_KEY: f"sha1('{ns}/{leader}')", REVISION: "the leader StatefulSet's key"}
+    sts = sets[leader]
+    assert_fields(f"worker StatefulSet {leader} metadata.labels", want, labels(sts), why=why)
+    assert_fields(f"worker StatefulSet {leader} spec.template.metadata.labels", want,
+                  sts["spec"]["template"]["metadata"].get("labels"), why=why)
+    assert_fields(f"worker StatefulSet {leader} spec.selector.matchLabels",
+                  {k: want[k] for k in (NAME, GROUP_INDEX, GROUP_KEY)}, sts["spec"]["selector"].get("matchLabels"),
+                  exact=True, why=why)
+    assert_fields(f"leader pod {leader} labels", {**want, WORKER_INDEX: "0", "role": "leader"}, labels(pods[leader]),
+                  why=why)
+    assert_fields(f"leader pod {leader} annotations", {SIZE: "2"}, annotations_of(pods[leader]))
+    worker = pods[f"{leader}-1"]
+    assert_fields(f"worker pod {leader}-1 labels", {**want, WORKER_INDEX: "1"}, labels(worker), why=why)
+    assert_fields(f"worker pod {leader}-1 annotations", {SIZE: "2", LEADER_NAME: leader}, annotations_of(worker))
+
+
 @conformance(short_name="LabelsAndAnnotationsOnEveryObject", features={Feature.LABELS},
              description="StatefulSets, their templates, pods, Services and revisions carry the section 3 keys and values.")
 def test_labels_and_annotations_on_every_object(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("lbl", replicas=2, size=2, leader_labels={"role": "leader"}))
     lws.ready("lbl", replicas=2, size=2)
-    sets, pods, ns = lws.statefulsets(), lws.pods("lbl"), lws.namespace
-    leader_sts = sets["lbl"]
-    rev = labels(leader_sts)[REVISION]
-    assert labels(leader_sts)[NAME] == "lbl" and annotations_of(leader_sts).get(REPLICAS) == "2"
-    tmpl = leader_sts["spec"]["template"]["metadata"]
-    assert {NAME: "lbl", WORKER_INDEX: "0", REVISION: rev}.items() <= (tmpl.get("labels") or {}).items()
-    assert (tmpl.get("annotations") or {}).get(SIZE) == "2"
-    assert leader_sts["spec"]["selector"]["matchLabels"] == {NAME: "lbl", WORKER_INDEX: "0"}
+    sets, pods = lws.statefulsets(), lws.pods("lbl")
+    rev = _leader_statefulset_keys(sets["lbl"])
     for i in (0, 1):
-        key = sha1(f"{ns}/lbl-{i}")
-        want = {NAME: "lbl", GROUP_INDEX: str(i), GROUP_KEY: key, REVISION: rev}
-        worker_sts = sets[f"lbl-{i}"]
-        assert want.items() <= labels(worker_sts).items(), f"worker StatefulSet lbl-{i} labels {labels(worker_sts)}"
-        assert want.items() <= (worker_sts["spec"]["template"]["metadata"].get("labels") or {}).items()
-        assert worker_sts["spec"]["selector"]["matchLabels"] == {NAME: "lbl", GROUP_INDEX: str(i), GROUP_KEY: key}
-        leader, worker = pods[f"lbl-{i}"], pods[f"lbl-{i}-1"]
-        assert {**want, WORKER_INDEX: "0", "role": "leader"}.items() <= labels(leader).items(), f"lbl-{i}: {labels(leader)}"
-        assert annotations_of(leader).get(SIZE) == "2"
-        assert {**want, WORKER_INDEX: "1"}.items() <= labels(worker).items(), f"lbl-{i}-1: {labels(worker)}"
-        assert annotations_of(worker).get(SIZE) == "2" and annotations_of(worker).get(LEADER_NAME) == f"lbl-{i}"
-    assert labels(lws.services()["lbl"]).get(NAME) == "lbl"
-    assert [labels(r).get(REVISION) for r in lws.revisions("lbl")] == [rev]
+        _group_keys(sets, pods, lws.namespace, i, rev)
+    assert_fields("Service lbl metadata.labels", {NAME: "lbl"}, labels(lws.services()["lbl"]))
+    revs = [labels(r).get(REVISION) for r in lws.revisions("lbl")]
+    assert revs == [rev], f"ControllerRevisions of lbl carry {REVISION} {revs}, want exactly [{rev!r}] (the leader StatefulSet's)"
+
+
+def _group_key_on_every_pod(when: str, group: lws_waits.Group, ns: str) -> None:
+    names = sorted(p["metadata"]["name"] for p in group.pods.values())
+    assert names == ["gkey-0", "gkey-0-1"], f"{when}: group 0 has pods {names}, want ['gkey-0', 'gkey-0-1']"
+    for pod in group.pods.values():
+        assert_fields(f"{when}: pod {pod['metadata']['name']} labels", {GROUP_KEY: sha1(f"{ns}/gkey-0")}, labels(pod),
+                      why={GROUP_KEY: f"sha1('{ns}/gkey-0')"})
 
 
 @conformance(short_name="GroupKeyIsPortableAndStable", features={Feature.LABELS},
@@ -62,11 +93,10 @@ def test_labels_and_annotations_on_every_object(lws: LWSHarness) -> None:
 def test_group_key_is_portable_and_stable(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("gkey", replicas=1, size=2))
     before = lws.ready("gkey", replicas=1, size=2)[0]
-    want = sha1(f"{lws.namespace}/gkey-0")
-    assert {labels(p).get(GROUP_KEY) for p in before.pods.values()} == {want}
+    _group_key_on_every_pod("before recreation", before, lws.namespace)
     lws.core.delete_namespaced_pod("gkey-0", lws.namespace)
     after = lws_waits.group_must_be_recreated(lws.api, lws.namespace, "gkey", 0, before.uids, size=2, t=lws.t)
-    assert {labels(p).get(GROUP_KEY) for p in after.pods.values()} == {want}
+    _group_key_on_every_pod("after deleting leader gkey-0 recreated the group", after, lws.namespace)
 
 
 def _revision_everywhere(lws: LWSHarness, name: str, groups: int) -> str:

@@ -95,6 +95,10 @@ def test_hpa_selector_selects_leaders_only(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("hpa", replicas=2, size=3))
     lws.ready("hpa", replicas=2, size=3)
     selector = str(lws.get("hpa")["status"].get("hpaPodSelector") or "")
-    assert set(selector.split(",")) == {f"{NAME}=hpa", f"{WORKER_INDEX}=0"}, f"hpaPodSelector {selector!r}"
+    want = {f"{NAME}=hpa", f"{WORKER_INDEX}=0"}
+    terms = set(selector.split(","))
+    assert terms == want, (f"LeaderWorkerSet hpa status.hpaPodSelector is {selector!r}, want the terms {sorted(want)} "
+                           f"(1.4: leader pods only); missing {sorted(want - terms)}, extra {sorted(terms - want)}")
     selected = {p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace, selector)}
-    assert selected == {"hpa-0", "hpa-1"}, f"the HPA selector selects {sorted(selected)}"
+    assert selected == {"hpa-0", "hpa-1"}, \
+        f"status.hpaPodSelector {selector!r} selects pods {sorted(selected)}, want the leaders ['hpa-0', 'hpa-1']"

@@ -31,14 +31,18 @@ def test_leader_ready_gates_workers(lws: LWSHarness) -> None:
 
     def no_worker_sets() -> None:
         sets = sorted(lws.statefulsets())
-        assert sets == ["gate"], f"worker StatefulSets exist before their leader is Ready: {sets}"
+        assert "gate" in sets, f"leader StatefulSet gate is missing; StatefulSets {sets}"
+        workers = [s for s in sets if s != "gate"]
+        assert not workers, (f"worker StatefulSets {workers} exist while leaders gate-0 and gate-1 are unready, "
+                             "want none until their leader is Ready (LeaderReady, 4.1)")
     lws.hold(no_worker_sets, what="no worker StatefulSet while both leaders are unready", name="gate")
     lws.probe_json("gate-0", "/ready", value="true")
     lws.wait(lambda: lws.statefulsets()["gate-0"], what="worker StatefulSet gate-0 after its leader turned Ready",
              name="gate")
 
     def only_group_zero() -> None:
-        assert "gate-1" not in lws.statefulsets(), "gate-1 was created although leader gate-1 is still unready"
+        assert "gate-1" not in lws.statefulsets(), \
+            "worker StatefulSet gate-1 exists while leader gate-1 is unready, want none until it is Ready (LeaderReady, 4.1)"
     lws.hold(only_group_zero, what="no worker StatefulSet for the still-unready leader gate-1", name="gate")
     lws.probe_json("gate-1", "/ready", value="true")
     lws.ready("gate", replicas=2, size=2)

@@ -34,16 +34,24 @@ def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
     assert sorted(svcs) == ["upr-0", "upr-1"], f"Services {sorted(svcs)}, want upr-0 and upr-1 only"
     pods = lws.pods("upr")
     for i in (0, 1):
-        spec = svcs[f"upr-{i}"]["spec"]
-        assert spec.get("clusterIP") == "None" and spec.get("publishNotReadyAddresses") is True
-        assert spec.get("selector") == {NAME: "upr", "leaderworkerset.sigs.k8s.io/group-index": str(i)}
-        owner = controller_of(svcs[f"upr-{i}"]) or {}
-        assert (owner.get("kind"), owner.get("uid")) == ("Pod", pods[f"upr-{i}"]["metadata"]["uid"]), owner
-        assert pods[f"upr-{i}-1"]["spec"].get("subdomain") == f"upr-{i}"
-        assert lws.statefulsets()[f"upr-{i}"]["spec"]["serviceName"] == f"upr-{i}"
-        for pod in (f"upr-{i}", f"upr-{i}-1"):
-            seen = lws.probe_json(pod)["lws"]["LWS_LEADER_ADDRESS"]
-            assert seen == f"upr-{i}.upr-{i}.{lws.namespace}", f"{pod}: LWS_LEADER_ADDRESS {seen}"
+        svc, leader = f"upr-{i}", pods[f"upr-{i}"]
+        spec = svcs[svc]["spec"]
+        headless = {"clusterIP": spec.get("clusterIP"), "publishNotReadyAddresses": spec.get("publishNotReadyAddresses")}
+        assert headless == {"clusterIP": "None", "publishNotReadyAddresses": True}, \
+            f"Service {svc} spec {headless}, want clusterIP 'None' and publishNotReadyAddresses True (headless, 2.4)"
+        selector = {NAME: "upr", "leaderworkerset.sigs.k8s.io/group-index": str(i)}
+        assert spec.get("selector") == selector, \
+            f"Service {svc} spec.selector is {spec.get('selector')}, want exactly {selector} (group {i}'s pods only, 2.4)"
+        owner = controller_of(svcs[svc]) or {}
+        assert (owner.get("kind"), owner.get("uid")) == ("Pod", leader["metadata"]["uid"]), \
+            f"Service {svc} controller owner is {owner or None}, want Pod {svc} uid {leader['metadata']['uid']} (2.4)"
+        subdomain = pods[f"{svc}-1"]["spec"].get("subdomain")
+        assert subdomain == svc, f"pod {svc}-1 spec.subdomain is {subdomain!r}, want {svc!r} (4.9)"
+        service_name = lws.statefulsets()[svc]["spec"].get("serviceName")
+        assert service_name == svc, f"worker StatefulSet {svc} spec.serviceName is {service_name!r}, want {svc!r} (4.9)"
+        for pod in (svc, f"{svc}-1"):
+            seen, want = lws.probe_json(pod)["lws"]["LWS_LEADER_ADDRESS"], f"{svc}.{svc}.{lws.namespace}"
+            assert seen == want, f"{pod}: LWS_LEADER_ADDRESS is {seen!r}, want {want!r} (N-i.N-i.ns, 4.9)"
 
 
 @conformance(short_name="UniquePerReplicaLeaderAddressResolves", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},

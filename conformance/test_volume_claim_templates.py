@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.harness import LWSHarness
+from conformance.harness import LWSHarness, assert_fields
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -42,9 +42,12 @@ def test_claims_named_after_pods(lws: LWSHarness) -> None:
     want = {"data-pvc-0", "data-pvc-0-1", "data-pvc-1", "data-pvc-1-1"}
     assert want <= _claims(lws), f"claims {sorted(_claims(lws))}, want {sorted(want)}"
     for name, sts in lws.statefulsets().items():
+        what = f"{'leader' if name == 'pvc' else 'worker'} StatefulSet {name}"
         templates = [t["metadata"]["name"] for t in sts["spec"].get("volumeClaimTemplates") or []]
-        assert templates == ["data"], f"StatefulSet {name} volumeClaimTemplates {templates}"
-        assert sts["spec"].get("persistentVolumeClaimRetentionPolicy") == RETENTION, f"StatefulSet {name}"
+        assert templates == ["data"], f"{what} spec.volumeClaimTemplates names {templates}, want ['data']"
+        assert_fields(f"{what} spec.persistentVolumeClaimRetentionPolicy", RETENTION,
+                      sts["spec"].get("persistentVolumeClaimRetentionPolicy"), exact=True,
+                      why=dict.fromkeys(RETENTION, "the LWS's value, copied verbatim, 4.10"))
     for name, pod in lws.pods("pvc").items():
         claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"].get("volumes") or []
                   if v.get("persistentVolumeClaim")]
