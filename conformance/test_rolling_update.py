@@ -3,7 +3,9 @@
 A watch-based timeline (`lws.timeline`, saved as timeline.json) records every group's revision and
 readiness while the rollout runs, so whole-rollout claims are checked at every observed instant: no
 group ever serves with its leader and workers on different revisions, groups are replaced from the
-highest index down, and never more than maxUnavailable groups are down at once. Stalls are made
+highest index down, and never more than maxUnavailable groups are down at once (every rollout here,
+size changes, superseded and scaled-down rollouts included: `_at_most_down`, counted from observed
+pods only, never from status counters, which include surge groups, trap T7). Stalls are made
 deterministic with the probe's start-unready mode: a revision whose pods never turn Ready stops the
 rollout exactly where the contract says it stops.
 """
@@ -19,6 +21,19 @@ from lwsconf.features import Feature
 from lwsconf.waits import rollout
 
 
+def _at_most_down(timeline: rollout.Timeline, groups: range, allowed: int) -> None:
+    """Fail unless at every observed instant at most `allowed` of `groups` were down (not ready, or missing).
+
+    The partition moves down only as the groups above it turn ready and updated (4.4.2, 4.4.4), so a
+    conformant rollout never has more than maxUnavailable of the groups below `replicas` down at once.
+    """
+    worst, when = timeline.max_unready(groups)
+    assert worst <= allowed, (
+        f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, maxUnavailable allows "
+        f"{allowed}: a group was taken down before the ones above it were ready again (4.4.2, 4.4.4); "
+        f"timeline around then:\n{timeline.describe(around=when)}")
+
+
 @conformance(short_name="RollingUpdateGroupByGroupFromTheTop", slow=True, features={Feature.ROLLING_UPDATE},
              description="A template change replaces groups highest index first, one at a time, never half-updated (4.4.2).")
 def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
@@ -31,8 +46,7 @@ def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
         new = rollout.rollout_must_complete(lws.api, lws.namespace, "roll", old={old}, replicas=3, size=2, t=lws.t)
     assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
     assert timeline.replacement_order(old, 3) == [2, 1, 0], f"replacement order:\n{timeline.describe()}"
-    worst, when = timeline.max_unready(range(3))
-    assert worst <= 1, f"{worst} groups down at t={when} with maxUnavailable 1:\n{timeline.describe()}"
+    _at_most_down(timeline, range(3), 1)
     after = lws.groups("roll")
     assert all(not (after[i].uids & before[i].uids) for i in range(3)), "a group kept an old pod"
     assert new != old
@@ -50,8 +64,7 @@ def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
     with lws.timeline("mu") as timeline:
         change(lws, "mu", manifest, "2")
         rollout.rollout_must_complete(lws.api, lws.namespace, "mu", old={old}, replicas=3, size=2, t=lws.t)
-    worst, when = timeline.max_unready(range(3))
-    assert worst <= 2, f"{worst} groups down at t={when} with maxUnavailable 2:\n{timeline.describe()}"
+    _at_most_down(timeline, range(3), 2)
     lowered = [s["partition"] for s in timeline.leader_sts if s["revision"] != old and s["partition"] < 3]
     assert lowered and lowered[0] == 1, f"first partition step {lowered[:1]}, want R - maxUnavailable = 1:\n" \
                                         f"{timeline.describe()}"
@@ -68,6 +81,7 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
         lws.patch("resize", {"spec": {"leaderWorkerTemplate": {"size": 3}}})
         rollout.rollout_must_complete(lws.api, lws.namespace, "resize", old={old}, replicas=2, size=3, t=lws.t)
     assert timeline.half_updated() == [], timeline.describe()
+    _at_most_down(timeline, range(2), 1)
     for pod_name, pod in lws.pods("resize").items():
         assert annotations_of(pod).get("leaderworkerset.sigs.k8s.io/size") == "3", f"{pod_name}: {annotations_of(pod)}"
         assert lws.probe_json(pod_name)["lws"]["LWS_GROUP_SIZE"] == "3"
@@ -94,6 +108,7 @@ def test_second_change_mid_rollout(lws: LWSHarness) -> None:
                                               t=lws.t)
     assert not [s for s in timeline.samples if s["group"] < 2 and stuck in s["revisions"]], \
         f"groups 0/1 ran the superseded revision:\n{timeline.describe()}"
+    _at_most_down(timeline, range(3), 1)  # stuck group 2 counts: the fix replaces it before touching 1
     lws.wait(lambda: _only_revision(lws, "twice", final), what="old ControllerRevisions to be pruned", name="twice")
 
 
@@ -115,14 +130,20 @@ def test_scale_down_during_rollout(lws: LWSHarness) -> None:
     lws.create(manifest)
     lws.ready("shrink", replicas=3, size=2)
     old = revision(lws, "shrink")
-    change(lws, "shrink", manifest, "stuck", unready=True)
-    stuck = lws.wait(lambda: _moved(lws, "shrink", 2, old), what="group 2 to move to the stuck revision", name="shrink")
-    lws.patch("shrink", {"spec": {"replicas": 2}})
-
-    def top_group_gone() -> None:
-        assert 2 not in lws.groups("shrink"), "group 2 still has pods"
-        assert "shrink-2" not in lws.statefulsets(), "worker StatefulSet shrink-2 still exists"
-    lws.wait(top_group_gone, what="group 2 to be removed by the scale-down", name="shrink")
-    change(lws, "shrink", manifest, "fixed")
-    rollout.rollout_must_complete(lws.api, lws.namespace, "shrink", old={old, stuck}, replicas=2, size=2, t=lws.t)
+    with lws.timeline("shrink") as timeline:
+        change(lws, "shrink", manifest, "stuck", unready=True)
+        stuck = lws.wait(lambda: _moved(lws, "shrink", 2, old), what="group 2 to move to the stuck revision",
+                         name="shrink")
+        lws.patch("shrink", {"spec": {"replicas": 2}})
+        lws.wait(lambda: _top_group_gone(lws, "shrink"), what="group 2 to be removed by the scale-down", name="shrink")
+        change(lws, "shrink", manifest, "fixed")
+        rollout.rollout_must_complete(lws.api, lws.namespace, "shrink", old={old, stuck}, replicas=2, size=2, t=lws.t)
     assert lws.statefulsets()["shrink"]["spec"]["replicas"] == 2
+    # Groups 0 and 1 are the ones left: the stuck rollout may go on into group 1 after the scale-down
+    # (4.4.4 step 6), but group 0 only once group 1 is ready on the fixed revision.
+    _at_most_down(timeline, range(2), 1)
+
+
+def _top_group_gone(lws: LWSHarness, name: str) -> None:
+    assert 2 not in lws.groups(name), "group 2 still has pods"
+    assert f"{name}-2" not in lws.statefulsets(), f"worker StatefulSet {name}-2 still exists"

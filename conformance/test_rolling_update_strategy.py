@@ -3,7 +3,9 @@
 Surge is observed where it lives: the leader StatefulSet's `replicas` during the rollout (the peak must
 match the traces of 4.4.5, which are not simply R + maxSurge, T13) and back to R at the end, while
 the timeline shows availability never dropping below R with maxUnavailable 0. Partition holds the
-groups below it on the old revision (T14) and lowering it resumes the rollout.
+groups below it on the old revision (T14) and lowering it resumes the rollout. The cap of maxSurge at R
+shows only in the leader StatefulSet's own `maxUnavailable` (2.2), checked where the API server keeps
+that field (the MaxUnavailableStatefulSet feature, on by default since Kubernetes 1.35).
 """
 
 from __future__ import annotations
@@ -40,17 +42,60 @@ def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="MaxSurgeCappedAtReplicas", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="maxSurge 4 with R=2 is capped at R: the leader StatefulSet peaks at 3, as in the 4.4.5 trace (T13).")
+             description="maxSurge 4 with R=2 is capped at R: leader StatefulSet maxUnavailable 3 (not 5), peak 3 as in 4.4.5 (2.2, T11, T13).")
 def test_max_surge_capped_at_replicas(lws: LWSHarness) -> None:
+    # The cap shows in no pod's life: the surge (wantReplicas) only compares maxSurge with the number of
+    # outdated groups, never more than R, and the partition step cancels maxSurge out (4.4.4). It shows in
+    # the leader StatefulSet's own maxUnavailable, max(1, maxUnavailable + maxSurge) with maxSurge capped
+    # (2.2): the StatefulSet controller's budget for replacing leaders at once.
     manifest = workloads.probe_lws("cap", replicas=2, size=2, rollout=_strategy(maxSurge=4))
     lws.create(manifest)
     lws.ready("cap", replicas=2, size=2)
     old = revision(lws, "cap")
+    kept = _server_keeps_statefulset_max_unavailable(lws)
+    if kept:
+        _assert_leader_max_unavailable([_leader_max_unavailable(lws, "cap")], "at rest")
     with lws.timeline("cap") as timeline:
         change(lws, "cap", manifest, "2")
         rollout.rollout_must_complete(lws.api, lws.namespace, "cap", old={old}, replicas=2, size=2, t=lws.t)
     assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
     assert timeline.half_updated() == [], timeline.describe()
+    if kept:
+        _assert_leader_max_unavailable([s["maxUnavailable"] for s in timeline.leader_sts], "during the rollout",
+                                       timeline.describe())
+
+
+_CAPPED = ("want 3 = max(1, maxUnavailable 1 + min(maxSurge 4, replicas 2)): maxSurge is capped at replicas "
+           "(2.2, 4.4.3, T11); 5 means the cap is missing")
+
+
+def _assert_leader_max_unavailable(seen: list[object], when: str, timeline: str = "") -> None:
+    wrong = sorted({str(v) for v in seen if str(v) != "3"})
+    assert not wrong, (f"leader StatefulSet 'cap': spec.updateStrategy.rollingUpdate.maxUnavailable {when} is "
+                       f"{', '.join(wrong)}, {_CAPPED}" + (f"\n{timeline}" if timeline else ""))
+
+
+def _leader_max_unavailable(lws: LWSHarness, name: str) -> object:
+    spec = lws.statefulsets()[name]["spec"]
+    return ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable")
+
+
+def _server_keeps_statefulset_max_unavailable(lws: LWSHarness) -> bool:
+    """Whether this API server keeps a StatefulSet's `rollingUpdate.maxUnavailable` (asked by a dry-run create).
+
+    Without the MaxUnavailableStatefulSet feature (alpha before Kubernetes 1.35, beta and on since) the
+    server drops the field on write (kubernetes/kubernetes pkg/registry/apps/statefulset/strategy.go,
+    `dropStatefulSetDisabledFields`), so no implementation can show it there.
+    """
+    labels = {"app": "lwsconf-max-unavailable-check"}
+    body = {"metadata": {"name": "lwsconf-max-unavailable-check"},
+            "spec": {"selector": {"matchLabels": labels}, "serviceName": "lwsconf-max-unavailable-check",
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}
+    created = observe.raw(lws.apps.create_namespaced_stateful_set(
+        lws.namespace, body, dry_run="All", _preload_content=False))  # type: ignore[arg-type]
+    return ((created["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable") == 2
 
 
 @conformance(short_name="PercentagesRoundAsSpecified", slow=True,
@@ -66,7 +111,8 @@ def test_percentages_round_as_specified(lws: LWSHarness) -> None:
         rollout.rollout_must_complete(lws.api, lws.namespace, "pct", old={old}, replicas=3, size=2, t=lws.t)
     assert timeline.peak_leader_replicas() == 5, f"peak leader replicas, want 3 + ceil(1.5):\n{timeline.describe()}"
     seen = {str(s["maxUnavailable"]) for s in timeline.leader_sts if s["revision"] != old}
-    assert "3" in seen, f"leader StatefulSet maxUnavailable values {seen}, want max(1, 1 + 2) = 3"
+    if _server_keeps_statefulset_max_unavailable(lws):
+        assert "3" in seen, f"leader StatefulSet maxUnavailable values {seen}, want max(1, 1 + 2) = 3"
     assert timeline.half_updated() == [], timeline.describe()
 
 

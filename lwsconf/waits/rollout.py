@@ -99,12 +99,28 @@ class Timeline:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True))
 
-    def describe(self, last: int = 40) -> str:
-        rows = [f"  t={s['t']:7.2f} group {s['group']} ready={s['ready']} revisions={s['revisions']} "
-                f"pods={[p['name'] + ('*' if p['ready'] else '') for p in s['pods']]}" for s in self.samples[-last:]]
-        sts = [f"  t={s['t']:7.2f} replicas={s['replicas']} partition={s['partition']}" for s in self.leader_sts[-10:]]
+    def describe(self, last: int = 40, *, around: float | None = None) -> str:
+        """The last `last` group samples and leader StatefulSet rows; with `around` (a time `t`, e.g. from
+        `max_unready`), the `last` samples centred on it (its rows marked `>`) and the leader rows up to it
+        instead, so a violation early in a long timeline is still shown."""
+        samples, sts, where = self.samples[-last:], self.leader_sts[-10:], f"last {last}"
+        if around is not None:
+            at = next((n for n, s in enumerate(self.samples) if s["t"] >= around), len(self.samples))
+            start = max(0, min(at - last // 2, len(self.samples) - last))
+            samples = self.samples[start:start + last]
+            sts = [s for s in self.leader_sts if s["t"] <= around][-10:]
+            where = f"{len(samples)} around t={around}"
+
+        def row(s: Obj) -> str:
+            pods = [p["name"] + ("*" if p["ready"] else "") for p in s["pods"]]
+            mark = ">" if s["t"] == around else " "
+            return (f"{mark} t={s['t']:7.2f} group {s['group']} ready={s['ready']} revisions={s['revisions']} "
+                    f"pods={pods}")
+        sts_rows = [f"  t={s['t']:7.2f} replicas={s['replicas']} partition={s['partition']} "
+                    f"maxUnavailable={s.get('maxUnavailable')}" for s in sts]
         nl = "\n"
-        return f"group samples (last {last}; * = ready):{nl}{nl.join(rows)}{nl}leader StatefulSet:{nl}{nl.join(sts)}"
+        return (f"group samples ({where}; * = ready):{nl}{nl.join(row(s) for s in samples)}{nl}"
+                f"leader StatefulSet{' up to then' if around is not None else ''}:{nl}{nl.join(sts_rows)}")
 
 
 class _Recorder:
