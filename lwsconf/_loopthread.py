@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+log = logging.getLogger("lwsconf")
 T = TypeVar("T")
 
 
@@ -62,7 +64,12 @@ class LoopThread:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(10)
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(10)
+        except TimeoutError:
+            # A task that ignores cancellation must not turn a finished run into an error; the
+            # daemon thread dies with the process.
+            log.warning("%s: tasks still running 10 s after cancellation; leaving them", self._name)
         loop.call_soon_threadsafe(loop.stop)
         self._thread.join(10)
         self._thread = None
