@@ -1,15 +1,18 @@
-"""Admission: defaulting and validation of an object about to be written.
+"""Admission: defaulting, mutating admission policies and validation of an object about to be written.
 
-Built-in kinds follow their registry strategies (`defaults`, `validation`); custom resources follow
-their CRD: pruning of unknown fields (honouring `fieldValidation`), schema defaults, structural
-schema validation and `x-kubernetes-validations` CEL rules (transition rules see the old object).
-Every rejection is a 422 Invalid listing each field cause, or a 400 for strict-decoding errors.
-`enforce_policies` then runs the ValidatingAdmissionPolicies bound in the store (`admission_policies`),
-which the handlers call after the kind hooks, just before storage. No I/O here.
+The order is kube-apiserver's: the object is decoded and defaulted (built-ins through `defaults`; custom
+resources by their CRD: pruning of unknown fields honouring `fieldValidation`, then schema defaults),
+then the MutatingAdmissionPolicies bound in the store change it (`mutating_policies`; only when the
+handler passes a `Mutation`), then it is validated (built-ins through `validation`; custom resources
+by structural schema validation and `x-kubernetes-validations` CEL rules, transition rules seeing the
+old object). Every rejection is a 422 Invalid listing each field cause, or a 400 for strict-decoding
+errors. `enforce_policies` then runs the ValidatingAdmissionPolicies (`admission_policies`), which the
+handlers call after the kind hooks, just before storage. No I/O here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from lwsconf.sim.apiserver import (
@@ -17,6 +20,7 @@ from lwsconf.sim.apiserver import (
     cel,
     defaults,
     errors,
+    mutating_policies,
     resources,
     schema,
     store,
@@ -25,33 +29,55 @@ from lwsconf.sim.apiserver import (
 from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest
 
 
+@dataclass(frozen=True)
+class Mutation:
+    """What mutating admission needs to know of a CREATE or UPDATE besides the objects."""
+
+    db: store.Store
+    registry: resources.Registry
+    operation: str
+    namespace: str | None
+    name: str
+    subresource: str | None = None
+    dry_run: bool = False
+
+
 class Admission:
     """Runs the admission chain; caches compiled CEL programs per CRD version and per admission policy."""
 
     def __init__(self) -> None:
         self._rules = cel.RuleCache()
-        self._policies = admission_policies.PolicyCache()
+        self._policies = admission_policies.validating_cache()
+        self._mutating = mutating_policies.mutating_cache()
 
     def forget(self, info: resources.ResourceInfo) -> None:
         """Drop the compiled rules of a CRD version that changed or went away."""
         self._rules.forget((info.crd_name, info.version))
 
     def admit(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *,
-              field_validation: str = "Strict", subresource: str | None = None) -> list[str]:
-        """Default and validate `obj` in place; returns warnings, raises StatusError on rejection."""
+              field_validation: str = "Strict", subresource: str | None = None,
+              mutation: Mutation | None = None) -> list[str]:
+        """Default, mutate (with `mutation`) and validate `obj` in place; returns warnings.
+
+        Raises:
+            StatusError: the object is invalid (422), or a mutating policy denied the request.
+        """
         warnings: list[str] = []
-        name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName", "")
-        causes = validation.validate_metadata(
-            obj.get("metadata") or {}, namespaced=info.namespaced,
-            name_rule=validation.NAME_RULES.get(info.key, "dns1123_subdomain"))
         if info.is_custom:
-            warnings += self._custom(info, obj, old, field_validation, causes)
+            warnings += self._decode_custom(info, obj, field_validation)
         else:
             defaults.default_builtin(info.key, obj, old)
-            if subresource != "status" or old is None:
-                causes += validation.validate_builtin(info.key, obj, old)
+        if mutation is not None:
+            self._mutate(info, obj, old, mutation)
+        meta = obj.get("metadata") or {}
+        causes = validation.validate_metadata(
+            meta, namespaced=info.namespaced, name_rule=validation.NAME_RULES.get(info.key, "dns1123_subdomain"))
+        if info.is_custom:
+            causes += self._validate_custom(info, obj, old)
+        elif subresource != "status" or old is None:
+            causes += validation.validate_builtin(info.key, obj, old)
         if causes:
-            raise errors.invalid(info.kind, info.group, name, causes)
+            raise errors.invalid(info.kind, info.group, meta.get("name") or meta.get("generateName", ""), causes)
         return warnings
 
     def enforce_policies(self, db: store.Store, registry: resources.Registry, info: resources.ResourceInfo,
@@ -59,23 +85,44 @@ class Admission:
         """Run the bound ValidatingAdmissionPolicies; returns warnings, raises StatusError on denial."""
         return admission_policies.enforce(db, registry, self._policies, info, req)
 
-    def _custom(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
-                field_validation: str, causes: list[errors.Cause]) -> list[str]:
+    def _mutate(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
+                how: Mutation) -> None:
+        name = how.name or (obj.get("metadata") or {}).get("name") or ""
+        req = admission_policies.request_for(info, how.operation, namespace=how.namespace, name=name, obj=obj,
+                                             old=old, subresource=how.subresource, dry_run=how.dry_run)
+        mutated = mutating_policies.mutate(how.db, how.registry, self._mutating, info, req,
+                                           normalize=lambda patched: self._normalize(info, patched, old))
+        if mutated is not None:
+            obj.clear()
+            obj.update(mutated)
+
+    @staticmethod
+    def _normalize(info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        """A patched object decoded again: unknown fields of a custom resource dropped, defaults applied."""
+        if not info.is_custom:
+            defaults.default_builtin(info.key, obj, old)
+        elif info.schema is not None:
+            schema.prune(info.schema, obj)
+            schema.apply_defaults(info.schema, obj)
+        return obj
+
+    def _decode_custom(self, info: resources.ResourceInfo, obj: dict[str, Any], field_validation: str) -> list[str]:
+        """Pruning (strict decoding errors per `fieldValidation`) and schema defaults."""
         if info.schema is None:
             return []
         pruned = schema.prune(info.schema, obj)
-        warnings: list[str] = []
         if pruned and field_validation == "Strict":
             raise errors.bad_request("strict decoding error: " + ", ".join(
                 f'unknown field "{path}"' for path in pruned))
-        if pruned and field_validation == "Warn":
-            warnings += [f'unknown field "{path}"' for path in pruned]
         schema.apply_defaults(info.schema, obj)
-        schema_causes = schema.validate(info.schema, obj)
-        causes += schema_causes
-        blocking = cel.blocking_cause(schema_causes)
+        return [f'unknown field "{path}"' for path in pruned] if field_validation == "Warn" else []
+
+    def _validate_custom(self, info: resources.ResourceInfo, obj: dict[str, Any],
+                         old: dict[str, Any] | None) -> list[errors.Cause]:
+        if info.schema is None:
+            return []
+        causes = schema.validate(info.schema, obj)
+        blocking = cel.blocking_cause(causes)
         if blocking is not None:
-            causes.append(blocking)  # as kube-apiserver: no CEL on objects with type or enum errors
-        else:
-            causes += cel.evaluate(self._rules.get((info.crd_name, info.version), info.schema), obj, old)
-        return warnings
+            return [*causes, blocking]  # as kube-apiserver: no CEL on objects with type or enum errors
+        return causes + cel.evaluate(self._rules.get((info.crd_name, info.version), info.schema), obj, old)

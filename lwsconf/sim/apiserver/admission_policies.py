@@ -15,6 +15,8 @@ the actions, as `policy/validating/dispatcher.go` does. The first denial becomes
 <message>` with the validation's reason and its code (`reasonToCode`: Invalid 422, Forbidden 403,
 Unauthorized 401, RequestEntityTooLarge 413) and one cause holding the message.
 
+`invocations` (which (policy, binding, param) evaluations a request calls for, and the configuration
+errors on the way) is shared with the MutatingAdmissionPolicies of `mutating_policies`.
 Requests on the policy and binding types themselves are exempt (`IsExemptAdmissionConfigurationResource`).
 Compiled policies are cached per (name, resourceVersion). Simplifications: the object a CREATE is
 checked with has no uid/creationTimestamp yet (storage stamps them after admission), and the request
@@ -27,7 +29,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from lwsconf.sim.apiserver import (
     admission_policy,
@@ -58,22 +60,43 @@ _NAMESPACE_META = ("name", "generateName", "namespace", "uid", "resourceVersion"
                    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "finalizers")
 
 
-class PolicyCache:
+class Compiled(Protocol):
+    """What dispatch needs of a compiled policy, validating or mutating."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def failure_policy(self) -> str: ...
+    @property
+    def match_constraints(self) -> dict[str, Any]: ...
+    @property
+    def param_kind(self) -> dict[str, Any] | None: ...
+
+
+P = TypeVar("P", bound=Compiled)
+
+
+class PolicyCache(Generic[P]):
     """Compiled policies by (name, resourceVersion), bounded."""
 
-    def __init__(self, max_entries: int = 256) -> None:
-        self._entries: OrderedDict[tuple[str, str], CompiledPolicy] = OrderedDict()
+    def __init__(self, compile_policy: Callable[[dict[str, Any]], P], max_entries: int = 256) -> None:
+        self._compile = compile_policy
+        self._entries: OrderedDict[tuple[str, str], P] = OrderedDict()
         self._max = max_entries
 
-    def get(self, policy: dict[str, Any]) -> CompiledPolicy:
+    def get(self, policy: dict[str, Any]) -> P:
         meta = f.as_dict(policy.get("metadata"))
         key = (f.as_str(meta.get("name")), f.as_str(meta.get("resourceVersion")))
         hit = self._entries.get(key)
         if hit is None:
-            hit = self._entries[key] = admission_policy.compile_policy(policy)
+            hit = self._entries[key] = self._compile(policy)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
         return hit
+
+
+def validating_cache() -> PolicyCache[CompiledPolicy]:
+    return PolicyCache(admission_policy.compile_policy)
 
 
 def request_for(info: resources.ResourceInfo, operation: str, *, namespace: str | None, name: str,
@@ -87,31 +110,46 @@ def request_for(info: resources.ResourceInfo, operation: str, *, namespace: str 
                          namespace or "", obj, old, dry_run, group, version)
 
 
-@dataclass
-class _Outcome:
-    denials: list[tuple[str, str | None, Decision]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+# ---- which (policy, binding, param) evaluations a request calls for ----
 
 
-def enforce(db: store.Store, registry: resources.Registry, cache: PolicyCache, info: resources.ResourceInfo,
-            req: PolicyRequest) -> list[str]:
-    """Run every bound policy that matches the request.
+@dataclass(frozen=True)
+class Invocation(Generic[P]):
+    """One evaluation of a policy for a request (`generic.PolicyInvocation`), or a configuration error.
 
-    Returns:
-        The warnings of `Warn` bindings whose validations failed.
-
-    Raises:
-        StatusError: a `Deny` binding's validation failed, or a policy or binding could not be used and
-            its policy's `failurePolicy` is Fail.
+    `problem` set: the policy or binding cannot be used (`failed to configure policy: ...`), which the
+    policy's failurePolicy turns into a denial or ignores; the other fields may then be empty.
     """
-    bindings = db.table(BINDINGS).objects
+
+    policy: P
+    binding: dict[str, Any] | None
+    matched: PolicyRequest | None = None
+    """The request in the form the policy matched (an equivalent resource's form with matchPolicy Equivalent)."""
+    param: Any = None
+    namespace_object: dict[str, Any] | None = None
+    problem: str = ""
+
+    @property
+    def binding_name(self) -> str | None:
+        return None if self.binding is None else f.as_str(self.binding["metadata"]["name"])
+
+
+def invocations(db: store.Store, registry: resources.Registry, cache: PolicyCache[P], info: resources.ResourceInfo,
+                req: PolicyRequest, *, tables: tuple[store.ResourceKey, store.ResourceKey]) -> list[Invocation[P]]:
+    """Every bound policy the request calls for, in policy then binding name order (`policy_dispatcher.go`).
+
+    Args:
+        tables: the (policies, bindings) store keys: validating or mutating ones.
+    """
+    policies_key, bindings_key = tables
+    bindings = db.table(bindings_key).objects
     if not bindings or req.kind in EXEMPT_KINDS and (req.kind_group or req.group) == GROUP:
         return []
     candidates = _candidates(registry, info, req)
     labels: Callable[[], match.Labels] = lambda: _namespace_labels(db, req)  # noqa: E731
-    outcome = _Outcome()
+    out: list[Invocation[P]] = []
     for policy_name, bound in _by_policy(bindings.values()):
-        policy = db.get(POLICIES, "", policy_name)
+        policy = db.get(policies_key, "", policy_name)
         if policy is None:
             continue  # a binding to a missing policy is ignored
         compiled = cache.get(policy)
@@ -120,13 +158,11 @@ def enforce(db: store.Store, registry: resources.Registry, cache: PolicyCache, i
             continue
         param_info, problem = _param_info(registry, compiled)
         if problem:
-            _config_error(outcome, compiled, None, f"failed to configure policy: {problem}")
+            out.append(Invocation(compiled, None, matched, problem=f"failed to configure policy: {problem}"))
             continue
         for binding in bound:
-            _run_binding(db, compiled, binding, param_info, matched, candidates, labels, outcome)
-    if outcome.denials:
-        raise _denial(req, *outcome.denials[0])
-    return outcome.warnings
+            out += _binding_invocations(db, compiled, binding, param_info, matched, candidates, labels)
+    return out
 
 
 def _by_policy(bindings: Any) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -136,31 +172,57 @@ def _by_policy(bindings: Any) -> list[tuple[str, list[dict[str, Any]]]]:
     return sorted(grouped.items())
 
 
-def _run_binding(db: store.Store, compiled: CompiledPolicy, binding: dict[str, Any],
-                 param_info: resources.ResourceInfo | None, matched: PolicyRequest, candidates: list[PolicyRequest],
-                 labels: Callable[[], match.Labels], outcome: _Outcome) -> None:
-    spec, name = f.as_dict(binding.get("spec")), binding["metadata"]["name"]
+def _binding_invocations(db: store.Store, compiled: P, binding: dict[str, Any],
+                         param_info: resources.ResourceInfo | None, matched: PolicyRequest,
+                         candidates: list[PolicyRequest], labels: Callable[[], match.Labels]) -> list[Invocation[P]]:
+    spec = f.as_dict(binding.get("spec"))
     scope = spec.get("matchResources")
     if isinstance(scope, dict) and match.constraints_match(scope, candidates, labels, binding=True) is None:
-        return
+        return []
     params, problem = _params(db, compiled, param_info, spec.get("paramRef"), matched.namespace)
     if problem:
-        _config_error(outcome, compiled, name, f"failed to configure binding: {problem}")
-        return
+        return [Invocation(compiled, binding, matched, problem=f"failed to configure binding: {problem}")]
     namespace_object = _namespace_object(db, matched)
-    actions = f.as_list(spec.get("validationActions"))
-    for param in params:
-        for decision in admission_policy.evaluate(compiled, _activation(matched, param, namespace_object)):
+    return [Invocation(compiled, binding, matched, param, namespace_object) for param in params]
+
+
+# ---- validating admission ----
+
+
+@dataclass
+class _Outcome:
+    denials: list[tuple[str, str | None, Decision]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def enforce(db: store.Store, registry: resources.Registry, cache: PolicyCache[CompiledPolicy],
+            info: resources.ResourceInfo, req: PolicyRequest) -> list[str]:
+    """Run every bound ValidatingAdmissionPolicy that matches the request.
+
+    Returns:
+        The warnings of `Warn` bindings whose validations failed.
+
+    Raises:
+        StatusError: a `Deny` binding's validation failed, or a policy or binding could not be used and
+            its policy's `failurePolicy` is Fail.
+    """
+    outcome = _Outcome()
+    for inv in invocations(db, registry, cache, info, req, tables=(POLICIES, BINDINGS)):
+        compiled, name = inv.policy, inv.binding_name
+        if inv.problem or inv.matched is None:
+            if compiled.failure_policy != "Ignore":
+                outcome.denials.append((compiled.name, name, Decision(inv.problem, error=True)))
+            continue
+        actions = f.as_list(f.as_dict((inv.binding or {}).get("spec")).get("validationActions"))
+        for decision in admission_policy.evaluate(compiled, activation(inv.matched, inv.param, inv.namespace_object)):
             if "Deny" in actions:
                 outcome.denials.append((compiled.name, name, decision))
             if "Warn" in actions:
                 outcome.warnings.append(f"Validation failed for ValidatingAdmissionPolicy '{compiled.name}' "
                                         f"with binding '{name}': {decision.message}")
-
-
-def _config_error(outcome: _Outcome, compiled: CompiledPolicy, binding: str | None, message: str) -> None:
-    if compiled.failure_policy != "Ignore":
-        outcome.denials.append((compiled.name, binding, Decision(message, error=True)))
+    if outcome.denials:
+        raise _denial(req, *outcome.denials[0])
+    return outcome.warnings
 
 
 # ---- the request as the policy sees it ----
@@ -177,12 +239,13 @@ def _candidates(registry: resources.Registry, info: resources.ResourceInfo, req:
         kind = req.kind if req.kind_group is not None else other.kind
         out.append(dataclasses.replace(
             req, group=other.group, version=other.version, resource=other.plural, kind=kind, original=req,
-            obj=_convert(info, other, req.obj, req), old=_convert(info, other, req.old, req)))
+            obj=convert(info, other, req.obj, req), old=convert(info, other, req.old, req)))
     return out
 
 
-def _convert(info: resources.ResourceInfo, other: resources.ResourceInfo, obj: dict[str, Any] | None,
-             req: PolicyRequest) -> dict[str, Any] | None:
+def convert(info: resources.ResourceInfo, other: resources.ResourceInfo, obj: dict[str, Any] | None,
+            req: PolicyRequest) -> dict[str, Any] | None:
+    """An object of `info`'s served form as `other` serves it (both store the same objects)."""
     if obj is None or req.kind_group is not None:
         return obj  # subresource objects (Scale...) have their own type whatever the resource's version
     converted = conversion.from_storage(other, conversion.to_storage(info, obj))
@@ -207,7 +270,7 @@ def _namespace_object(db: store.Store, req: PolicyRequest) -> dict[str, Any] | N
             "spec": namespace.get("spec") or {}, "status": namespace.get("status") or {}}
 
 
-def _activation(req: PolicyRequest, param: Any, namespace_object: dict[str, Any] | None) -> dict[str, Any]:
+def activation(req: PolicyRequest, param: Any, namespace_object: dict[str, Any] | None) -> dict[str, Any]:
     asked = req.requested
     request = {
         "uid": objects.new_uid(), "kind": req.gvk, "resource": req.gvr, "subResource": req.subresource,
@@ -226,7 +289,7 @@ def _value(obj: Any) -> Any:
 # ---- parameters ----
 
 
-def _param_info(registry: resources.Registry, compiled: CompiledPolicy) -> tuple[resources.ResourceInfo | None, str]:
+def _param_info(registry: resources.Registry, compiled: Compiled) -> tuple[resources.ResourceInfo | None, str]:
     """The served type of `paramKind` (None without one), or why the policy cannot be used."""
     kind = compiled.param_kind
     if kind is None:
@@ -239,7 +302,7 @@ def _param_info(registry: resources.Registry, compiled: CompiledPolicy) -> tuple
     return info, ""
 
 
-def _params(db: store.Store, compiled: CompiledPolicy, info: resources.ResourceInfo | None, ref: Any,
+def _params(db: store.Store, compiled: Compiled, info: resources.ResourceInfo | None, ref: Any,
             namespace: str) -> tuple[list[Any], str]:
     """`generic.CollectParams`: the parameter objects to evaluate with, or why the binding cannot be used."""
     if info is None or not isinstance(ref, dict):
@@ -266,7 +329,7 @@ def _params(db: store.Store, compiled: CompiledPolicy, info: resources.ResourceI
 # ---- the rejection ----
 
 
-class _MessageCause(errors.Cause):
+class MessageCause(errors.Cause):
     """A cause with only a message, as the policy plugin adds it (`metav1.StatusCause{Message: ...}`)."""
 
     def to_dict(self) -> dict[str, str]:
@@ -281,13 +344,13 @@ def _denial(req: PolicyRequest, policy: str, binding: str | None, decision: Deci
     else:
         cause = f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {decision.message}"
     resource = f"{asked.resource}.{asked.group}" if asked.group else asked.resource
-    name = asked.name or _name_of(asked.obj) or "Unknown"
+    name = asked.name or name_of(asked.obj) or "Unknown"
     reason = decision.reason if decision.reason in admission_policy.REASON_CODES else "Invalid"
     return errors.StatusError(admission_policy.REASON_CODES[reason], reason, f'{resource} "{name}" is forbidden: {cause}',
                               kind=asked.resource, name=name, group=asked.group or None,
-                              causes=[_MessageCause("", cause, "")])
+                              causes=[MessageCause("", cause, "")])
 
 
-def _name_of(obj: Mapping[str, Any] | None) -> str:
+def name_of(obj: Mapping[str, Any] | None) -> str:
     meta = f.as_dict((obj or {}).get("metadata"))
     return f.as_str(meta.get("name")) or f.as_str(meta.get("generateName"))

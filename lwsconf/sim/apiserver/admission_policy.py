@@ -26,7 +26,9 @@ are dyn, `variables` is a map; the strings, optionals, `cel.bind`, lists and reg
 checked type is dyn is refused (as `must evaluate to bool but got dyn`) only when it reads none of
 those three. Not supported: `authorizer` (an undeclared reference, so such a policy is refused), the
 quantity/url/ip/cidr/semver/format libraries, `auditAnnotations` evaluation (validated, never run) and
-the cost budget. No I/O here.
+the cost budget. MutatingAdmissionPolicies (`mutating_policy`) compile and evaluate their
+variables and matchConditions with the same functions (`compile_expression`, `compile_named`,
+`bind_variables`, `conditions_hold`, `run`). No I/O here.
 """
 
 from __future__ import annotations
@@ -90,59 +92,69 @@ class Decision:
     error: bool = False
 
 
-# ---- compiling ----
+# ---- compiling (shared with the mutating policies of `mutating_policy`) ----
 
 
 @cache
 def _environment(has_params: bool) -> Any:
+    return cel.NewEnv(variables=activation_types(has_params), extensions=cel_ext.extensions())
+
+
+def activation_types(has_params: bool) -> dict[str, Any]:
+    """The variables every admission policy expression may read (`params` only with a `paramKind`)."""
     T = cel.Type
     variables = {name: T.DYN for name in ("object", "oldObject", "request", "namespaceObject")}
     if has_params:
         variables["params"] = T.DYN
     variables["variables"] = T.Map(T.STRING, T.DYN)
-    return cel.NewEnv(variables=variables, extensions=cel_ext.extensions())
+    return variables
 
 
-def _compile(text: str, want: str, has_params: bool, path: str, problems: list[errors.Cause]) -> Expr:
-    """Compile one expression; `want` is "bool", "string" or "any" (a variable)."""
+def compile_expression(env: Any, text: str, want: str, path: str, problems: list[errors.Cause], *,
+                       also: tuple[str, ...] = ()) -> Expr:
+    """Compile one expression in `env`; `want` is "bool", "string", "any" (a variable) or a type that
+    `also` spells as cel-cpp names it in lower case (`list<jsonpatch>`)."""
     try:
-        program = _environment(has_params).compile(text)
+        program = env.compile(text)
     except Exception as exc:  # cel-cpp reports parse and type-check errors as RuntimeError
         detail = f"compilation failed: {cel_ext.compile_error(str(exc))}"
         problems.append(f.invalid(path, text, detail))
         return Expr(text, None, detail)
     got = str(program.return_type().name()).lower()
     typed_dyn = got == "dyn" and cel_ext.mentions(text, _TYPED_ROOTS)
-    if want != "any" and got != want and not typed_dyn:
+    if want != "any" and got != want and got not in also and not typed_dyn:
         detail = f"must evaluate to {want} but got {got}"
         problems.append(f.invalid(path, text, detail))
         return Expr(text, None, detail)
     return Expr(text, program)
 
 
+def compile_named(env: Any, spec: dict[str, Any], field: str, want: str,
+                  problems: list[errors.Cause]) -> tuple[tuple[str, Expr], ...]:
+    """`spec.variables` ("any") or `spec.matchConditions` ("bool"): (name, compiled expression) pairs."""
+    out = []
+    for i, item in f.dicts(spec.get(field)):
+        text = f.as_str(item.get("expression"))
+        if text.strip():
+            path = f.child(f.index(f"spec.{field}", i), "expression")
+            out.append((f.as_str(item.get("name")), compile_expression(env, text, want, path, problems)))
+    return tuple(out)
+
+
 def compile_policy(policy: dict[str, Any]) -> CompiledPolicy:
     """Compile the CEL of a ValidatingAdmissionPolicy object (never raises; see `problems`)."""
     spec = f.as_dict(policy.get("spec"))
     param_kind = spec.get("paramKind") if isinstance(spec.get("paramKind"), dict) else None
-    has_params = param_kind is not None
+    env = _environment(param_kind is not None)
     problems: list[errors.Cause] = []
-
-    def named(field: str, want: str) -> tuple[tuple[str, Expr], ...]:
-        out = []
-        for i, item in f.dicts(spec.get(field)):
-            text = f.as_str(item.get("expression"))
-            if text.strip():
-                path = f.child(f.index(f"spec.{field}", i), "expression")
-                out.append((f.as_str(item.get("name")), _compile(text, want, has_params, path, problems)))
-        return tuple(out)
-
-    variables, conditions = named("variables", "any"), named("matchConditions", "bool")
-    validations = tuple(_validation(item, f.index("spec.validations", i), has_params, problems)
+    variables = compile_named(env, spec, "variables", "any", problems)
+    conditions = compile_named(env, spec, "matchConditions", "bool", problems)
+    validations = tuple(_validation(env, item, f.index("spec.validations", i), problems)
                         for i, item in f.dicts(spec.get("validations")) if f.as_str(item.get("expression")).strip())
     for i, item in f.dicts(spec.get("auditAnnotations")):
         if f.as_str(item.get("valueExpression")).strip():
             path = f.child(f.index("spec.auditAnnotations", i), "valueExpression")
-            _compile(f.as_str(item["valueExpression"]), "any", has_params, path, problems)
+            compile_expression(env, f.as_str(item["valueExpression"]), "any", path, problems)
     return CompiledPolicy(
         name=f.as_str(f.as_dict(policy.get("metadata")).get("name")),
         failure_policy=f.as_str(spec.get("failurePolicy")) or "Fail",
@@ -150,12 +162,12 @@ def compile_policy(policy: dict[str, Any]) -> CompiledPolicy:
         variables=variables, match_conditions=conditions, validations=validations, problems=tuple(problems))
 
 
-def _validation(item: dict[str, Any], path: str, has_params: bool, problems: list[errors.Cause]) -> Validation:
-    expression = _compile(f.as_str(item["expression"]), "bool", has_params, f.child(path, "expression"), problems)
+def _validation(env: Any, item: dict[str, Any], path: str, problems: list[errors.Cause]) -> Validation:
+    expression = compile_expression(env, f.as_str(item["expression"]), "bool", f.child(path, "expression"), problems)
     message_expression = None
     if f.as_str(item.get("messageExpression")).strip():
-        message_expression = _compile(f.as_str(item["messageExpression"]), "string", has_params,
-                                      f.child(path, "messageExpression"), problems)
+        message_expression = compile_expression(env, f.as_str(item["messageExpression"]), "string",
+                                                f.child(path, "messageExpression"), problems)
     return Validation(expression, f.as_str(item.get("message")).strip(), message_expression,
                       f.as_str(item.get("reason")) or "Invalid")
 
@@ -172,21 +184,16 @@ def evaluate(policy: CompiledPolicy, activation: dict[str, Any]) -> list[Decisio
             (plain JSON-like Python values; None for null).
     """
     data = dict(activation)
-    failed = _bind_variables(policy, data)
+    failed = bind_variables(policy.variables, data)
     fail = policy.failure_policy != "Ignore"
-    problems: list[str] = []
-    for _, condition in policy.match_conditions:
-        value, err = _run(condition, data, failed)
-        if err is not None:
-            problems.append(err)
-        elif value is False:
-            return []
-    if problems:
-        text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
-        return [Decision(text, error=True)] if fail else []
+    matched, error = conditions_hold(policy.match_conditions, data, failed)
+    if error is not None:
+        return [Decision(error, error=True)] if fail else []
+    if not matched:
+        return []
     decisions: list[Decision] = []
     for validation in policy.validations:
-        value, err = _run(validation.expression, data, failed)
+        value, err = run(validation.expression, data, failed)
         if err is not None:
             if fail:
                 decisions.append(Decision(err, error=True))
@@ -195,13 +202,28 @@ def evaluate(policy: CompiledPolicy, activation: dict[str, Any]) -> list[Decisio
     return decisions
 
 
-def _bind_variables(policy: CompiledPolicy, data: dict[str, Any]) -> dict[str, str]:
+def conditions_hold(conditions: tuple[tuple[str, Expr], ...], data: dict[str, Any],
+                    failed: dict[str, str]) -> tuple[bool, str | None]:
+    """`matchConditions`: (False, None) if any is false; else (False, errors) if any failed; else (True, None)."""
+    problems: list[str] = []
+    for _, condition in conditions:
+        value, err = run(condition, data, failed)
+        if err is not None:
+            problems.append(err)
+        elif value is False:
+            return False, None
+    if problems:
+        return False, problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+    return True, None
+
+
+def bind_variables(variables: tuple[tuple[str, Expr], ...], data: dict[str, Any]) -> dict[str, str]:
     """Evaluate the variables into `data["variables"]`; returns the error of each one that failed."""
     values: dict[str, Any] = {}
     failed: dict[str, str] = {}
     data["variables"] = values
-    for name, expr in policy.variables:
-        value, err = _run(expr, data, failed, wrap=False)
+    for name, expr in variables:
+        value, err = run(expr, data, failed, wrap=False)
         if err is None:
             values[name] = value
         elif expr.program is None:
@@ -211,7 +233,7 @@ def _bind_variables(policy: CompiledPolicy, data: dict[str, Any]) -> dict[str, s
     return failed
 
 
-def _run(expr: Expr, data: dict[str, Any], failed: dict[str, str], *, wrap: bool = True) -> tuple[Any, str | None]:
+def run(expr: Expr, data: dict[str, Any], failed: dict[str, str], *, wrap: bool = True) -> tuple[Any, str | None]:
     """Evaluate; an error comes back worded as `activation.go` (and `composition.go` for variables) words it."""
     if expr.program is None:
         return None, f"compilation error: {expr.error}"
@@ -226,7 +248,7 @@ def _run(expr: Expr, data: dict[str, Any], failed: dict[str, str], *, wrap: bool
 
 def _message(validation: Validation, data: dict[str, Any], failed: dict[str, str]) -> str:
     if validation.message_expression is not None:
-        value, err = _run(validation.message_expression, data, failed)
+        value, err = run(validation.message_expression, data, failed)
         if err is None and isinstance(value, str):
             text = value.strip()
             if text and "\n" not in text and len(text.encode()) <= MAX_MESSAGE_BYTES:

@@ -272,6 +272,8 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.default_policy,
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.default_binding,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): admission_api.default_policy,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): admission_api.default_binding,
 }
 """One defaulter per kind; kinds not listed (ConfigMap, ServiceAccount, Lease...) have no defaults."""
 

@@ -1,8 +1,9 @@
 """The verbs on a resource: get, list, create, update (PUT), patch, delete, deletecollection.
 
 Each handler decodes the request, runs admission and calls `storage`, then renders the result.
-ValidatingAdmissionPolicies run last before storage (`policy_warnings`), on CREATE, UPDATE (status
-included) and DELETE.
+MutatingAdmissionPolicies run inside admission, between defaulting and validation, on CREATE and UPDATE
+(status included; `mutation`); ValidatingAdmissionPolicies run last before storage (`policy_warnings`),
+on CREATE, UPDATE (status included) and DELETE.
 Side effects that belong to particular kinds (CRD registration, Service ClusterIP allocation) are
 in `hooks`; subresources are in `subresources`; watch streams in `watch`.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from lwsconf.sim.apiserver import (
+    admission,
     admission_policies,
     context,
     conversion,
@@ -67,6 +69,12 @@ def policy_warnings(ctx: ServerContext, target: routing.Target, operation: str, 
                                          name=target.name or meta.get("name") or "", obj=obj, old=old,
                                          subresource=target.subresource, dry_run=dry_run, kind=kind)
     return ctx.admission.enforce_policies(ctx.db, ctx.registry, target.info, req)
+
+
+def mutation(ctx: ServerContext, request: web.Request, target: routing.Target, operation: str) -> admission.Mutation:
+    """The MutatingAdmissionPolicies' view of this write (`Admission.admit(mutation=...)`)."""
+    return admission.Mutation(ctx.db, ctx.registry, operation, target.namespace, target.name or "",
+                              target.subresource, context.dry_run(request))
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -140,7 +148,8 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
-    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
+    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request),
+                                   mutation=mutation(ctx, request, target, "CREATE"))
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)
@@ -172,7 +181,7 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
                               "Precondition failed: UID in object meta does not match the stored object")
     merged = ctx.storage.prepare_update(info, new, old, subresource=target.subresource)
     warnings = ctx.admission.admit(info, merged, old, field_validation=context.field_validation(request),
-                                   subresource=target.subresource)
+                                   subresource=target.subresource, mutation=mutation(ctx, request, target, "UPDATE"))
     hooks.before_update(ctx, info, merged, old)
     dry = context.dry_run(request)
     warnings += policy_warnings(ctx, target, "UPDATE", merged, old, dry_run=dry)
@@ -215,7 +224,8 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
     context.check_type_meta(info, obj)
     context.check_namespace(info, obj, target.namespace)
     obj["metadata"]["name"] = target.name
-    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request))
+    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request),
+                                   mutation=mutation(ctx, request, target, "CREATE"))
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)

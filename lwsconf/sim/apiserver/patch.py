@@ -105,6 +105,11 @@ def _rejected(detail: str) -> errors.StatusError:
                               f"{detail}", causes=[errors.Cause("", detail, reason="UnexpectedServerResponse")])
 
 
+class PatchTestFailed(errors.StatusError):
+    """A JSON patch whose `test` operation does not hold: 422 for a PATCH request; a MutatingAdmissionPolicy
+    leaves the object unchanged instead (`mutating_policy`)."""
+
+
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """Apply an RFC 6902 JSON patch.
 
@@ -122,7 +127,8 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         raise errors.bad_request(f"invalid JSON patch: {exc}; each operation needs op (add, remove, replace, "
                                  "move, copy or test), path, and value or from") from None
     except jsonpatch.JsonPatchTestFailed as exc:
-        raise _rejected(f"test operation failed: {exc}") from None
+        failure = _rejected(f"test operation failed: {exc}")
+        raise PatchTestFailed(failure.code, failure.reason, failure.message, causes=failure.causes) from None
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             TypeError, ValueError, KeyError, IndexError) as exc:
         raise _rejected(f"the JSON patch does not apply to the object: {exc}") from None

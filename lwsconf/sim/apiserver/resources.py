@@ -133,6 +133,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        namespaced=False, categories=("api-extensions",), has_status=True, tracks_generation=True),
     _r("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
        "ValidatingAdmissionPolicyBinding", namespaced=False, categories=("api-extensions",), tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy",
+       namespaced=False, categories=("api-extensions",), tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings",
+       "MutatingAdmissionPolicyBinding", namespaced=False, categories=("api-extensions",), tracks_generation=True),
 )
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -401,4 +401,11 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         Column("PolicyName", "string", _field("spec", "policyName", default="")),
         Column("ParamRef", "string", _param_cell), _AGE,
     ],
+    # printMutatingAdmissionPolicy(Binding): the same columns, with Mutations for Validations.
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): [
+        Column("Mutations", "integer", lambda o, _: len(_get(o, "spec", "mutations") or [])),
+        Column("ParamKind", "string", _param_cell), _AGE,
+    ],
 }
+_BUILTIN_COLUMNS[("admissionregistration.k8s.io", "mutatingadmissionpolicybindings")] = _BUILTIN_COLUMNS[
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")]

@@ -60,6 +60,8 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): "dns1123_subdomain",
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): "dns1123_subdomain",
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): "dns1123_subdomain",
 }
 """Each built-in's `metadata.name` rule (`validation_names.RULES` keys). StatefulSet names are DNS-1123
 labels since they prefix pod hostnames; Services are DNS-1035 labels. Custom resources (not listed)
@@ -86,6 +88,8 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): groups.validate_crd,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.validate_policy,
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.validate_binding,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): admission_api.validate_mutating_policy,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): admission_api.validate_mutating_binding,
 }
 """One function per kind; kinds not listed (serviceaccounts, endpoints, custom resources) get none."""
 

@@ -1,13 +1,17 @@
-"""Defaults and validation of ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects.
+"""Defaults and validation of the admission policy types: Validating- and MutatingAdmissionPolicy and their bindings.
 
 Defaults follow kubernetes/kubernetes `pkg/apis/admissionregistration/v1/defaults.go`
 (`failurePolicy: Fail`; in every MatchResources `matchPolicy: Equivalent` and empty namespace/object
-selectors; every rule's `scope: "*"`). Validation follows `validateValidatingAdmissionPolicySpec` and
-`validateValidatingAdmissionPolicyBindingSpec` in `pkg/apis/admissionregistration/validation/
-validation.go`: required fields, enums, rule shapes, label selectors, CEL identifiers of variables, and
-every expression compiling (`admission_policy.compile_policy`), so a policy whose CEL does not compile
-is refused with 422 as on a real server. Not checked: the wildcard/subresource combinations of
-`resources`, the 64-item and length limits, and `auditAnnotations` keys. No I/O here.
+selectors; every rule's `scope: "*"`). A MutatingAdmissionPolicy's `reinvocationPolicy` has no default:
+it is required, as in kube-apiserver. Validation follows `validateValidatingAdmissionPolicySpec`,
+`validateMutatingAdmissionPolicySpec` and their bindings' in `pkg/apis/admissionregistration/validation/
+validation.go`: required fields, enums, rule shapes, label selectors, CEL identifiers of variables, the
+operations a mutating policy may match (`*`, CONNECT, CREATE, UPDATE: a DELETE has no object to
+mutate), the `patchType` union, and every expression compiling (`admission_policy.compile_policy`,
+`mutating_policy.compile_policy`), so a policy whose CEL does not compile is refused with 422 as on a
+real server. One departure: a mutation with `patchType: ApplyConfiguration` is refused, because the sim
+can only run JSONPatch mutations (see `mutating_policy`). Not checked: the wildcard/subresource
+combinations of `resources`, the 64-item and length limits, and `auditAnnotations` keys. No I/O here.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lwsconf.sim.apiserver import admission_policy, errors
+from lwsconf.sim.apiserver import admission_policy, errors, mutating_policy
 from lwsconf.sim.apiserver import validation_fields as f
 from lwsconf.sim.apiserver import validation_meta as meta
 from lwsconf.sim.apiserver import validation_names as names
@@ -26,6 +30,8 @@ OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 SCOPES = ("*", "Cluster", "Namespaced")
 VALIDATION_ACTIONS = ("Audit", "Deny", "Warn")
 NOT_FOUND_ACTIONS = ("Allow", "Deny")
+MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
+"""`supportedMutatingOperations`: a DELETE has no object to mutate."""
 _CEL_IDENTIFIER = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 _CEL_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
                            "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
@@ -65,6 +71,31 @@ def default_binding(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 def validate_policy(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
     """`ValidateValidatingAdmissionPolicy`, CEL compilation included."""
     spec = f.as_dict(obj.get("spec"))
+    causes = _policy_spec(spec)
+    if not f.as_list(spec.get("validations")) and not f.as_list(spec.get("auditAnnotations")):
+        detail = "validations or auditAnnotations must contain at least one item"
+        causes += [f.required("spec.validations", detail), f.required("spec.auditAnnotations", detail)]
+    for i, item in f.dicts(spec.get("validations")):
+        causes += _validation(item, f.index("spec.validations", i))
+    return causes + list(admission_policy.compile_policy(obj).problems)
+
+
+def validate_mutating_policy(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
+    """`ValidateMutatingAdmissionPolicy`, CEL compilation included; ApplyConfiguration refused (sim only)."""
+    spec = f.as_dict(obj.get("spec"))
+    causes = _policy_spec(spec)
+    if isinstance(spec.get("matchConstraints"), dict):
+        causes += _mutable_operations(spec["matchConstraints"], "spec.matchConstraints")
+    if not f.as_list(spec.get("mutations")):
+        causes.append(f.required("spec.mutations", "mutations must contain at least one item"))
+    for i, item in f.dicts(spec.get("mutations")):
+        causes += _mutation(item, f.index("spec.mutations", i))
+    causes += f.enum("spec.reinvocationPolicy", spec.get("reinvocationPolicy"), mutating_policy.REINVOCATION_POLICIES)
+    return causes + list(mutating_policy.compile_policy(obj).problems)
+
+
+def _policy_spec(spec: dict[str, Any]) -> list[errors.Cause]:
+    """What both policy kinds check: failurePolicy, paramKind, matchConstraints, matchConditions, variables."""
     causes = f.enum("spec.failurePolicy", spec.get("failurePolicy"), FAILURE_POLICIES)
     if spec.get("paramKind") is not None:
         kind = f.as_dict(spec.get("paramKind"))
@@ -80,12 +111,33 @@ def validate_policy(obj: dict[str, Any], old: dict[str, Any] | None) -> list[err
             causes.append(f.required("spec.matchConstraints.resourceRules"))
     causes += _named(spec.get("matchConditions"), "spec.matchConditions", qualified=True)
     causes += _named(spec.get("variables"), "spec.variables", qualified=False)
-    if not f.as_list(spec.get("validations")) and not f.as_list(spec.get("auditAnnotations")):
-        detail = "validations or auditAnnotations must contain at least one item"
-        causes += [f.required("spec.validations", detail), f.required("spec.auditAnnotations", detail)]
-    for i, item in f.dicts(spec.get("validations")):
-        causes += _validation(item, f.index("spec.validations", i))
-    return causes + list(admission_policy.compile_policy(obj).problems)
+    return causes
+
+
+def _mutable_operations(match: dict[str, Any], path: str) -> list[errors.Cause]:
+    """Every operation of every resource rule must be one a mutation applies to (the path has no index, as upstream)."""
+    where = f.child(path, "resourceRules", "operations")
+    return [f.not_supported(where, op, MUTATING_OPERATIONS) for _, rule in f.dicts(match.get("resourceRules"))
+            for op in f.as_list(rule.get("operations")) if op not in MUTATING_OPERATIONS]
+
+
+def _mutation(item: dict[str, Any], path: str) -> list[errors.Cause]:
+    """`validateMutation`: the patchType union; ApplyConfiguration is refused because the sim cannot run it."""
+    patch_type = item.get("patchType")
+    causes = f.enum(f.child(path, "patchType"), patch_type, mutating_policy.PATCH_TYPES)
+    if patch_type == mutating_policy.APPLY_CONFIGURATION:
+        causes.append(f.invalid(f.child(path, "patchType"), patch_type,
+                                "the lwsconf sim supports only JSONPatch mutations: write this mutation as patchType: "
+                                "JSONPatch with jsonPatch.expression returning [JSONPatch{op, path, value}]"))
+    elif patch_type == mutating_policy.JSON_PATCH:
+        if not isinstance(item.get("jsonPatch"), dict):
+            causes.append(f.required(f.child(path, "jsonPatch"), "must be specified when patchType is JSONPatch"))
+        elif not f.as_str(item["jsonPatch"].get("expression")).strip():
+            causes.append(f.required(f.child(path, "jsonPatch", "expression")))
+        if item.get("applyConfiguration") is not None:
+            causes.append(f.invalid(f.child(path, "applyConfiguration"), "{applyConfiguration}",
+                                    "must not be specified when patchType is JSONPatch"))
+    return causes
 
 
 def _validation(item: dict[str, Any], path: str) -> list[errors.Cause]:
@@ -164,13 +216,7 @@ def _rule(rule: dict[str, Any], path: str) -> list[errors.Cause]:
 def validate_binding(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
     """`ValidateValidatingAdmissionPolicyBinding`."""
     spec = f.as_dict(obj.get("spec"))
-    policy = f.as_str(spec.get("policyName"))
-    causes = ([f.required("spec.policyName")] if not policy
-              else f.invalid_each("spec.policyName", policy, names.dns1123_subdomain(policy)))
-    if isinstance(spec.get("paramRef"), dict):
-        causes += _param_ref(spec["paramRef"], "spec.paramRef")
-    if isinstance(spec.get("matchResources"), dict):
-        causes += _match_resources(spec["matchResources"], "spec.matchResources")
+    causes = _binding_spec(spec)
     actions = f.as_list(spec.get("validationActions"))
     for i, action in enumerate(actions):
         if action not in VALIDATION_ACTIONS:
@@ -183,6 +229,26 @@ def validate_binding(obj: dict[str, Any], old: dict[str, Any] | None) -> list[er
                                 "no purpose)"))
     if not actions:
         causes.append(f.required("spec.validationActions", "at least one validation action is required"))
+    return causes
+
+
+def validate_mutating_binding(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
+    """`ValidateMutatingAdmissionPolicyBinding`."""
+    spec = f.as_dict(obj.get("spec"))
+    causes = _binding_spec(spec)
+    if isinstance(spec.get("matchResources"), dict):
+        causes += _mutable_operations(spec["matchResources"], "spec.matchResources")
+    return causes
+
+
+def _binding_spec(spec: dict[str, Any]) -> list[errors.Cause]:
+    policy = f.as_str(spec.get("policyName"))
+    causes = ([f.required("spec.policyName")] if not policy
+              else f.invalid_each("spec.policyName", policy, names.dns1123_subdomain(policy)))
+    if isinstance(spec.get("paramRef"), dict):
+        causes += _param_ref(spec["paramRef"], "spec.paramRef")
+    if isinstance(spec.get("matchResources"), dict):
+        causes += _match_resources(spec["matchResources"], "spec.matchResources")
     return causes
 
 

@@ -76,6 +76,17 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": "owner-required"},
         "spec": {"policyName": "owner-required", "validationActions": ["Deny"]}}),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): ("V1MutatingAdmissionPolicy", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "add-owner"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                         "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "reinvocationPolicy": "Never",
+                 "mutations": [{"patchType": "JSONPatch", "jsonPatch": {
+                     "expression": '[JSONPatch{op: "add", path: "/data/owner", value: "me"}]'}}]}}),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): ("V1MutatingAdmissionPolicyBinding", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "add-owner"}, "spec": {"policyName": "add-owner"}}),
 }
 
 
