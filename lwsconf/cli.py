@@ -5,6 +5,7 @@
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
     lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect]
                                                     the reference LWS controller, against any cluster
+    lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
@@ -57,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease in --lease-namespace, so several replicas can run safely")
     rec.add_argument("--lease-namespace", default="kube-system", help="namespace of the leader-election Lease")
     rec.add_argument("--namespace", default=None, help="reconcile only this namespace (default: all)")
+    sub.add_parser("run", help="run the conformance suite (pytest options and the suite's; see lwsconf run -h)",
+                   add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -135,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.sim import chaos_cli
 
         return chaos_cli.main(argv[2:])
+    if argv[:1] == ["run"]:  # every further argument goes to pytest
+        from lwsconf import suite_run
+
+        return suite_run.main(argv[1:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
         from lwsconf.deviceplugin import cli as deviceplugin_cli
 

@@ -1,0 +1,73 @@
+"""`lwsconf run`: the conformance suite, taking the same options as `pytest conformance/`.
+
+The suite (`conformance/`) and its pytest plugin (`fixtures/`) live beside the `lwsconf` package in the
+source tree: they are test code, run by pytest, and are not part of the importable package. `lwsconf
+run` therefore needs a source checkout installed in editable mode (what `make` creates); it finds the
+checkout from the package's own location, runs pytest on the suite in a child process with the user's
+arguments, and returns pytest's exit status (0 passed, 1 tests failed, 2 interrupted, 4 usage error).
+
+Ctrl-C reaches the child too (same process group): pytest then tears the session down (namespaces,
+the simulated cluster, the reference reconciler) while this process waits for it instead of exiting
+first and leaving it behind.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import lwsconf
+
+DEFAULT_WORKERS = "2"
+"""pytest-xdist workers when the arguments choose none, as `make conformance` uses on 2 cores."""
+
+USAGE = """usage: lwsconf run [SUITE OR PYTEST OPTIONS ...]
+
+Runs the LeaderWorkerSet conformance suite (pytest conformance/) and exits with pytest's status.
+Suite options (see conformance/README.md; every other pytest option works too):
+  --cluster=sim|kind|kubeconfig   where to run (default sim: an embedded cluster for this run)
+  --kubeconfig=PATH --context=NAME
+  --lws-impl=reference|upstream:VERSION|installed
+  --profiles=LWS-CORE,LWS-EXTENDED,LWS-SERVING  --supported-features=...  --exempt-features=...
+  --all-features  --skip-tests=A,B  --run-test=NAME  --fail-fast  --keep-namespaces
+  --timeout-config=FILE  --timeout-overrides="Name:seconds;..."  --lwsconf-options=FILE
+  -n N                            parallel workers (default 2; -n 0 runs in this process)
+Reports go to reports/<run>/ and reports/latest/ (junit.xml, conformance-report.yaml, summary.md, report.html).
+"""
+
+
+def suite_root(package_file: str | None = None) -> Path | None:
+    """The source checkout holding `conformance/` and `fixtures/`, or None when lwsconf is not run from one."""
+    root = Path(package_file or lwsconf.__file__).resolve().parents[1]
+    if (root / "conformance" / "conftest.py").is_file() and (root / "fixtures" / "plugin.py").is_file():
+        return root
+    return None
+
+
+def pytest_command(root: Path, args: Sequence[str], python: str = sys.executable) -> list[str]:
+    """The pytest invocation for the suite: the user's arguments, plus `-n 2` when they choose no workers."""
+    chooses_workers = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist"
+                          for a in args)
+    workers = [] if chooses_workers else ["-n", DEFAULT_WORKERS]
+    return [python, "-m", "pytest", str(root / "conformance"), "--rootdir", str(root), *workers, *args]
+
+
+def main(args: Sequence[str]) -> int:
+    if list(args[:1]) in (["-h"], ["--help"]):
+        print(USAGE, end="")
+        return 0
+    root = suite_root()
+    if root is None:
+        print("lwsconf run: the conformance suite is not installed with this lwsconf: it needs a source checkout "
+              "(git clone the lwsconf repository, then `make conformance`, or `pip install -e .` and "
+              "`lwsconf run` from there)", file=sys.stderr)
+        return 2
+    child = subprocess.Popen(pytest_command(root, args))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child handles Ctrl-C and cleans up
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
