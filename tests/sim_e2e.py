@@ -71,14 +71,15 @@ def _nodes_ready(api: client.ApiClient, specs: list[layout.NodeSpec]) -> dict[st
 def running_cluster(*, fleet: fleet_mod.NodeFleet | None = None, t: Timeouts | None = None) -> Iterator[Sim]:
     """The default layout (4 GPU nodes with 8 GPUs in zone-a/zone-b, 2 CPU nodes), or `fleet`'s nodes.
 
-    A `fleet` given here is run as extra controllers (SimCluster then runs no fleet of its own) and
-    closed after the cluster stopped.
+    A `fleet` given here is run as extra controllers (SimCluster then runs no fleet of its own, and
+    allocates ClusterIPs from the fleet's network) and closed after the cluster stopped.
     """
     timeouts = t or Timeouts()
     kwargs: dict[str, Any] = {}
     specs = layout.default_layout()
     if fleet is not None:
-        kwargs = {"controllers": simc.default_controllers() + fleet.controllers(), "nodes": []}
+        kwargs = {"controllers": simc.default_controllers() + fleet.controllers(), "nodes": [],
+                  "pod_network": fleet.pod_network}
         specs = fleet.specs
     try:
         with simc.RunningSimCluster(**kwargs) as running:

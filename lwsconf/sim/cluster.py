@@ -24,7 +24,7 @@ from types import TracebackType
 from lwsconf import _loopthread, kubeclient
 from lwsconf.sim.apiserver import app
 from lwsconf.sim.nodes import fleet as fleet_mod
-from lwsconf.sim.nodes import layout
+from lwsconf.sim.nodes import ipam, layout
 
 log = logging.getLogger("lwsconf.sim")
 
@@ -71,15 +71,21 @@ class SimCluster:
         nodes: the node layout (default: `layout.default_layout()`, 4 GPU nodes in 2 zones + 2 CPU
             nodes); an empty list runs no nodes at all (API-only tests).
         stage_set: pod lifecycle stages for emulated containers ("fast": deterministic, no jitter).
+        pod_network: the cluster's 127.X.0.0/16 (node IPs, pod CIDRs and the Service range
+            127.X.128.0/17, see `ipam`); default: `start` reserves a free one and `stop` releases it.
+            Pass the network of a `NodeFleet` run as extra controllers so Services share its range.
     """
 
     def __init__(self, *, port: int = 0, token: str | None = None,
                  controllers: list[tuple[str, ControllerFactory]] | None = None,
-                 nodes: Sequence[layout.NodeSpec] | None = None, stage_set: str = "fast", seed: int = 0) -> None:
+                 nodes: Sequence[layout.NodeSpec] | None = None, stage_set: str = "fast", seed: int = 0,
+                 pod_network: str | ipam.PodNetwork | None = None) -> None:
         self.apiserver = app.APIServer(port=port, token=token)
         self._controllers = default_controllers() if controllers is None else list(controllers)
         self._node_specs = layout.default_layout() if nodes is None else list(nodes)
         self._stage_set, self._seed = stage_set, seed
+        self.pod_network: ipam.PodNetwork | None = None if pod_network is None else ipam.PodNetwork.parse(pod_network)
+        self._reservation: ipam.PodNetworkReservation | None = None
         self.fleet: fleet_mod.NodeFleet | None = None
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -94,11 +100,20 @@ class SimCluster:
         return self.apiserver.token
 
     async def start(self) -> None:
-        await self.apiserver.start()
+        if self.pod_network is None:
+            self._reservation = ipam.reserve_pod_network()  # a file lock, released by stop()
+            self.pod_network = self._reservation.network
+        # Before the first request: every ClusterIP of this cluster comes from its own network.
+        self.apiserver.ctx.service_range = self.pod_network.service_range
+        try:
+            await self.apiserver.start()
+        except BaseException:
+            self._release_network()
+            raise
         controllers = list(self._controllers)
         if self._node_specs:
-            # Created only once the port is bound: the fleet reserves a pod network (a file lock).
-            self.fleet = fleet_mod.NodeFleet(self._node_specs, stage_set=self._stage_set, seed=self._seed)
+            self.fleet = fleet_mod.NodeFleet(self._node_specs, pod_network=self.pod_network,
+                                             stage_set=self._stage_set, seed=self._seed)
             controllers += self.fleet.controllers()
         for name, factory in controllers:
             client = kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name)
@@ -141,7 +156,14 @@ class SimCluster:
         if self.fleet is not None:
             self.fleet.close()
             self.fleet = None
+        self._release_network()
         log.info("simulated cluster stopped in %.1f s", time.monotonic() - started)
+
+    def _release_network(self) -> None:
+        if self._reservation is not None:
+            self._reservation.release()
+            self._reservation = None
+            self.pod_network = None
 
     def write_kubeconfig(self, path: Path) -> Path:
         return self.apiserver.write_kubeconfig(path)

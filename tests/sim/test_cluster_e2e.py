@@ -34,7 +34,6 @@ Obj = dict[str, Any]
 PORT = workloads.PROBE_PORT
 PLUGINLESS_NODE = "gpu-3"
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
-SERVICE_RANGE = ipaddress.ip_network("127.96.0.0/16")
 
 
 class _FleetWithoutPluginOn(fleet_mod.NodeFleet):
@@ -52,6 +51,12 @@ class _FleetWithoutPluginOn(fleet_mod.NodeFleet):
 def sim() -> Iterator[sim_e2e.Sim]:
     with sim_e2e.running_cluster(fleet=_FleetWithoutPluginOn(PLUGINLESS_NODE)) as running:
         yield running
+
+
+def service_range(sim: sim_e2e.Sim) -> ipaddress.IPv4Network:
+    """This cluster's ClusterIP range: the upper half of its own 127.X.0.0/16."""
+    assert sim.fleet is not None
+    return sim.fleet.pod_network.service_range
 
 
 @pytest.fixture
@@ -159,7 +164,7 @@ def test_clusterip_service_proxy_reaches_only_the_selected_pods(
     svc = core_api.create_namespaced_service(namespace, {
         "metadata": {"name": "front"},
         "spec": {"selector": {"app": "web", "tier": "front"}, "ports": [{"port": 80, "targetPort": PORT}]}})
-    assert ipaddress.ip_address(svc.spec.cluster_ip) in SERVICE_RANGE, svc.spec.cluster_ip
+    assert ipaddress.ip_address(svc.spec.cluster_ip) in service_range(sim), svc.spec.cluster_ip
     services.service_endpoints_must_be(sim.api, namespace, "front", chosen, sim.t)
     answered = services.service_must_route_only_to(sim.api, namespace, "front", 80, chosen, sim.t, must_reach=chosen)
     assert answered == chosen
@@ -174,7 +179,7 @@ def test_a_pod_reaches_a_clusterip_service_by_its_dns_name(sim: sim_e2e.Sim, web
     services.service_endpoints_must_be(sim.api, namespace, "all-web", set(found), sim.t)
     reply = proxy.pod_get(sim.api, namespace, "web-0", PORT, "/peer", query={"host": f"all-web.{namespace}", "port": "80"},
                           timeout=sim.t.request_timeout).json()
-    assert ipaddress.ip_address(reply["resolved"]) in SERVICE_RANGE, reply
+    assert ipaddress.ip_address(reply["resolved"]) in service_range(sim), reply
     assert (reply.get("answer") or {}).get("pod") in found, reply
 
 

@@ -15,6 +15,7 @@ single synchronous step on the event loop.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -150,13 +151,24 @@ async def _route(request: web.Request) -> web.StreamResponse:
 
 
 class APIServer:
-    """The simulated kube-apiserver, bound to 127.0.0.1 only."""
+    """The simulated kube-apiserver, bound to 127.0.0.1 only.
 
-    def __init__(self, *, port: int = 0, token: str | None = None, history_size: int = store.DEFAULT_HISTORY) -> None:
+    Args:
+        port: where to listen (0: a free port).
+        token: the bearer token clients must send (default: a random one).
+        history_size: watch events kept for resuming watches (older resourceVersions get 410).
+        service_range: where Service ClusterIPs come from (default 127.96.0.0/16); `SimCluster` passes
+            its own cluster network's range, so simulated clusters side by side never share an address.
+    """
+
+    def __init__(self, *, port: int = 0, token: str | None = None, history_size: int = store.DEFAULT_HISTORY,
+                 service_range: str | ipaddress.IPv4Network | None = None) -> None:
         self.host = "127.0.0.1"
         self.requested_port = port
         self.ctx = ServerContext(db=store.Store(history_size), registry=resources.Registry(),
                                  token=token or secrets.token_urlsafe(24))
+        if service_range is not None:
+            self.ctx.service_range = ipaddress.IPv4Network(service_range)
         self._runner: web.AppRunner | None = None
         self.identity = tls.self_signed()
         _seed_namespaces(self.ctx)

@@ -1,13 +1,14 @@
 """The server's shared state, handed to every handler, plus request-decoding helpers.
 
 One `ServerContext` per API server instance: the store, the storage semantics over it, the
-registry of served types, admission, and the request journal. Handlers are plain functions of
+registry of served types, admission, the request journal and the Service ClusterIP range. Handlers are plain functions of
 (context, request, target), which keeps each verb small and testable.
 """
 
 from __future__ import annotations
 
 import collections
+import ipaddress
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from aiohttp import web
 
 from lwsconf.sim.apiserver import admission, errors, resources, storage, store
 
+DEFAULT_SERVICE_RANGE = ipaddress.IPv4Network("127.96.0.0/16")
+"""ClusterIPs of an API server started on its own; `SimCluster` gives each cluster its own range instead."""
 MAX_BODY_BYTES = 3 * 1024 * 1024
 """Request bodies above this are refused with 413, as kube-apiserver's 3 MiB limit does."""
 
@@ -49,6 +52,8 @@ class ServerContext:
     admission: admission.Admission = field(default_factory=admission.Admission)
     journal: collections.deque[JournalEntry] = field(default_factory=lambda: collections.deque(maxlen=50_000))
     port: int = 0
+    service_range: ipaddress.IPv4Network = DEFAULT_SERVICE_RANGE
+    """Where Service ClusterIPs are allocated (kube-apiserver's `--service-cluster-ip-range`)."""
 
     @property
     def storage(self) -> storage.Storage:

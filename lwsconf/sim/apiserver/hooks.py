@@ -6,8 +6,10 @@
   kube-controller-manager's ValidatingAdmissionPolicy status controller writes it
   (`pkg/controller/validatingadmissionpolicystatus`); the sim cannot type-check expressions against
   the matched types' schemas (objects are dyn to its CEL), so there are never expression warnings.
-* Service: a ClusterIP is allocated for non-headless Services, from a loopback range, because
-  nothing the simulator allocates may leave 127.0.0.0/8 (DEVELOPERS.md, rule 2).
+* Service: a ClusterIP is allocated for non-headless Services from the server's loopback range
+  (`ServerContext.service_range`: 127.96.0.0/16 by default, the cluster's own 127.X.128.0/17 under
+  `SimCluster`, so clusters running side by side never hand out the same address), because nothing
+  the simulator allocates may leave 127.0.0.0/8 (DEVELOPERS.md, rule 2).
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from lwsconf.sim.apiserver.context import ServerContext
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICE_KEY = ("", "services")
 POLICY_KEY = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
-CLUSTER_IP_RANGE = ipaddress.ip_network("127.96.0.0/16")
-"""Service ClusterIPs; pod IPs live elsewhere in 127.0.0.0/8 (see the kubelet)."""
 
 
 def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool) -> None:
@@ -87,24 +87,26 @@ def _allocate_cluster_ip(ctx: ServerContext, svc: dict[str, Any], *, dry_run: bo
         spec["clusterIPs"] = ["None"]
         return
     used = {(s.get("spec") or {}).get("clusterIP") for t in [ctx.db.table(SERVICE_KEY)] for s in t.objects.values()}
+    service_range = ctx.service_range
     if wanted:
         try:
             addr = ipaddress.ip_address(wanted)
         except ValueError:
             addr = None
-        if addr is None or addr not in CLUSTER_IP_RANGE:
+        if addr is None or addr not in service_range:
             raise errors.invalid("Service", "", svc["metadata"].get("name", ""), [errors.Cause(
                 "spec.clusterIP", f"Invalid value: {wanted!r}: provided IP is not in the valid range. "
-                f"The range of valid IPs is {CLUSTER_IP_RANGE}")])
+                f"The range of valid IPs is {service_range}")])
         if wanted in used:
             raise errors.invalid("Service", "", svc["metadata"].get("name", ""), [errors.Cause(
                 "spec.clusterIP", f"Invalid value: {wanted!r}: provided IP is already allocated")])
         spec["clusterIPs"] = [wanted]
         return
-    for host in CLUSTER_IP_RANGE.hosts():
+    for host in service_range.hosts():
         ip = str(host)
         if ip not in used and not ip.endswith(".0"):
             spec["clusterIP"] = ip
             spec["clusterIPs"] = [ip]
             return
-    raise errors.StatusError(500, "InternalError", f"the ClusterIP range {CLUSTER_IP_RANGE} is exhausted")
+    raise errors.StatusError(500, "InternalError", f"the ClusterIP range {service_range} is exhausted; "
+                             "delete Services or give the API server a larger service_range")

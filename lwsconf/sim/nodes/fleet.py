@@ -5,7 +5,8 @@ whether containers may run as processes, whether fake GPU device plugins run) an
 runner per node agent, plus one per fake device plugin (the DaemonSet a real GPU cluster runs):
 
     fleet = NodeFleet(layout.default_layout(), workdir=tmp)      # reserves a 127.X.0.0/16
-    SimCluster(controllers=default_controllers() + fleet.controllers())
+    SimCluster(controllers=default_controllers() + fleet.controllers(), nodes=[],
+               pod_network=fleet.pod_network)                    # Services from the same network
     ...
     fleet.close()                                                 # after the cluster stopped
 

@@ -1,13 +1,20 @@
-"""Addresses of the simulated cluster: one 127.X.0.0/16 pod network, node IPs and pod IPs.
+"""Addresses of the simulated cluster: one 127.X.0.0/16 network, node IPs, pod IPs and Service IPs.
 
-Node n (0-based) has InternalIP 127.X.0.(n+1) and spec.podCIDR 127.X.(n+1).0/24, and its pods get
-127.X.(n+1).2 ... .254. Everything stays in 127.0.0.0/8, so no traffic ever leaves the machine and no
-privileges are needed (Linux routes all of 127/8 to `lo`).
+The cluster's /16 is split three ways:
+
+* node n (0-based, at most `MAX_NODES` = 127 nodes) has InternalIP 127.X.0.(n+1);
+* its pods get 127.X.(n+1).2 ... .254 from spec.podCIDR 127.X.(n+1).0/24 (127.X.1.0 ... 127.X.127.0);
+* Service ClusterIPs come from the upper half, 127.X.128.0/17 (`PodNetwork.service_range`, 32,766
+  addresses), which `SimCluster` hands to its API server and the sim's kube-proxy listens on.
+
+Everything stays in 127.0.0.0/8, so no traffic ever leaves the machine and no privileges are needed
+(Linux routes all of 127/8 to `lo`).
 
 X must differ between clusters running at the same time on one machine (parallel test workers), or
-two pods with the same fixed containerPort would collide. `reserve_pod_network` picks a free X and
-holds an advisory lock file for it until released. 127.96.0.0/16 is the Service ClusterIP range
-and is never handed out.
+two pods with the same fixed containerPort, or two Services with the same ClusterIP and port, would
+collide. `reserve_pod_network` picks a free X and holds an advisory lock file for it until released.
+127.96.0.0/16 is the Service range of an API server started on its own (without `SimCluster`) and is
+never handed out as a cluster network.
 
 Pod IPs are handed out round-robin (the next free address after the last one given), as the CNI
 host-local plugin does, so a deleted pod's address is not reused at once by its replacement, which
@@ -27,7 +34,9 @@ from pathlib import Path
 from typing import IO
 
 SERVICE_SECOND_OCTET = 96
-"""127.96.0.0/16: the API server's Service ClusterIP range."""
+"""127.96.0.0/16: the Service ClusterIP range of an API server that runs without a cluster network."""
+MAX_NODES = 127
+"""Pod CIDRs 127.X.1.0/24 ... 127.X.127.0/24; the upper half of the /16 holds the Service range."""
 _CANDIDATES = [x for x in range(16, 255) if x != SERVICE_SECOND_OCTET]
 
 
@@ -62,6 +71,11 @@ class PodNetwork:
     def second_octet(self) -> int:
         return self.cidr.network_address.packed[1]
 
+    @property
+    def service_range(self) -> ipaddress.IPv4Network:
+        """127.X.128.0/17: this cluster's Service ClusterIPs, clear of every node IP and pod CIDR."""
+        return ipaddress.IPv4Network(f"127.{self.second_octet}.128.0/17")
+
     def node_ip(self, index: int) -> str:
         """InternalIP of node `index` (0-based)."""
         _check_index(index)
@@ -74,8 +88,9 @@ class PodNetwork:
 
 
 def _check_index(index: int) -> None:
-    if not 0 <= index < 254:
-        raise ValueError(f"node index must be in 0..253, got {index}")
+    if not 0 <= index < MAX_NODES:
+        raise ValueError(f"node index must be in 0..{MAX_NODES - 1} (the upper half of the network holds "
+                         f"Service IPs), got {index}")
 
 
 class IPAllocator:

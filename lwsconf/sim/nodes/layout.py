@@ -16,7 +16,7 @@ topology file, so `lwsconf sim up --topology FILE` can describe other clusters:
       taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 
 Node order matters: the n-th node (0-based, across groups) gets InternalIP 127.X.0.(n+1) and the
-pod CIDR 127.X.(n+1).0/24. No I/O here except reading the topology file.
+pod CIDR 127.X.(n+1).0/24 (see `ipam`). No I/O here except reading the topology file.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from typing import Any
 
 import yaml
 
+from lwsconf.sim.nodes import ipam
+
 GPU_RESOURCE = "nvidia.com/gpu"
 SIMULATED_GPU_LABEL = "lwsconf.dev/simulated-gpu"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 RACK_LABEL = "lwsconf.dev/rack"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-MAX_NODES = 254
-"""Node n uses 127.X.(n+1).0/24 for its pods, so a /16 pod network holds at most 254 nodes."""
+MAX_NODES = ipam.MAX_NODES
+"""Node n uses 127.X.(n+1).0/24 for its pods and 127.X.128.0/17 holds Service IPs: at most 127 nodes."""
 
 _GROUP_KEYS = {"name", "count", "labels", "capacity", "taints", "gpu", "spread"}
 _GPU_KEYS = {"count", "product", "memoryMiB"}

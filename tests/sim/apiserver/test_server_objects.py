@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.conftest import SimAPI
+from tests.conftest import SimAPI, start_sim_api
 
 
 def pod(name: str, labels: dict[str, str] | None = None, image: str = "busybox:1.36") -> client.V1Pod:
@@ -156,6 +157,24 @@ def test_service_gets_a_loopback_cluster_ip(sim_api: SimAPI) -> None:
     headless = core.create_namespaced_service("default", client.V1Service(
         metadata=client.V1ObjectMeta(name="h"), spec=client.V1ServiceSpec(cluster_ip="None", selector={"a": "b"})))
     assert headless.spec.cluster_ip == "None"
+
+
+def test_cluster_ips_come_from_the_service_range_the_server_was_given(tmp_path: Path) -> None:
+    sim, loop = start_sim_api(tmp_path, service_range="127.42.128.0/17")
+    try:
+        core = client.CoreV1Api(sim.api)
+        svc = core.create_namespaced_service("default", client.V1Service(
+            metadata=client.V1ObjectMeta(name="s"), spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)])))
+        assert svc.spec.cluster_ip == "127.42.128.1"
+        with pytest.raises(ApiException) as err:
+            core.create_namespaced_service("default", client.V1Service(
+                metadata=client.V1ObjectMeta(name="t"),
+                spec=client.V1ServiceSpec(cluster_ip="127.96.0.7", ports=[client.V1ServicePort(port=80)])))
+        assert err.value.status == 422 and "The range of valid IPs is 127.42.128.0/17" in err.value.body
+    finally:
+        sim.api.close()
+        loop.run(sim.server.stop())
+        loop.stop()
 
 
 def test_every_builtin_kind_round_trips_through_the_typed_client(sim_api: SimAPI) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from pathlib import Path
 
@@ -77,6 +78,25 @@ def test_pod_network_gives_node_ips_pod_cidrs_and_refuses_other_ranges() -> None
     for bad in ("10.0.0.0/16", "127.42.0.0/24", "127.96.0.0/16", "127.0.0.0/16"):
         with pytest.raises(ValueError):
             ipam.PodNetwork.parse(bad)
+
+
+def test_the_service_range_is_the_upper_half_clear_of_every_node_ip_and_pod_cidr() -> None:
+    net = ipam.PodNetwork.parse("127.42.0.0/16")
+    services = net.service_range
+    assert str(services) == "127.42.128.0/17" and services.num_addresses == 32768
+    last = layout.MAX_NODES - 1
+    assert (net.node_ip(last), net.pod_cidr(last)) == ("127.42.0.127", "127.42.127.0/24")
+    for index in range(layout.MAX_NODES):
+        assert not ipaddress.ip_network(net.pod_cidr(index)).overlaps(services)
+        assert ipaddress.ip_address(net.node_ip(index)) not in services
+    with pytest.raises(ValueError, match="0..126"):
+        net.pod_cidr(layout.MAX_NODES)
+
+
+def test_a_layout_with_more_nodes_than_fit_beside_the_service_range_is_refused() -> None:
+    assert layout.default_layout(gpu_nodes=layout.MAX_NODES, cpu_nodes=0)[-1].name == f"gpu-{layout.MAX_NODES - 1}"
+    with pytest.raises(layout.LayoutError, match="at most 127 fit"):
+        layout.default_layout(gpu_nodes=layout.MAX_NODES, cpu_nodes=1)
 
 
 def test_pod_ips_are_unique_round_robin_and_reserved_on_adoption() -> None:
