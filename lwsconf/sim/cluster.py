@@ -44,6 +44,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         endpoints,
         endpointslice,
         garbage_collector,
+        kubeproxy,
         namespace_controller,
         nodelifecycle,
         scheduler,
@@ -60,6 +61,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
         ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
         ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c).run),
+        ("kube-proxy", lambda c: kubeproxy.KubeProxy(c).run),
     ]
 
 

@@ -170,17 +170,29 @@ def test_clusterip_service_proxy_reaches_only_the_selected_pods(
     assert answered == chosen
 
 
-@pytest.mark.xfail(strict=True, reason="the sim has no kube-proxy: a Service's ClusterIP resolves inside pods "
-                                      "but nothing forwards connections to it (connection refused)")
 def test_a_pod_reaches_a_clusterip_service_by_its_dns_name(sim: sim_e2e.Sim, web: tuple[str, dict[str, Obj]]) -> None:
+    """A probe process resolves the Service name to its ClusterIP and connects; the sim's kube-proxy
+    forwards each connection to the next ready pod, so repeated calls reach all three."""
     namespace, found = web
     client.CoreV1Api(sim.api).create_namespaced_service(namespace, {
         "metadata": {"name": "all-web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": PORT}]}})
     services.service_endpoints_must_be(sim.api, namespace, "all-web", set(found), sim.t)
-    reply = proxy.pod_get(sim.api, namespace, "web-0", PORT, "/peer", query={"host": f"all-web.{namespace}", "port": "80"},
-                          timeout=sim.t.request_timeout).json()
-    assert ipaddress.ip_address(reply["resolved"]) in service_range(sim), reply
-    assert (reply.get("answer") or {}).get("pod") in found, reply
+    answered: set[str] = set()
+
+    def every_pod_answers() -> set[str]:
+        reply = proxy.pod_get(sim.api, namespace, "web-0", PORT, "/peer", query={"host": f"all-web.{namespace}",
+                              "port": "80"}, timeout=sim.t.request_timeout).json()
+        assert ipaddress.ip_address(reply["resolved"]) in service_range(sim), reply
+        pod = (reply.get("answer") or {}).get("pod")
+        if pod not in found:
+            raise core.NotYet(f"web-0 -> all-web.{namespace}:80 gave {reply}")
+        answered.add(pod)
+        if answered != set(found):
+            raise core.NotYet(f"answered so far {sorted(answered)}, want {sorted(found)}")
+        return answered
+
+    core.wait_until(every_pod_answers, what=f"every pod to answer through all-web.{namespace}:80",
+                    timeout=sim.t.service_endpoints, poll=sim.t.poll_interval)
 
 
 def test_a_crashed_probe_process_is_restarted_in_place_with_restart_count_1(sim: sim_e2e.Sim, ns: str) -> None:

@@ -1,5 +1,6 @@
-"""The sim's controllers (kube-controller-manager's part): each one an HTTP client of the API server.
+"""The sim's controllers (kube-controller-manager's, kube-scheduler's and kube-proxy's part).
 
-They share no Python state with the server or with each other; they talk to it only through
-`lwsconf.kubeclient`, as kube-controller-manager's controllers talk through client-go.
+Each one is an HTTP client of the API server. They share no Python state with the server or with
+each other; they talk to it only through `lwsconf.kubeclient`, as kube-controller-manager's
+controllers talk through client-go.
 """
