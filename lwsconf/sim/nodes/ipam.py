@@ -4,8 +4,9 @@ The cluster's /16 is split three ways:
 
 * node n (0-based, at most `MAX_NODES` = 127 nodes) has InternalIP 127.X.0.(n+1);
 * its pods get 127.X.(n+1).2 ... .254 from spec.podCIDR 127.X.(n+1).0/24 (127.X.1.0 ... 127.X.127.0);
-* Service ClusterIPs come from the upper half, 127.X.128.0/17 (`PodNetwork.service_range`, 32,766
-  addresses), which `SimCluster` hands to its API server and the sim's kube-proxy listens on.
+* Service ClusterIPs come from the upper half, 127.X.128.0/17 (`PodNetwork.service_range`; 32,639
+  ClusterIPs, as the API server skips addresses ending in .0), which `SimCluster` hands to its API
+  server and the sim's kube-proxy listens on.
 
 Everything stays in 127.0.0.0/8, so no traffic ever leaves the machine and no privileges are needed
 (Linux routes all of 127/8 to `lo`).
