@@ -182,6 +182,8 @@ def test_a_pod_reaches_a_clusterip_service_by_its_dns_name(sim: sim_e2e.Sim, web
     def every_pod_answers() -> set[str]:
         reply = proxy.pod_get(sim.api, namespace, "web-0", PORT, "/peer", query={"host": f"all-web.{namespace}",
                               "port": "80"}, timeout=sim.t.request_timeout).json()
+        if not reply.get("resolved"):  # the sim's DNS learns the new Service from a watch: eventually consistent
+            raise core.NotYet(f"web-0 could not resolve all-web.{namespace} yet: {reply}")
         assert ipaddress.ip_address(reply["resolved"]) in service_range(sim), reply
         pod = (reply.get("answer") or {}).get("pod")
         if pod not in found:
