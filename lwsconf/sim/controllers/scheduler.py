@@ -3,8 +3,10 @@
 LWS relies on the scheduler for what conformance tests observe: exclusive placement (one group per
 topology domain, through required pod affinity plus anti-affinity), GPU requests, and pods that
 stay Pending with a readable reason. So this one does what kube-scheduler's default profile does
-for required constraints, with kube-scheduler's wording (the predicates are in
-`scheduler_filters.py`):
+for required constraints, with kube-scheduler's wording. This module is the controller: its
+informers, queue, assume cache, binding and reporting. The pure parts are apart, so that they can
+be tested without an API server: the filter predicates in `scheduler_filters.py`, and the snapshot
+and choice of one node per attempt in `scheduler_decision.py`.
 
 * **Which pods**: those with no `spec.nodeName`, no deletionTimestamp and `schedulerName`
   `default-scheduler` (or unset), one at a time, in the order they became pending.
@@ -38,14 +40,14 @@ import copy
 import datetime
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.sim.controllers import scheduler_decision as sd
 from lwsconf.sim.controllers import scheduler_filters as sf
 
 log = logging.getLogger(__name__)
@@ -55,92 +57,13 @@ PodKey = tuple[str, str]
 NODES = kc.GVR("", "v1", "nodes", namespaced=False)
 EVENTS = kc.GVR("", "v1", "events")
 SCHEDULER_NAME = "default-scheduler"
-NO_NODES = "no nodes available to schedule pods"
-"""What kube-scheduler reports when the cluster has no node at all (ErrNoNodesAvailable)."""
-
-
-def node_name_of(pod: Obj) -> str:
-    return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
 def uid_of(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
-# --- the pure part: a snapshot of the cluster and the decision for one pod ----------------------------
-
-@dataclass
-class NodeInfo:
-    """One node with the pods placed on it and what they request (plain and for scoring)."""
-
-    node: Obj
-    pods: list[Obj]
-    requested: sf.Resources
-    nonzero_requested: sf.Resources
-
-    @property
-    def name(self) -> str:
-        return str(self.node["metadata"]["name"])
-
-
-@dataclass
-class Snapshot:
-    """What one scheduling attempt looks at: nodes (sorted by name) and namespace labels."""
-
-    nodes: list[NodeInfo]
-    namespace_labels: dict[str, sf.Labels]
-
-    @staticmethod
-    def build(nodes: Iterable[Obj], placed_pods: Iterable[Obj], namespaces: Iterable[Obj],
-              requests_of: Callable[[Obj], tuple[sf.Resources, sf.Resources]] | None = None) -> Snapshot:
-        """Group non-terminal placed pods by node; pods on unknown nodes are left out.
-
-        `requests_of(pod)` gives (requests, nonzero requests); default: computed from the spec each time.
-        """
-        infos = {n["metadata"]["name"]: NodeInfo(n, [], {}, {}) for n in nodes}
-        for pod in placed_pods:
-            info = infos.get(node_name_of(pod))
-            if info is None or sf.is_terminal(pod):
-                continue
-            info.pods.append(pod)
-            plain, nonzero = requests_of(pod) if requests_of else (sf.pod_requests(pod),
-                                                                   sf.pod_requests(pod, nonzero=True))
-            sf.add_resources(info.requested, plain)
-            sf.add_resources(info.nonzero_requested, nonzero)
-        ns_labels = {n["metadata"]["name"]: sf.labels_of(n) for n in namespaces}
-        return Snapshot([infos[name] for name in sorted(infos)], ns_labels)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The chosen node, or None with the FitError message saying why no node fits."""
-
-    node: str | None
-    message: str = ""
-
-
-def decide(pod: Obj, snapshot: Snapshot) -> Decision:
-    """Filter every node, then take the least allocated feasible one (ties: lowest name)."""
-    if not snapshot.nodes:
-        return Decision(None, NO_NODES)
-    request = sf.pod_requests(pod)
-    placed = [(p, sf.labels_of(info.node)) for info in snapshot.nodes for p in info.pods]
-    affinity = sf.affinity_state(pod, placed, snapshot.namespace_labels)
-    nonzero_request = sf.pod_requests(pod, nonzero=True)
-    failures: list[list[str]] = []
-    feasible: list[tuple[int, str]] = []
-    for info in snapshot.nodes:
-        reasons = sf.node_reasons(pod, request, info.node, info.requested, len(info.pods), affinity)
-        if reasons:
-            failures.append(reasons)
-            continue
-        allocatable = sf.resources_of((info.node.get("status") or {}).get("allocatable"))
-        score = sf.least_allocated_score(nonzero_request, allocatable, info.nonzero_requested)
-        feasible.append((-score, info.name))
-    if not feasible:
-        return Decision(None, sf.fit_error_message(len(snapshot.nodes), failures))
-    return Decision(min(feasible)[1])
-
+# --- pods bound but not yet seen bound ----------------------------------------------------------------
 
 class AssumeCache:
     """Pods this scheduler bound that the informer does not show bound yet (kube-scheduler's
@@ -162,7 +85,7 @@ class AssumeCache:
 
     def observe(self, pod: Obj) -> None:
         """The informer shows this pod: once it shows it bound, the informer's copy is the truth."""
-        if node_name_of(pod):
+        if sd.node_name_of(pod):
             self.forget(uid_of(pod))
 
     def holds(self, uid: str) -> bool:
@@ -267,14 +190,14 @@ class Scheduler:
             self._reported.pop(uid_of(pod), None)
             self._requests.pop(uid_of(pod), None)
             self._unschedulable.discard(key)
-            if node_name_of(pod):
+            if sd.node_name_of(pod):
                 self._retry_unschedulable()  # its resources and its anti-affinity are gone
             return
-        if node_name_of(pod):
+        if sd.node_name_of(pod):
             self.assumed.observe(pod)
             self._reported.pop(uid_of(pod), None)
             self._unschedulable.discard(key)
-            if old is None or not node_name_of(old) or _placed_pod_changed(pod, old):
+            if old is None or not sd.node_name_of(old) or _placed_pod_changed(pod, old):
                 self._retry_unschedulable()  # affinity may now be satisfiable, or resources freed
             return
         if not self.responsible_for(pod):
@@ -305,9 +228,9 @@ class Scheduler:
 
     # --- one scheduling attempt --------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        placed = (p for p in self.pods.list() if node_name_of(p))
-        return Snapshot.build(self.nodes.list(), self.assumed.overlay(placed), self.namespaces.list(),
+    def snapshot(self) -> sd.Snapshot:
+        placed = (p for p in self.pods.list() if sd.node_name_of(p))
+        return sd.Snapshot.build(self.nodes.list(), self.assumed.overlay(placed), self.namespaces.list(),
                               self._requests_of)
 
     def _requests_of(self, pod: Obj) -> tuple[sf.Resources, sf.Resources]:
@@ -329,7 +252,7 @@ class Scheduler:
         pod = self.pods.get(key[1], key[0])
         if pod is None or not self.responsible_for(pod) or self.assumed.holds(uid_of(pod)):
             return None
-        decision = decide(pod, self.snapshot())
+        decision = sd.decide(pod, self.snapshot())
         if decision.node is not None:
             self.assumed.assume(pod, decision.node)
             task = asyncio.create_task(self._binding_cycle(key, pod, decision.node), name=f"bind {key}")

@@ -8,7 +8,7 @@ nodeunschedulable, nodeaffinity, interpodaffinity/filtering.go).
 
 Also here: Kubernetes quantities (`500m`, `1Gi`, `2e3`), the effective resource request of a pod
 (containers, init containers, sidecars, overhead) and label selectors. Objects are the plain JSON
-dicts of the REST API. No I/O here; `scheduler.py` feeds these from its informers.
+dicts of the REST API. No I/O here; `scheduler_decision.py` runs them over a cluster snapshot.
 """
 
 from __future__ import annotations

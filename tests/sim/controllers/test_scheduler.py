@@ -17,6 +17,7 @@ from typing import Any
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.apiserver import app
 from lwsconf.sim.controllers import scheduler as sched_mod
+from lwsconf.sim.controllers import scheduler_decision as sd
 
 Obj = dict[str, Any]
 NS = "default"
@@ -211,7 +212,7 @@ def test_pending_pod_is_bound_once_a_node_is_added() -> None:
     async def scenario() -> None:
         async with sim_with_scheduler(retry_interval=30) as client:
             await make_pod(client, "waiting", requests={GPU: "4"})
-            await until(client, pending_with("waiting", sched_mod.NO_NODES), "waiting pending without nodes")
+            await until(client, pending_with("waiting", sd.NO_NODES), "waiting pending without nodes")
             await make_node(client, "late")
             seen = await until(client, bound("waiting"), "waiting bound to the new node")
             assert seen["waiting"] == "late"

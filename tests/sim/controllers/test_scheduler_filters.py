@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lwsconf.sim.controllers import scheduler as sched_mod
+from lwsconf.sim.controllers import scheduler_decision as sd
 from lwsconf.sim.controllers import scheduler_filters as sf
 
 Obj = dict[str, Any]
@@ -255,30 +256,30 @@ def test_fit_error_counts_reasons_per_node_and_sorts_them() -> None:
         "0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) didn't match pod anti-affinity rules.")
 
 
-def snapshot(nodes: list[Obj], placed: list[Obj]) -> sched_mod.Snapshot:
-    return sched_mod.Snapshot.build(nodes, placed, [{"metadata": {"name": "default", "labels": {}}}])
+def snapshot(nodes: list[Obj], placed: list[Obj]) -> sd.Snapshot:
+    return sd.Snapshot.build(nodes, placed, [{"metadata": {"name": "default", "labels": {}}}])
 
 
 def test_the_least_allocated_feasible_node_wins_and_ties_go_to_the_lowest_name() -> None:
     nodes = [node("c"), node("b"), node("a")]
-    assert sched_mod.decide(pod("p"), snapshot(nodes, [])).node == "a"
+    assert sd.decide(pod("p"), snapshot(nodes, [])).node == "a"
     busy = [pod("x", node_name="a", requests={"cpu": "2", "memory": "4Gi"})]
-    assert sched_mod.decide(pod("p"), snapshot(nodes, busy)).node == "b"
+    assert sd.decide(pod("p"), snapshot(nodes, busy)).node == "b"
 
 
 def test_terminal_pods_free_their_resources_and_no_nodes_is_its_own_message() -> None:
     done = pod("done", node_name="a", requests={GPU: "8"})
     done["status"]["phase"] = "Succeeded"
-    assert sched_mod.decide(pod("p", requests={GPU: "8"}), snapshot([node("a")], [done])).node == "a"
-    assert sched_mod.decide(pod("p"), snapshot([], [])) == sched_mod.Decision(None, sched_mod.NO_NODES)
+    assert sd.decide(pod("p", requests={GPU: "8"}), snapshot([node("a")], [done])).node == "a"
+    assert sd.decide(pod("p"), snapshot([], [])) == sd.Decision(None, sd.NO_NODES)
 
 
 def test_assumed_pods_are_counted_until_the_informer_shows_them_bound() -> None:
     cache = sched_mod.AssumeCache()
     first, second = pod("first", requests={GPU: "8"}), pod("second", requests={GPU: "8"})
     cache.assume(first, "a")
-    decision = sched_mod.decide(second, snapshot([node("a")], cache.overlay([])))
-    assert decision == sched_mod.Decision(None, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+    decision = sd.decide(second, snapshot([node("a")], cache.overlay([])))
+    assert decision == sd.Decision(None, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
     bound_first = pod("first", node_name="a", requests={GPU: "8"})
     assert len(cache.overlay([bound_first])) == 1, "the informer's copy replaces the assumed one"
     cache.observe(bound_first)
