@@ -11,11 +11,12 @@ Simplified compared with sigs.k8s.io/structured-merge-diff, on purpose:
 * Conflicts are checked only against other managers whose operation is Apply. Managers recorded with
   operation Update are never in conflict and keep their entries unchanged when apply overwrites one
   of their fields (their ownership still stops an applier from removing a field).
-* There is no OpenAPI schema. Associative lists are the strategic-merge keyed lists of `patch.STRUCTS`
-  with their single merge key (the real `x-kubernetes-list-map-keys` can be longer, e.g. container
-  ports use containerPort+protocol); set lists are the strategic `patchStrategy:"merge"` scalar lists;
-  every other list is atomic, and every map is treated as a struct (a member only when empty). For
-  custom resources the CRD's `x-kubernetes-list-type`/`map-type` markers are ignored.
+* There is no OpenAPI schema. Associative lists are the strategic-merge keyed lists of
+  `merge_patches.STRUCTS` with their single merge key (the real `x-kubernetes-list-map-keys` can be
+  longer, e.g. container ports use containerPort+protocol); set lists are the strategic
+  `patchStrategy:"merge"` scalar lists; every other list is atomic, and every map is treated as a
+  struct (a member only when empty). For custom resources the CRD's `x-kubernetes-list-type`/`map-type`
+  markers are ignored.
 * Null values in the applied configuration are dropped (neither set nor owned).
 * A field that its manager stops applying is removed only when no other manager owns it or anything
   beneath it; maps emptied by removals are left in place.
@@ -34,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.sim.apiserver import errors, patch
+from lwsconf.sim.apiserver import errors, merge_patches
 
 Path = tuple[str, ...]
 """A field path in FieldsV1 elements, e.g. ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")."""
@@ -83,7 +84,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
     _prune(obj, previous - mine, set().union(*sets.values()))
     if isinstance(obj.get("metadata"), dict):
         obj["metadata"].pop("managedFields", None)
-    merged = patch.strategic_merge_patch(obj, config, kind=kind) if builtin else patch.merge_patch(obj, config)
+    merged = (merge_patches.strategic_merge_patch(obj, config, kind=kind) if builtin
+              else merge_patches.merge_patch(obj, config))
     entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
              "fieldsType": "FieldsV1", "fieldsV1": encode(mine)}
     taken = {i for _, i in conflicts}
@@ -204,14 +206,14 @@ def owned_fields(config: dict[str, Any], *, kind: str, builtin: bool) -> set[Pat
         StatusError: 400 when a keyed list element lacks its merge key.
     """
     out: set[Path] = set()
-    _walk(config, patch.root_struct(kind) if builtin else None, (), out)
+    _walk(config, merge_patches.root_struct(kind) if builtin else None, (), out)
     return {p for p in out if p != ("f:metadata",) and not any(p[:len(s)] == s for s in _STRIPPED)}
 
 
 def _walk(obj: dict[str, Any], struct: str | None, path: Path, out: set[Path]) -> None:
     for key, value in obj.items():
         here = (*path, f"f:{key}")
-        field = patch.field_of(struct, key)
+        field = merge_patches.field_of(struct, key)
         if isinstance(value, dict) and value:
             _walk(value, field.struct, here, out)
         elif isinstance(value, list) and value and (field.key or field.as_set):
@@ -224,7 +226,7 @@ def _walk(obj: dict[str, Any], struct: str | None, path: Path, out: set[Path]) -
             out.add(here)
 
 
-def _element(item: Any, field: patch.PatchField, path: Path) -> str:
+def _element(item: Any, field: merge_patches.PatchField, path: Path) -> str:
     if field.as_set:
         if isinstance(item, (dict, list)):
             raise errors.bad_request(f"{render(path)} is a set of scalars, got {item!r}")
@@ -316,10 +318,11 @@ def _locate(container: Any, element: str) -> Any:
         return int(raw) if raw.isascii() and raw.isdigit() and int(raw) < len(container) else None
     want = _json(raw)
     for i, item in enumerate(container):
-        if tag == "v" and patch.identity(item) == patch.identity(want):
+        if tag == "v" and merge_patches.identity(item) == merge_patches.identity(want):
             return i
         if tag == "k" and isinstance(want, dict) and isinstance(item, dict) and all(
-                k in item and patch.identity(item[k]) == patch.identity(v) for k, v in want.items()):
+                k in item and merge_patches.identity(item[k]) == merge_patches.identity(v)
+                for k, v in want.items()):
             return i
     return None
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import errors, patch
+from lwsconf.sim.apiserver import errors, merge_patches, patch
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -25,7 +25,7 @@ def _pod(**spec: Any) -> dict[str, Any]:
 
 
 def _smp(obj: dict[str, Any], body: dict[str, Any], kind: str = "Pod") -> dict[str, Any]:
-    return patch.strategic_merge_patch(obj, body, kind=kind)
+    return merge_patches.strategic_merge_patch(obj, body, kind=kind)
 
 
 def _dispatch(obj: dict[str, Any] | None, body: Any, content_type: str, *, builtin: bool = True,
@@ -171,12 +171,12 @@ def test_malformed_json_patches_are_400(ops: Any) -> None:
 ])
 def test_merge_patch_follows_rfc_7386(target: dict[str, Any], body: dict[str, Any],
                                       expected: dict[str, Any]) -> None:
-    assert patch.merge_patch(target, body) == expected
+    assert merge_patches.merge_patch(target, body) == expected
 
 
 def test_merge_patch_must_be_an_object() -> None:
     with pytest.raises(errors.StatusError) as info:
-        patch.merge_patch({}, ["a"])
+        merge_patches.merge_patch({}, ["a"])
     assert info.value.code == 400
 
 
@@ -206,9 +206,9 @@ def test_merge_patch_of_the_diff_reaches_the_target_and_is_idempotent(a: dict[st
                                                                        b: dict[str, Any]) -> None:
     target = _no_nulls(b)
     body = _diff(a, target)
-    once = patch.merge_patch(a, body)
+    once = merge_patches.merge_patch(a, body)
     assert once == target
-    assert patch.merge_patch(once, body) == once
+    assert merge_patches.merge_patch(once, body) == once
 
 
 # --- strategic merge patch -------------------------------------------------------------------------
@@ -381,7 +381,7 @@ _smp_json = st.recursive(_scalars | st.sampled_from(["replace", "delete", "merge
 def test_strategic_merge_patch_raises_only_status_errors(kind: str, original: Any, body: Any) -> None:
     obj = original if isinstance(original, dict) else {"spec": original}
     try:
-        out = patch.strategic_merge_patch(obj, body, kind=kind)
+        out = merge_patches.strategic_merge_patch(obj, body, kind=kind)
     except errors.StatusError as err:
         assert err.code == 400
     else:
