@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver import resources, tables
+from lwsconf.sim.apiserver import resources, table_columns, tables
 from tests.conftest import SimAPI
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 
@@ -59,7 +59,7 @@ def test_wants_table(accept: str, expected: bool) -> None:
     (9 * 365 * 86400, "9y"),
 ])
 def test_human_duration_matches_kubectl(seconds: int, text: str) -> None:
-    assert tables.human_duration(seconds) == text
+    assert table_columns.human_duration(seconds) == text
 
 
 DOC = {"a": {"b": 1, "list": [{"b": "x", "type": "Ready", "status": "True"}, {"b": "y", "type": "Other"}]},

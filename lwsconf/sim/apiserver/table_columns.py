@@ -1,0 +1,241 @@
+"""What `kubectl get` prints for the built-in kinds: a `Column` type and each kind's columns and cells.
+
+kube-apiserver's printers (k8s.io/kubernetes pkg/printers/internalversion/printers.go) decide the
+columns of a built-in kind, such as READY/STATUS/RESTARTS for pods or CLUSTER-IP for services; this
+module holds the sim's copy of those for the kinds the sim serves, with the same headers and cell
+text, so that `kubectl get` on the sim looks as it does on a real cluster. Kinds not listed get Age
+only. Also here: Age cells and kubectl's `HumanDuration` (`5s`, `3m2s`, `2d4h`). `tables` builds
+the Table from these columns (and from a CRD's printer columns). Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from lwsconf.sim.apiserver import selectors
+
+Obj = dict[str, Any]
+Cell = Callable[[Obj, datetime], Any]
+"""Computes one cell from the object and the clock for Age-like cells."""
+
+_AGE_DESC = "CreationTimestamp is a timestamp representing the server time when this object was created."
+
+
+@dataclass(frozen=True)
+class Column:
+    """One Table column: its `columnDefinitions` entry plus how to compute the cell."""
+
+    name: str
+    type: str
+    cell: Cell
+    priority: int = 0
+    format: str = ""
+    description: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "format": self.format,
+                "description": self.description, "priority": self.priority}
+
+
+def human_duration(seconds: float) -> str:
+    """Render an age as kubectl does (`HumanDuration`): `45s`, `3m2s`, `15m`, `5h3m`, `2d4h`, `3y10d`."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 120:
+        return f"{max(s, 0)}s"
+    m, h, d = s // 60, s // 3600, s // 86400
+    if m < 10:
+        return _two_units(m, "m", s % 60, "s")
+    if h < 3:
+        return f"{m}m"
+    if h < 8:
+        return _two_units(h, "h", m % 60, "m")
+    if h < 48:
+        return f"{h}h"
+    if d < 8:
+        return _two_units(d, "d", h % 24, "h")
+    if d < 365 * 2:
+        return f"{d}d"
+    if d < 365 * 8:
+        return _two_units(d // 365, "y", d % 365, "d")
+    return f"{d // 365}y"
+
+
+def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
+    return f"{big}{big_unit}" if small == 0 else f"{big}{big_unit}{small}{small_unit}"
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp, or None for anything else."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def age(value: Any, now: datetime) -> str | None:
+    """How long before `now` the timestamp `value` was, as kubectl prints it; None if not a timestamp."""
+    stamp = parse_time(value)
+    return None if stamp is None else human_duration((now - stamp).total_seconds())
+
+
+def value_at(obj: Any, *keys: str | int) -> Any:
+    """The value under `keys` (map keys and list indexes), or None where the path stops."""
+    for key in keys:
+        if isinstance(key, int):
+            obj = obj[key] if isinstance(obj, list) and -len(obj) <= key < len(obj) else None
+        else:
+            obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+AGE = Column("Age", "string", lambda o, now: age(value_at(o, "metadata", "creationTimestamp"), now),
+              description=_AGE_DESC)
+
+
+# --- built-in columns ---------------------------------------------------------------------------
+
+
+def _pod_ready(pod: Obj, _: datetime) -> str:
+    statuses = value_at(pod, "status", "containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    return f"{ready}/{len(value_at(pod, 'spec', 'containers') or [])}"
+
+
+def _pod_status(pod: Obj, _: datetime) -> str:
+    reason = str(value_at(pod, "status", "reason") or value_at(pod, "status", "phase") or "Unknown")
+    running = False
+    for status in reversed(value_at(pod, "status", "containerStatuses") or []):
+        waiting = value_at(status, "state", "waiting", "reason")
+        terminated = value_at(status, "state", "terminated", "reason")
+        if waiting:
+            reason = waiting
+        elif terminated:
+            reason = terminated
+        elif status.get("ready") and value_at(status, "state", "running") is not None:
+            running = True
+    if reason == "Completed" and running:
+        reason = "Running"
+    if value_at(pod, "metadata", "deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _pod_restarts(pod: Obj, now: datetime) -> int | str:
+    statuses = value_at(pod, "status", "containerStatuses") or []
+    total = sum(int(s.get("restartCount", 0)) for s in statuses)
+    finished = [t for s in statuses if (t := parse_time(value_at(s, "lastState", "terminated", "finishedAt")))]
+    if total and finished:
+        return f"{total} ({human_duration((now - max(finished)).total_seconds())} ago)"
+    return total
+
+
+def _pod_readiness_gates(pod: Obj, _: datetime) -> str:
+    """`<true>/<gates>` over spec.readinessGates, `<none>` without gates (printPod in printers.go)."""
+    gates = value_at(pod, "spec", "readinessGates") or []
+    if not gates:
+        return "<none>"
+    conditions = {c.get("type"): c.get("status") for c in value_at(pod, "status", "conditions") or []}
+    met = sum(1 for gate in gates if conditions.get(gate.get("conditionType")) == "True")
+    return f"{met}/{len(gates)}"
+
+
+def _sts_ready(sts: Obj, _: datetime) -> str:
+    return f"{value_at(sts, 'status', 'readyReplicas') or 0}/{value_at(sts, 'spec', 'replicas') or 0}"
+
+
+def _svc_external_ip(svc: Obj, _: datetime) -> str:
+    spec = svc.get("spec", {})
+    kind = spec.get("type", "ClusterIP")
+    if kind == "ExternalName":
+        return str(spec.get("externalName", "<none>"))
+    ips = list(spec.get("externalIPs", []))
+    if kind == "LoadBalancer":
+        ingress = value_at(svc, "status", "loadBalancer", "ingress") or []
+        ips += [i.get("ip") or i.get("hostname", "") for i in ingress]
+        return ",".join(ips) or "<pending>"
+    return ",".join(ips) or "<none>"
+
+
+def _svc_ports(svc: Obj, _: datetime) -> str:
+    out = []
+    for port in value_at(svc, "spec", "ports") or []:
+        node = f":{port['nodePort']}" if port.get("nodePort") else ""
+        out.append(f"{port.get('port')}{node}/{port.get('protocol', 'TCP')}")
+    return ",".join(out) or "<none>"
+
+
+def _node_status(node: Obj, _: datetime) -> str:
+    ready = [c for c in value_at(node, "status", "conditions") or [] if c.get("type") == "Ready"]
+    status = "Unknown" if not ready else "Ready" if ready[0].get("status") == "True" else "NotReady"
+    return status + (",SchedulingDisabled" if value_at(node, "spec", "unschedulable") else "")
+
+
+def _node_roles(node: Obj, _: datetime) -> str:
+    prefix = "node-role.kubernetes.io/"
+    labels = value_at(node, "metadata", "labels") or {}
+    roles = sorted(k.removeprefix(prefix) for k in labels if k.startswith(prefix))
+    return ",".join(roles) or "<none>"
+
+
+def _param_cell(obj: Obj, _: datetime) -> str:
+    """A policy's `apiVersion/kind` of params, or a binding's `namespace|*/name` (or selector) of its param."""
+    kind, ref = value_at(obj, "spec", "paramKind"), value_at(obj, "spec", "paramRef")
+    if isinstance(kind, dict):
+        return f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}"
+    if isinstance(ref, dict) and (ref.get("name") or isinstance(ref.get("selector"), dict)):
+        return (f"{ref.get('namespace') or '*'}/{ref['name']}" if ref.get("name")
+                else str(selectors.LabelSelector.from_dict(ref["selector"])))
+    return "<unset>"
+
+
+def _field(*keys: str | int, default: Any = None) -> Cell:
+    return lambda o, _: v if (v := value_at(o, *keys)) is not None else default
+
+
+# (group, plural) -> the columns after Name; `tables.columns_for` falls back to [AGE] for other kinds.
+BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    ("", "pods"): [
+        Column("Ready", "string", _pod_ready), Column("Status", "string", _pod_status),
+        Column("Restarts", "string", _pod_restarts), AGE,
+        Column("IP", "string", _field("status", "podIP", default="<none>"), priority=1),
+        Column("Node", "string", _field("spec", "nodeName", default="<none>"), priority=1),
+        # kube-apiserver prints these two as well (pkg/printers/internalversion/printers.go,
+        # podColumnDefinitions), so `kubectl get pods -o wide` has the same header as on a real cluster.
+        Column("Nominated Node", "string", _field("status", "nominatedNodeName", default="<none>"), priority=1),
+        Column("Readiness Gates", "string", _pod_readiness_gates, priority=1),
+    ],
+    ("apps", "statefulsets"): [Column("Ready", "string", _sts_ready), AGE],
+    ("", "services"): [
+        Column("Type", "string", _field("spec", "type", default="ClusterIP")),
+        Column("Cluster-IP", "string", _field("spec", "clusterIP", default="<none>")),
+        Column("External-IP", "string", _svc_external_ip), Column("Port(s)", "string", _svc_ports), AGE,
+    ],
+    ("", "nodes"): [
+        Column("Status", "string", _node_status), Column("Roles", "string", _node_roles), AGE,
+        Column("Version", "string", _field("status", "nodeInfo", "kubeletVersion", default="")),
+    ],
+    ("", "namespaces"): [Column("Status", "string", _field("status", "phase", default="Active")), AGE],
+    # pkg/printers/internalversion/printers.go: printValidatingAdmissionPolicy(Binding).
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): [
+        Column("Validations", "integer", lambda o, _: len(value_at(o, "spec", "validations") or [])),
+        Column("ParamKind", "string", _param_cell), AGE,
+    ],
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): [
+        Column("PolicyName", "string", _field("spec", "policyName", default="")),
+        Column("ParamRef", "string", _param_cell), AGE,
+    ],
+    # printMutatingAdmissionPolicy(Binding): the same columns, with Mutations for Validations.
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): [
+        Column("Mutations", "integer", lambda o, _: len(value_at(o, "spec", "mutations") or [])),
+        Column("ParamKind", "string", _param_cell), AGE,
+    ],
+}
+BUILTIN_COLUMNS[("admissionregistration.k8s.io", "mutatingadmissionpolicybindings")] = BUILTIN_COLUMNS[
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")]
