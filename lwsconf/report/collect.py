@@ -53,16 +53,18 @@ class TestMeta:
     verdict: Outcome | None = None
     """The suite's decision not to run it (SKIPPED, NOT_SUPPORTED, PROVISIONAL_SKIPPED), or None."""
     reason: str = ""
+    withdrawn: tuple[str, ...] = ()
+    """Features the run claimed but the implementation found it cannot support on this cluster."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"shortName": self.short_name, "description": self.description, "features": list(self.features),
                 "profiles": list(self.profiles), "verdict": self.verdict.value if self.verdict else None,
-                "reason": self.reason}
+                "reason": self.reason, "withdrawn": list(self.withdrawn)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestMeta:
         return cls(d["shortName"], d["description"], tuple(d["features"]), tuple(d["profiles"]),
-                   Outcome(d["verdict"]) if d["verdict"] else None, d["reason"])
+                   Outcome(d["verdict"]) if d["verdict"] else None, d["reason"], tuple(d.get("withdrawn") or ()))
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,13 @@ class Collector:
             implementation=ctx.implementation, date=ctx.date, lwsconf_version=__version__,
             lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
             environment=facts.environment, run_id=ctx.run_id, tests=tests,
-            profiles=tuple(build.profile_report(p, tests, ctx.supported) for p in ctx.profiles))
+            profiles=tuple(build.profile_report(p, tests, self.supported()) for p in ctx.profiles))
+
+    def supported(self) -> frozenset[str]:
+        """The claimed features, less those the implementation withdrew once installed (no test of a
+        withdrawn feature ran, so the report must not list it as supported)."""
+        withdrawn = {f for res in self._results.values() for f in res.meta.withdrawn}
+        return self.context.supported - withdrawn
 
     @pytest.hookimpl(trylast=True)  # after junitxml has written junit.xml
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

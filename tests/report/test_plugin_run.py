@@ -150,3 +150,38 @@ def test_the_collector_survives_a_conftest_in_another_directory_under_xdist(suit
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     data = yaml.safe_load((latest(suite) / "conformance-report.yaml").read_text())
     assert len(data["tests"]) == 5
+
+
+WITHDRAWING_CONFTEST = '''
+import pytest
+from fixtures.implementations import Implementation
+from lwsconf.features import Feature
+
+pytest_plugins = ["fixtures.plugin", "fixtures.reporting"]
+
+@pytest.fixture(scope="session")
+def implementation():
+    return Implementation("stub", "finds, once installed, that it cannot do surge here",
+                          {Feature.ROLLING_UPDATE_MAX_SURGE: "the cluster is too old"})
+'''
+WITHDRAWN_TEST = """
+@conformance(short_name="SurgeHere", description="Surge.", features={Feature.ROLLING_UPDATE_MAX_SURGE})
+def test_surge_here(implementation):
+    raise AssertionError("must not run: the implementation withdrew this feature")
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_feature_withdrawn_at_install_is_not_supported_and_not_listed_as_supported(
+        suite: pytest.Pytester, workers: list[str]) -> None:
+    suite.makeconftest(WITHDRAWING_CONFTEST)
+    with (suite.path / "conformance" / "test_tiny.py").open("a") as f:
+        f.write(WITHDRAWN_TEST)
+    run(suite, "--all-features", "--skip-tests=RollingOrder", *workers)
+    data = yaml.safe_load((latest(suite) / "conformance-report.yaml").read_text())
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["SurgeHere"]["result"] == "NOT_SUPPORTED", tests["SurgeHere"]
+    assert "cannot claim LWSRollingUpdateMaxSurge: the cluster is too old" in tests["SurgeHere"]["message"]
+    extended = next(p for p in data["profiles"] if p["name"] == "LWS-EXTENDED")
+    assert "LWSRollingUpdateMaxSurge" not in extended["supportedFeatures"], extended
+    assert "LWSRollingUpdateMaxSurge" in extended["unsupportedFeatures"], extended
