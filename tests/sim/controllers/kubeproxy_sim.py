@@ -54,6 +54,15 @@ class Env:
             writer.close()
         self.backends.append(await asyncio.start_server(serve, ip, port, reuse_address=True))
 
+    async def serving(self, service: str = "web") -> str:
+        """Backend "a" on the first pod IP behind a new Service `service`, answering; its ClusterIP."""
+        a = self.pod_ip(0)
+        await self.backend("a", a)
+        ip: str = (await make_service(self.client, service))["spec"]["clusterIP"]
+        await write_slice(self.client, service, [endpoint(a)])
+        await until(lambda: answerer(ip, 80), f"the Service {service} to answer")
+        return ip
+
 
 @contextlib.asynccontextmanager
 async def proxied_cluster(*, bind_retry: float = 0.1) -> AsyncIterator[Env]:

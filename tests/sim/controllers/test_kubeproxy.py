@@ -102,11 +102,7 @@ async def _stays_refused(ip: str, port: int) -> None:
 def test_deleting_the_service_closes_its_listener_but_not_connections_already_made() -> None:
     async def scenario() -> None:
         async with kps.proxied_cluster() as env:
-            a = env.pod_ip(0)
-            await env.backend("a", a)
-            ip = (await kps.make_service(env.client, "web"))["spec"]["clusterIP"]
-            await kps.write_slice(env.client, "web", [kps.endpoint(a)])
-            await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer")
+            ip = await env.serving()
             reader, writer = await asyncio.open_connection(ip, 80)
             assert await reader.readline() == b"a\n"
             await env.client.delete(kc.SERVICES, "web", namespace=NS)
@@ -122,11 +118,7 @@ def test_deleting_the_service_closes_its_listener_but_not_connections_already_ma
 def test_changing_the_service_port_moves_the_listener() -> None:
     async def scenario() -> None:
         async with kps.proxied_cluster() as env:
-            a = env.pod_ip(0)
-            await env.backend("a", a)
-            ip = (await kps.make_service(env.client, "web"))["spec"]["clusterIP"]
-            await kps.write_slice(env.client, "web", [kps.endpoint(a)])
-            await kps.until(lambda: kps.answerer(ip, 80), "port 80 to answer")
+            ip = await env.serving()
             await env.client.patch(kc.SERVICES, "web", {"spec": {"ports": [
                 {"name": "http", "port": 81, "targetPort": kps.TARGET}]}}, namespace=NS)
             assert await kps.until(lambda: kps.answerer(ip, 81), "port 81 to answer") == "a"
@@ -155,11 +147,7 @@ def test_a_freed_clusterip_given_to_a_new_service_reaches_the_new_services_endpo
 def test_a_half_close_reaches_the_endpoint_and_its_reply_still_comes_back() -> None:
     async def scenario() -> None:
         async with kps.proxied_cluster() as env:
-            a = env.pod_ip(0)
-            await env.backend("a", a)
-            ip = (await kps.make_service(env.client, "web"))["spec"]["clusterIP"]
-            await kps.write_slice(env.client, "web", [kps.endpoint(a)])
-            await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer")
+            ip = await env.serving()
             payload = b"x" * 300_000  # more than one read buffer, both ways
             reply = await kps.ask(ip, 80, payload)
             assert reply == ["a", payload.decode(), "bye"]  # "bye" is written after the backend saw EOF
@@ -210,11 +198,7 @@ async def _warned(caplog: pytest.LogCaptureFixture, ip: str) -> bool:
 def test_stopping_closes_listeners_and_open_connections_quickly() -> None:
     async def scenario() -> None:
         async with kps.proxied_cluster() as env:
-            a = env.pod_ip(0)
-            await env.backend("a", a)
-            ip = (await kps.make_service(env.client, "web"))["spec"]["clusterIP"]
-            await kps.write_slice(env.client, "web", [kps.endpoint(a)])
-            await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer")
+            ip = await env.serving()
             reader, writer = await asyncio.open_connection(ip, 80)
             assert await reader.readline() == b"a\n"
             started = time.monotonic()
