@@ -246,6 +246,9 @@ class Collector:
             s = p.statistics
             tr.write_line(f"{p.name}: {p.result.value} ({s.passed} passed, {s.failed} failed, {s.skipped} skipped, "
                           f"{s.not_supported} not supported)")
+        for feature in sorted(self.context.supported - self.supported()):
+            tr.write_line(f"{feature}: claimed, but the implementation cannot support it on this cluster "
+                          "(its tests are NOT_SUPPORTED; see their reason)")
         for reason in self.gate_reasons:
             tr.write_line(f"gate: {reason}")
         if self.run_dir is not None:
