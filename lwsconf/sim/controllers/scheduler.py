@@ -5,8 +5,9 @@ topology domain, through required pod affinity plus anti-affinity), GPU requests
 stay Pending with a readable reason. So this one does what kube-scheduler's default profile does
 for required constraints, with kube-scheduler's wording. This module is the controller: its
 informers, queue, assume cache, binding and reporting. The pure parts are apart, so that they can
-be tested without an API server: the filter predicates in `scheduler_filters.py`, and the snapshot
-and choice of one node per attempt in `scheduler_decision.py`.
+be tested without an API server: the filter predicates in `scheduler_filters.py`, quantities and
+pod requests in `resource_requests.py`, and the snapshot and choice of one node per attempt in
+`scheduler_decision.py`.
 
 * **Which pods**: those with no `spec.nodeName`, no deletionTimestamp and `schedulerName`
   `default-scheduler` (or unset), one at a time, in the order they became pending.
@@ -47,6 +48,7 @@ from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.sim.controllers import resource_requests as rr
 from lwsconf.sim.controllers import scheduler_decision as sd
 from lwsconf.sim.controllers import scheduler_filters as sf
 
@@ -133,7 +135,7 @@ class Scheduler:
         self._max_bindings = max_bindings
         self._bindings: set[asyncio.Task[None]] = set()
         """Binding cycles in flight."""
-        self._requests: dict[str, tuple[sf.Resources, sf.Resources]] = {}
+        self._requests: dict[str, tuple[rr.Resources, rr.Resources]] = {}
         """Pod uid -> its (requests, nonzero requests), for the snapshot (forgotten when the pod goes)."""
 
     @property
@@ -233,14 +235,14 @@ class Scheduler:
         return sd.Snapshot.build(self.nodes.list(), self.assumed.overlay(placed), self.namespaces.list(),
                               self._requests_of)
 
-    def _requests_of(self, pod: Obj) -> tuple[sf.Resources, sf.Resources]:
+    def _requests_of(self, pod: Obj) -> tuple[rr.Resources, rr.Resources]:
         """A placed pod's (requests, nonzero requests), computed once per pod uid: a pod's resources
         cannot change after creation here, and parsing every placed pod's quantities for every
         attempt made scheduling quadratic in the number of pods."""
         uid = uid_of(pod)
         found = self._requests.get(uid) if uid else None
         if found is None:
-            found = (sf.pod_requests(pod), sf.pod_requests(pod, nonzero=True))
+            found = (rr.pod_requests(pod), rr.pod_requests(pod, nonzero=True))
             if uid:
                 self._requests[uid] = found
         return found

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from lwsconf.sim.controllers import resource_requests as rr
 from lwsconf.sim.controllers import scheduler_filters as sf
 
 Obj = dict[str, Any]
@@ -32,8 +33,8 @@ class NodeInfo:
 
     node: Obj
     pods: list[Obj]
-    requested: sf.Resources
-    nonzero_requested: sf.Resources
+    requested: rr.Resources
+    nonzero_requested: rr.Resources
 
     @property
     def name(self) -> str:
@@ -49,7 +50,7 @@ class Snapshot:
 
     @staticmethod
     def build(nodes: Iterable[Obj], placed_pods: Iterable[Obj], namespaces: Iterable[Obj],
-              requests_of: Callable[[Obj], tuple[sf.Resources, sf.Resources]] | None = None) -> Snapshot:
+              requests_of: Callable[[Obj], tuple[rr.Resources, rr.Resources]] | None = None) -> Snapshot:
         """Group non-terminal placed pods by node; pods on unknown nodes are left out.
 
         `requests_of(pod)` gives (requests, nonzero requests); default: computed from the spec each time.
@@ -60,10 +61,10 @@ class Snapshot:
             if info is None or sf.is_terminal(pod):
                 continue
             info.pods.append(pod)
-            plain, nonzero = requests_of(pod) if requests_of else (sf.pod_requests(pod),
-                                                                   sf.pod_requests(pod, nonzero=True))
-            sf.add_resources(info.requested, plain)
-            sf.add_resources(info.nonzero_requested, nonzero)
+            plain, nonzero = requests_of(pod) if requests_of else (rr.pod_requests(pod),
+                                                                   rr.pod_requests(pod, nonzero=True))
+            rr.add_resources(info.requested, plain)
+            rr.add_resources(info.nonzero_requested, nonzero)
         ns_labels = {n["metadata"]["name"]: sf.labels_of(n) for n in namespaces}
         return Snapshot([infos[name] for name in sorted(infos)], ns_labels)
 
@@ -80,10 +81,10 @@ def decide(pod: Obj, snapshot: Snapshot) -> Decision:
     """Filter every node, then take the least allocated feasible one (ties: lowest name)."""
     if not snapshot.nodes:
         return Decision(None, NO_NODES)
-    request = sf.pod_requests(pod)
+    request = rr.pod_requests(pod)
     placed = [(p, sf.labels_of(info.node)) for info in snapshot.nodes for p in info.pods]
     affinity = sf.affinity_state(pod, placed, snapshot.namespace_labels)
-    nonzero_request = sf.pod_requests(pod, nonzero=True)
+    nonzero_request = rr.pod_requests(pod, nonzero=True)
     failures: list[list[str]] = []
     feasible: list[tuple[int, str]] = []
     for info in snapshot.nodes:
@@ -91,7 +92,7 @@ def decide(pod: Obj, snapshot: Snapshot) -> Decision:
         if reasons:
             failures.append(reasons)
             continue
-        allocatable = sf.resources_of((info.node.get("status") or {}).get("allocatable"))
+        allocatable = rr.resources_of((info.node.get("status") or {}).get("allocatable"))
         score = sf.least_allocated_score(nonzero_request, allocatable, info.nonzero_requested)
         feasible.append((-score, info.name))
     if not feasible:
