@@ -5,12 +5,14 @@ match the traces of 4.4.5, which are not simply R + maxSurge, T13) and back to R
 the timeline shows availability never dropping below R with maxUnavailable 0. Partition holds the
 groups below it on the old revision (T14) and lowering it resumes the rollout. The cap of maxSurge at R
 shows only in the leader StatefulSet's own `maxUnavailable` (2.2), checked where the API server keeps
-that field (the MaxUnavailableStatefulSet feature, on by default since Kubernetes 1.35).
+that field (the MaxUnavailableStatefulSet feature, on by default since Kubernetes 1.35). A group held
+below the partition that fails is recreated from its own old revision (template and size), not from the
+LWS's current spec.
 """
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, group_revision
+from conformance.harness import LWSHarness, annotations_of, controller_of, group_revision
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
@@ -191,3 +193,53 @@ def _new_key(lws: LWSHarness, name: str, old: str) -> str:
     key = revision(lws, name)
     assert key != old, f"leader StatefulSet still on {old}"
     return key
+
+
+@conformance(short_name="RestartBelowPartitionKeepsOldRevision", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.GROUP_RESTART},
+             description="A group held below partition that crashes is recreated from its old revision: old template, "
+                         "old size (4.2, 4.4.6).")
+def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("held", replicas=2, size=3, rollout=_strategy(partition=1))
+    lws.create(manifest)
+    before = lws.ready("held", replicas=2, size=3)
+    old = revision(lws, "held")
+    lwt = workloads.with_env(manifest, {"LWSCONF_REVISION": "2"})["spec"]["leaderWorkerTemplate"]
+    lws.patch("held", {"spec": {"leaderWorkerTemplate": {**lwt, "size": 2}}})
+    lws.wait(lambda: _group_on_new_revision(lws, "held", 1, old, size=2), timeout=lws.t.rollout_complete,
+             what="group 1 updated to the new revision and size 2, group 0 held by partition 1", name="held")
+    lws.probe_json("held-0-1", "/exit", code="1")
+    group = lws.wait(lambda: _group_back(lws, "held", 0, before[0].uids), timeout=lws.t.group_recreated,
+                     what="group 0 recreated after its worker crashed", name="held")
+    assert group_revision(lws, "held", 0) == old, f"group 0 revisions {group.revisions()}, want only {old}"
+    names = sorted(p["metadata"]["name"] for p in group.pods.values())
+    assert names == ["held-0", "held-0-1", "held-0-2"], \
+        f"recreated group 0 has pods {names}, want the old size 3 (held-0, held-0-1, held-0-2): a group below " \
+        "partition keeps its revision's size (4.4.6)"
+    for pod in names:
+        seen = (annotations_of(lws.pod(pod)).get("leaderworkerset.sigs.k8s.io/size"),
+                lws.probe_json(pod)["lws"].get("LWS_GROUP_SIZE"), lws.probe_json(pod, "/env").get("LWSCONF_REVISION"))
+        assert seen == ("3", "3", None), \
+            f"{pod} (size annotation, LWS_GROUP_SIZE, LWSCONF_REVISION) is {seen}, want ('3', '3', None): recreated " \
+            "from the old revision, not the new template (which sets LWSCONF_REVISION=2, size 2)"
+
+
+def _group_on_new_revision(lws: LWSHarness, name: str, index: int, old: str, *, size: int) -> None:
+    group = lws.groups(name).get(index)
+    rev = group_revision(lws, name, index)
+    assert group and rev and rev != old, f"group {index} revision {rev}"
+    assert len(group.pods) == size and group.ready, f"group {index}: {len(group.pods)} pods, ready {group.ready}"
+    assert group_revision(lws, name, 0) == old, f"group 0 left the old revision {old}: {group_revision(lws, name, 0)}"
+
+
+def _group_back(lws: LWSHarness, name: str, index: int, old_uids: set[str]) -> lws_waits.Group:
+    group = lws.groups(name).get(index)
+    assert group and not group.uids & old_uids, f"group {index} still has original pods (or none)"
+    leader = group.pods.get(0)
+    sts = lws.statefulsets().get(f"{name}-{index}")
+    assert leader and sts and (controller_of(sts) or {}).get("uid") == leader["metadata"]["uid"], \
+        f"no worker StatefulSet {name}-{index} owned by the new leader yet"
+    want = sts["spec"]["replicas"]
+    assert len(group.pods) == 1 + want and group.ready, f"group {index}: {len(group.pods)} pods (want {1 + want}), " \
+                                                        f"ready {group.ready}"
+    return group

@@ -3,15 +3,18 @@
 With UniquePerReplica every group gets its own headless Service `N-i`, owned by its leader pod, and
 pods use it as their subdomain, so LWS_LEADER_ADDRESS is `N-i.N-i.ns` and resolves. Switching the
 policy is a rolling update: the environment changes as pods are replaced, and the Shared Service is
-left behind when switching away from it (T20).
+left behind when switching away from it (T20). A surge group is a group like the others: its leader gets
+a Service too, which goes with that leader when the surge ends (upstream e2e "headless services scale up
+during MaxSurge").
 """
 
 from __future__ import annotations
 
-from conformance.harness import NAME, LWSHarness, annotations_of, controller_of
+from conformance.harness import NAME, LWSHarness, annotations_of, change_template, controller_of
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import rollout
 
 UNIQUE = {"subdomainPolicy": "UniquePerReplica"}
@@ -83,3 +86,41 @@ def test_subdomain_policy_switch_rolls_groups(lws: LWSHarness) -> None:
     def per_group_service_gone() -> None:
         assert "sw-0" not in lws.services(), "Service sw-0 outlived the leader pod that owned it"
     lws.wait(per_group_service_gone, what="Service sw-0 to go with its old leader", timeout=lws.t.delete, name="sw")
+
+
+def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
+    """Exactly Services N-0..N-(groups-1), each selecting its group and owned by that group's live leader."""
+    svcs = {n: s for n, s in lws.services().items() if (s["metadata"].get("labels") or {}).get(NAME) == name}
+    want = [f"{name}-{i}" for i in range(groups)]
+    assert sorted(svcs) == want, f"Services {sorted(svcs)}, want {want}: one per leader pod, surge groups included (2.4)"
+    pods = lws.pods(name)
+    for i, svc in enumerate(want):
+        index = (svcs[svc]["spec"].get("selector") or {}).get("leaderworkerset.sigs.k8s.io/group-index")
+        assert index == str(i), f"Service {svc} selects group-index {index!r}, want {str(i)!r} (2.4)"
+        owner, leader = (controller_of(svcs[svc]) or {}).get("uid"), (pods.get(svc) or {}).get("metadata", {})
+        assert owner == leader.get("uid"), f"Service {svc} owned by uid {owner}, want the live leader pod {svc} " \
+                                           f"uid {leader.get('uid')} (2.4)"
+
+
+@conformance(short_name="UniquePerReplicaServicesFollowSurge", slow=True,
+             features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="UniquePerReplica with maxSurge: Services number R at rest, R+surge while the surge group lives "
+                         "(one for its leader), R again after, and the LWS is Available (2.4, 4.4.3).")
+def test_unique_per_replica_services_follow_surge(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("usurge", replicas=2, size=2, network=UNIQUE,
+                                   rollout={"rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1}})
+    lws.create(manifest)
+    lws.ready("usurge", replicas=2, size=2)
+    _group_services_are(lws, "usurge", 2)
+    old = rollout.leader_revision(lws.api, lws.namespace, "usurge")
+    # The new revision never turns Ready, so with maxUnavailable 0 the rollout stops with the surge group
+    # 2 alive and groups 0 and 1 untouched: the R+surge state is held, not raced.
+    change_template(lws, "usurge", manifest, "stuck", unready=True)
+    lws.wait(lambda: _group_services_are(lws, "usurge", 3), name="usurge",
+             what="Services usurge-0..2 while the surge group 2 is up (R + maxSurge)")
+    stuck = rollout.leader_revision(lws.api, lws.namespace, "usurge")
+    change_template(lws, "usurge", manifest, "fixed")
+    rollout.rollout_must_complete(lws.api, lws.namespace, "usurge", old={old, stuck}, replicas=2, size=2, t=lws.t)
+    lws.wait(lambda: _group_services_are(lws, "usurge", 2), timeout=lws.t.delete, name="usurge",
+             what="Services back to usurge-0 and usurge-1 once the surge group is gone")
+    lws_waits.lws_must_be_available(lws.api, lws.namespace, "usurge", lws.t)
