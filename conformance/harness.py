@@ -218,6 +218,21 @@ def leader_revision(lws: LWSHarness, name: str) -> str:
     return rollout.leader_revision(lws.api, lws.namespace, name)
 
 
+def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, size: int,
+                  marker: str = "2") -> tuple[rollout.Timeline, str, str]:
+    """Change the pod templates and wait for the rollout to complete, recording its timeline.
+
+    Returns:
+        (the timeline, the revision key before, the revision key after).
+    """
+    old = leader_revision(lws, name)
+    with lws.timeline(name) as timeline:
+        change_template(lws, name, manifest, marker)
+        new = rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=size,
+                                            t=lws.t)
+    return timeline, old, new
+
+
 def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
     """The one revision of group `index`'s live pods (None when absent or mixed)."""
     group = lws.groups(name).get(index)

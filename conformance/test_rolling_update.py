@@ -12,7 +12,7 @@ rollout exactly where the contract says it stops.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, group_revision
+from conformance.harness import LWSHarness, annotations_of, group_revision, roll_template
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
@@ -40,10 +40,7 @@ def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("roll", replicas=3, size=2)
     lws.create(manifest)
     before = lws.ready("roll", replicas=3, size=2)
-    old = revision(lws, "roll")
-    with lws.timeline("roll") as timeline:
-        change(lws, "roll", manifest, "2")
-        new = rollout.rollout_must_complete(lws.api, lws.namespace, "roll", old={old}, replicas=3, size=2, t=lws.t)
+    timeline, old, new = roll_template(lws, "roll", manifest, replicas=3, size=2)
     assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
     assert timeline.replacement_order(old, 3) == [2, 1, 0], f"replacement order:\n{timeline.describe()}"
     _at_most_down(timeline, range(3), 1)
@@ -60,10 +57,7 @@ def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
                                    rollout={"rollingUpdateConfiguration": {"maxUnavailable": 2}})
     lws.create(manifest)
     lws.ready("mu", replicas=3, size=2)
-    old = revision(lws, "mu")
-    with lws.timeline("mu") as timeline:
-        change(lws, "mu", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "mu", old={old}, replicas=3, size=2, t=lws.t)
+    timeline, old, _ = roll_template(lws, "mu", manifest, replicas=3, size=2)
     _at_most_down(timeline, range(3), 2)
     lowered = [s["partition"] for s in timeline.leader_sts if s["revision"] != old and s["partition"] < 3]
     assert lowered and lowered[0] == 1, f"first partition step {lowered[:1]}, want R - maxUnavailable = 1:\n" \

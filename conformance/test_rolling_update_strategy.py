@@ -12,7 +12,7 @@ LWS's current spec.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, controller_of, group_revision
+from conformance.harness import LWSHarness, annotations_of, controller_of, group_revision, roll_template
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
@@ -32,10 +32,7 @@ def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("surge", replicas=2, size=2, rollout=_strategy(maxUnavailable=0, maxSurge=1))
     lws.create(manifest)
     lws.ready("surge", replicas=2, size=2)
-    old = revision(lws, "surge")
-    with lws.timeline("surge") as timeline:
-        change(lws, "surge", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "surge", old={old}, replicas=2, size=2, t=lws.t)
+    timeline, _, _ = roll_template(lws, "surge", manifest, replicas=2, size=2)
     assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
     assert any(s["group"] == 2 and s["ready"] for s in timeline.samples), "the surge group 2 never became ready"
     assert timeline.min_ready() >= 2, f"fewer than 2 groups ready at some instant:\n{timeline.describe()}"
@@ -53,13 +50,10 @@ def test_max_surge_capped_at_replicas(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("cap", replicas=2, size=2, rollout=_strategy(maxSurge=4))
     lws.create(manifest)
     lws.ready("cap", replicas=2, size=2)
-    old = revision(lws, "cap")
     kept = _server_keeps_statefulset_max_unavailable(lws)
     if kept:
         _assert_leader_max_unavailable([_leader_max_unavailable(lws, "cap")], "at rest")
-    with lws.timeline("cap") as timeline:
-        change(lws, "cap", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "cap", old={old}, replicas=2, size=2, t=lws.t)
+    timeline, _, _ = roll_template(lws, "cap", manifest, replicas=2, size=2)
     assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
     assert timeline.half_updated() == [], timeline.describe()
     if kept:
@@ -107,10 +101,7 @@ def test_percentages_round_as_specified(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("pct", replicas=3, size=2, rollout=_strategy(maxUnavailable="50%", maxSurge="50%"))
     lws.create(manifest)
     lws.ready("pct", replicas=3, size=2)
-    old = revision(lws, "pct")
-    with lws.timeline("pct") as timeline:
-        change(lws, "pct", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "pct", old={old}, replicas=3, size=2, t=lws.t)
+    timeline, old, _ = roll_template(lws, "pct", manifest, replicas=3, size=2)
     assert timeline.peak_leader_replicas() == 5, f"peak leader replicas, want 3 + ceil(1.5):\n{timeline.describe()}"
     seen = {str(s["maxUnavailable"]) for s in timeline.leader_sts if s["revision"] != old}
     if _server_keeps_statefulset_max_unavailable(lws):
