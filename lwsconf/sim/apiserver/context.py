@@ -23,6 +23,14 @@ DEFAULT_SERVICE_RANGE = ipaddress.IPv4Network("127.96.0.0/16")
 MAX_BODY_BYTES = 3 * 1024 * 1024
 """Request bodies above this are refused with 413, as kube-apiserver's 3 MiB limit does."""
 
+MAX_NESTING = 200
+"""Objects nested deeper are refused (400). kube-apiserver's JSON decoder stops at 10000 levels; the sim's
+handlers recurse over objects, so it stops earlier, far beyond any real object (a CRD schema nests ~40)."""
+MAX_VALUES = MAX_BODY_BYTES
+"""A decoded body may hold at most this many values: a JSON body under the size cap always does (each value
+takes at least a byte), so only YAML aliases can exceed it (a "billion laughs" body). kube-apiserver's YAML
+decoder likewise refuses "excessive aliasing"."""
+
 JSON_TYPES = ("application/json", "application/yaml", "application/json-patch+json",
               "application/merge-patch+json", "application/strategic-merge-patch+json",
               "application/apply-patch+yaml")
@@ -86,6 +94,9 @@ def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
         obj = yaml.safe_load(data) if "yaml" in content_type else json.loads(data)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the body of the request was not valid JSON or YAML: {exc}") from None
+    except RecursionError:
+        raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it") from None
+    check_size(obj)
     if not isinstance(obj, dict):
         raise errors.bad_request(
             f"the body must be a JSON object (a Kubernetes object), got {type(obj).__name__}")
@@ -96,6 +107,28 @@ def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
         raise errors.bad_request("metadata must be a JSON object")
     obj["metadata"] = meta
     return obj
+
+
+def check_size(obj: Any) -> None:
+    """400 when a decoded body nests deeper than `MAX_NESTING` or expands to more than `MAX_VALUES` values.
+
+    Walks without recursion, counting a value each time it is reached, so shared (aliased) values count
+    once per reference, as they would once serialized.
+    """
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_NESTING:
+            raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it")
+        if count > MAX_VALUES:
+            raise errors.bad_request(f"the body expands to more than {MAX_VALUES} values (YAML aliases?); "
+                                     "send it without anchors and aliases")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
