@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +152,25 @@ def check_namespace(info: resources.ResourceInfo, obj: dict[str, Any], namespace
         raise errors.bad_request(
             "the namespace of the provided object does not match the namespace sent on the request")
     meta["namespace"] = namespace or sent or ""
+
+
+INT64 = (-(2**63), 2**63 - 1)
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def int_query(request: web.Request, name: str) -> int | None:
+    """An int64 query parameter (None when absent or empty); 400 naming it otherwise.
+
+    Decimal ASCII digits only, as Go's strconv.ParseInt reads them (Python's int() would also take
+    " 7", "1_0" and non-ASCII digits).
+    """
+    value = request.query.get(name)
+    if value in (None, ""):
+        return None
+    number = int(value) if _DECIMAL.fullmatch(value) else None
+    if number is None or not INT64[0] <= number <= INT64[1]:
+        raise errors.bad_request(f"{name} must be a 64-bit integer, got {value!r}")
+    return number
 
 
 def flag(request: web.Request, name: str) -> bool:

@@ -114,8 +114,8 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
         after = _parse_continue(token)
         keys = [k for k in keys if k > after]
     meta: dict[str, Any] = {"resourceVersion": str(ctx.db.rv)}
-    limit = _int_query(request, "limit")
-    if limit and len(keys) > limit:
+    limit = context.int_query(request, "limit")
+    if limit is not None and 0 < limit < len(keys):  # limit <= 0 means no limit, as in kube-apiserver
         meta["continue"] = _continue_token(ctx.db.rv, keys[limit - 1])
         meta["remainingItemCount"] = len(keys) - limit
         keys = keys[:limit]
@@ -127,16 +127,6 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
                       separators=(",", ":")).encode()
     body = head[:-1] + b',"items":[' + b",".join(ctx.storage.encoded(info, k) for k in keys) + b"]}"
     return json_response(body)
-
-
-def _int_query(request: web.Request, name: str) -> int | None:
-    value = request.query.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f"{name} must be an integer, got {value!r}") from None
 
 
 # --- writes -----------------------------------------------------------------------------------
