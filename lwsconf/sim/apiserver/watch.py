@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lwsconf.sim.apiserver import conversion, errors, handlers, routing, store, tables
+from lwsconf.sim.apiserver import context, conversion, errors, handlers, routing, store, tables
 from lwsconf.sim.apiserver.context import ServerContext
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
@@ -111,13 +111,10 @@ async def serve(ctx: ServerContext, request: web.Request, target: routing.Target
 
 
 def _timeout(request: web.Request) -> float:
-    value = request.query.get("timeoutSeconds")
-    if not value:
-        return DEFAULT_TIMEOUT_SECONDS
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        raise errors.bad_request(f"timeoutSeconds must be a number, got {value!r}") from None
+    """`timeoutSeconds` is an int64 in ListOptions: "inf", "nan" or "1.5" are 400 (they once meant a
+    watch that never ended, or ended at once)."""
+    value = context.int_query(request, "timeoutSeconds")
+    return DEFAULT_TIMEOUT_SECONDS if value is None else float(max(0, value))
 
 
 async def _pump(session: WatchSession, deadline: float) -> None:

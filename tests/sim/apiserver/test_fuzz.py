@@ -41,6 +41,8 @@ R = fr.FuzzRequest
 @example(req=R("malformed_body/deep_list", "PUT", fr.TARGETS[1], b"[" * 5000 + b"]" * 5000))
 @example(req=R("bad_query/limit", "GET", fr.CM + "?limit=-1", content_type=None, expect=fr.ACCEPT))
 @example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None, names=("limit",)))
+@example(req=R("bad_query/timeoutSeconds", "GET", fr.LWS + "?watch=true&timeoutSeconds=inf", content_type=None,
+                names=("timeoutSeconds",)))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
