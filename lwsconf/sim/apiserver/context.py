@@ -173,6 +173,48 @@ def int_query(request: web.Request, name: str) -> int | None:
     return number
 
 
+def resource_version(request: web.Request) -> int | None:
+    """The `resourceVersion` query parameter of a read: None when absent, else a decimal uint64; 400 otherwise.
+
+    kube-apiserver parses it with strconv.ParseUint (storage.APIObjectVersioner.ParseResourceVersion):
+    a watch then answers 422 and a list or get an unconverted storage error (500); the sim answers 400
+    for all three, naming the parameter.
+    """
+    value = request.query.get("resourceVersion")
+    if value in (None, ""):
+        return None
+    if not value.isascii() or not value.isdigit() or int(value) >= 2**64:
+        raise errors.bad_request(f"resourceVersion must be a decimal string (an unsigned 64-bit integer), "
+                                 f"got {value!r}: pass a resourceVersion the server returned, or none")
+    return int(value)
+
+
+def check_list_options(request: web.Request) -> None:
+    """A list's resourceVersion and resourceVersionMatch, as ValidateListOptions checks them (422)."""
+    rv = request.query.get("resourceVersion", "")
+    resource_version(request)
+    match = request.query.get("resourceVersionMatch", "")
+    causes = []
+    if match:
+        if not rv:
+            causes.append(errors.Cause("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden "
+                                       "unless resourceVersion is provided", "FieldValueForbidden"))
+        if request.query.get("continue"):
+            causes.append(errors.Cause("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden "
+                                       "when continue is provided", "FieldValueForbidden"))
+        if match not in ("Exact", "NotOlderThan"):
+            causes.append(errors.Cause("resourceVersionMatch", f'Unsupported value: "{match}": supported values: '
+                                       '"Exact", "NotOlderThan", ""', "FieldValueNotSupported"))
+        elif match == "Exact" and rv == "0":
+            causes.append(errors.Cause("resourceVersionMatch", 'Forbidden: resourceVersionMatch "exact" is '
+                                       'forbidden for resourceVersion "0"', "FieldValueForbidden"))
+    if request.query.get("sendInitialEvents"):
+        causes.append(errors.Cause("sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list",
+                                   "FieldValueForbidden"))
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
+
+
 def flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 

@@ -81,6 +81,7 @@ def mutation(ctx: ServerContext, request: web.Request, target: routing.Target, o
 
 async def get(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None
+    context.resource_version(request)  # any valid one reads the current object (the sim keeps no old ones)
     namespace = target.namespace or ""
     obj = ctx.storage.must_get(target.info, namespace, target.name)
     if tables.wants_table(request.headers.get("Accept", "")):
@@ -107,6 +108,7 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
     Simplification: a continued list reads the current state after the last key returned, not a
     snapshot at the first page's resourceVersion as etcd would.
     """
+    context.check_list_options(request)
     label_sel, field_sel = parse_selectors(request, target)
     keys = ctx.storage.list_keys(target.info, target.namespace, label_sel, field_sel)
     token = request.query.get("continue")

@@ -68,15 +68,11 @@ class WatchSession:
     def backlog(self) -> list[bytes] | None:
         """What the client must see before live events, or None when its resourceVersion expired."""
         query = self.request.query
-        rv_text = query.get("resourceVersion", "")
+        rv = context.resource_version(self.request)
         if query.get("sendInitialEvents", "").lower() == "true":
             return [*self.initial_events(), self.bookmark(initial_end=True)]
-        if rv_text in ("", "0"):
+        if not rv:
             return self.initial_events()
-        try:
-            rv = int(rv_text)
-        except ValueError:
-            raise errors.bad_request(f"resourceVersion must be a decimal string, got {rv_text!r}") from None
         replay = self.ctx.db.replay_since(self.info.storage_key, rv)
         if replay is None:
             return None

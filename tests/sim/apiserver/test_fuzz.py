@@ -43,6 +43,12 @@ R = fr.FuzzRequest
 @example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None, names=("limit",)))
 @example(req=R("bad_query/timeoutSeconds", "GET", fr.LWS + "?watch=true&timeoutSeconds=inf", content_type=None,
                 names=("timeoutSeconds",)))
+@example(req=R("resource_version/watch", "GET", fr.CM + "?watch=true&timeoutSeconds=1&resourceVersion=%D9%A3",
+                content_type=None, names=("resourceVersion",)))
+@example(req=R("resource_version/list", "GET", fr.LWS + "?resourceVersion=abc", content_type=None,
+                names=("resourceVersion",)))
+@example(req=R("resource_version/match", "GET", fr.CM + "?resourceVersionMatch=exact", content_type=None,
+                names=("resourceVersion",)))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
