@@ -98,14 +98,21 @@ def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
     except RecursionError:
         raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it") from None
     check_size(obj)
+    return as_object(obj, "the body")
+
+
+def as_object(obj: Any, what: str) -> dict[str, Any]:
+    """`obj` as a Kubernetes object: a JSON object whose metadata (absent or null: {}) is an object; 400 otherwise.
+
+    Also applied to the result of a patch, which can turn metadata into anything.
+    """
     if not isinstance(obj, dict):
-        raise errors.bad_request(
-            f"the body must be a JSON object (a Kubernetes object), got {type(obj).__name__}")
+        raise errors.bad_request(f"{what} must be a JSON object (a Kubernetes object), got {type(obj).__name__}")
     meta = obj.get("metadata", {})
     if meta is None:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be a JSON object")
+        raise errors.bad_request(f"metadata must be a JSON object, got {type(meta).__name__} in {what}")
     obj["metadata"] = meta
     return obj
 

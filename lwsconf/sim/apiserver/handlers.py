@@ -200,11 +200,12 @@ async def patch_(ctx: ServerContext, request: web.Request, target: routing.Targe
     patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
                                 manager=manager, force=context.flag(request, "force"),
                                 api_version=info.api_version, now=objects.now_rfc3339())
+    patched = context.as_object(patched, "the patched object")
     if old is None:
         return await _create_from_apply(ctx, request, target, patched)
     # A resourceVersion the patch itself carries is a precondition, as in kube-apiserver; the copy
     # of `old` the patch was applied to already holds the current one.
-    patched_meta = patched.setdefault("metadata", {})
+    patched_meta = patched["metadata"]
     if not patched_meta.get("resourceVersion"):
         patched_meta["resourceVersion"] = old["metadata"]["resourceVersion"]
     return await _write_update(ctx, request, target, old, patched)
