@@ -89,11 +89,16 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
                                   manager=request.query.get("fieldManager", ""),
                                   force=context.flag(request, "force"), api_version="autoscaling/v1",
                                   now=objects.now_rfc3339())
-    replicas = (scale.get("spec") or {}).get("replicas")
+    scale = context.as_object(scale, "the Scale")
+    spec = scale.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
+            "spec", f"Invalid value: {spec!r}: must be an object such as {{\"replicas\": 3}}")])
+    replicas = spec.get("replicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
             "spec.replicas", f"Invalid value: {replicas!r}: must be a non-negative integer")])
-    sent_rv = (scale.get("metadata") or {}).get("resourceVersion")
+    sent_rv = scale["metadata"].get("resourceVersion")
     old = ctx.storage.must_get(target.info, target.namespace or "", target.name)
     if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
         raise errors.stale_resource_version(target.info.plural, target.info.group, target.name)
