@@ -35,22 +35,41 @@ class DeleteOptions:
     dry_run: bool = False
 
     @staticmethod
-    def from_body(body: dict[str, Any], query: dict[str, str]) -> DeleteOptions:
-        """Merge the JSON body and query parameters (kubectl uses either)."""
+    def from_body(body: Any, query: dict[str, str]) -> DeleteOptions:
+        """Merge the JSON body and query parameters (kubectl uses either); 400 naming a field of the wrong type."""
+        if not isinstance(body, dict):
+            raise errors.bad_request(f"DeleteOptions must be a JSON object, got {type(body).__name__}")
         pre = body.get("preconditions") or {}
+        if not isinstance(pre, dict) or not all(isinstance(pre.get(k), str | None) for k in ("uid", "resourceVersion")):
+            raise errors.bad_request(f"DeleteOptions.preconditions must be an object with string uid and "
+                                     f"resourceVersion, got {pre!r}")
         policy = body.get("propagationPolicy") or query.get("propagationPolicy")
         if policy is None and (body.get("orphanDependents") or query.get("orphanDependents") == "true"):
             policy = "Orphan"
         if policy not in (None, "Background", "Foreground", "Orphan"):
             raise errors.bad_request(
                 f"propagationPolicy {policy!r} is not supported: use Background, Foreground or Orphan")
-        grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
-        try:
-            grace_int = None if grace is None else int(grace)
-        except (TypeError, ValueError):
-            raise errors.bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
-        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
-        return DeleteOptions(policy, grace_int, pre.get("uid"), pre.get("resourceVersion"), bool(dry))
+        return DeleteOptions(policy, _grace_seconds(body, query), pre.get("uid"), pre.get("resourceVersion"),
+                             _delete_dry_run(body, query))
+
+
+def _grace_seconds(body: dict[str, Any], query: dict[str, str]) -> int | None:
+    grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+    if grace is None:
+        return None
+    if isinstance(grace, str) and grace.lstrip("+-").isascii() and grace.lstrip("+-").isdigit():
+        return int(grace)
+    if isinstance(grace, int) and not isinstance(grace, bool):
+        return grace
+    raise errors.bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}")
+
+
+def _delete_dry_run(body: dict[str, Any], query: dict[str, str]) -> bool:
+    """dryRun from the body (a list) or the query; the only value is All, as ValidateDeleteOptions checks."""
+    dry = body.get("dryRun") if body.get("dryRun") is not None else ([query["dryRun"]] if "dryRun" in query else [])
+    if not isinstance(dry, list) or any(value != "All" for value in dry):
+        raise errors.bad_request(f"dryRun={dry!r} is not supported: the only accepted value is All")
+    return bool(dry)
 
 
 class Storage:
