@@ -87,6 +87,34 @@ async def read_body(request: web.Request) -> bytes:
         raise errors.too_large(MAX_BODY_BYTES) from None
 
 
+OBJECT_MEDIA_TYPES = ["application/json", "application/yaml"]
+"""What a created or replaced object may be sent as. kube-apiserver also reads protobuf (built-in kinds only;
+CRDs answer 415) and, behind a feature gate, CBOR; the sim reads neither."""
+
+
+def object_media_type(request: web.Request) -> str:
+    """The media type of a body holding a whole object (POST, PUT); 415 naming it when not JSON or YAML.
+
+    No Content-Type means JSON, as kube-apiserver's NegotiateInputSerializer falls back to its first type.
+    """
+    header = request.headers.get("Content-Type", "")
+    media = header.split(";")[0].strip().lower()
+    if not media:
+        return "application/json"
+    if media not in OBJECT_MEDIA_TYPES:
+        allowed = OBJECT_MEDIA_TYPES
+        if media.startswith("application/vnd.kubernetes.protobuf"):
+            allowed = [*OBJECT_MEDIA_TYPES, "(protobuf is not served by the lwsconf sim: send JSON)"]
+        raise errors.unsupported_media_type(header, allowed)
+    return media
+
+
+async def read_object(request: web.Request) -> dict[str, Any]:
+    """Read and decode the object a POST or PUT carries (415 for other media types, 400 for bad bodies)."""
+    media = object_media_type(request)
+    return decode_object(await read_body(request), media)
+
+
 def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
     """Parse a JSON (or YAML) request body into an object dict; 400 with the parser's reason."""
     if not data.strip():

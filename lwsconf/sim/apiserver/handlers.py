@@ -135,7 +135,7 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
 
 async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     info = target.info
-    obj = context.decode_object(await context.read_body(request), request.content_type)
+    obj = await context.read_object(request)
     context.check_type_meta(info, obj)
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
@@ -155,7 +155,7 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
     assert target.name is not None
     info = target.info
     old = ctx.storage.must_get(info, target.namespace or "", target.name)
-    new = context.decode_object(await context.read_body(request), request.content_type)
+    new = await context.read_object(request)
     return await _write_update(ctx, request, target, old, new)
 
 

@@ -80,10 +80,10 @@ def _scale_of(ctx: ServerContext, target: routing.Target) -> dict[str, Any]:
 async def _write_scale(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None and target.info.scale is not None
     current = _scale_of(ctx, target)
-    body = await context.read_body(request)
     if request.method == "PUT":
-        scale = context.decode_object(body, request.content_type)
+        scale = await context.read_object(request)
     else:
+        body = await context.read_body(request)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         scale = patch.apply_patch(current, body, content_type, kind="Scale", builtin=True,
                                   manager=request.query.get("fieldManager", ""),
@@ -119,7 +119,7 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
 async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     """POST pods/binding: set spec.nodeName once, as the scheduler does."""
     assert target.name is not None
-    binding = context.decode_object(await context.read_body(request), request.content_type)
+    binding = await context.read_object(request)
     node = ((binding.get("target") or {}).get("name")) or ""
     if not node:
         raise errors.invalid("Binding", "", target.name, [errors.Cause("target.name", "Required value",
@@ -150,7 +150,7 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
 async def _evict(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     """POST pods/eviction: a delete honouring the eviction's DeleteOptions (no PDBs are served)."""
     assert target.name is not None
-    eviction = context.decode_object(await context.read_body(request), request.content_type)
+    eviction = await context.read_object(request)
     opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
     handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run,
                              kind=("policy", "v1", "Eviction"))
@@ -163,7 +163,7 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def _finalize(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     """PUT namespaces/NAME/finalize: only `spec.finalizers` changes (the namespace controller's exit)."""
     assert target.name is not None
-    sent = context.decode_object(await context.read_body(request), request.content_type)
+    sent = await context.read_object(request)
     old = ctx.storage.must_get(target.info, "", target.name)
     new = objects.deep_copy(old)
     new.setdefault("spec", {})["finalizers"] = list((sent.get("spec") or {}).get("finalizers") or [])

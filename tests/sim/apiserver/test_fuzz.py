@@ -54,6 +54,10 @@ R = fr.FuzzRequest
 @example(req=R("subresource/scale", "PATCH", fr.TARGETS[0] + "/scale", b'{"metadata": 5, "spec": {"replicas": 2}}', fr.MERGE))
 @example(req=R("resource_version/delete", "DELETE", fr.TARGETS[1], b'{"preconditions": "x"}'))
 @example(req=R("bad_query/dryRun", "DELETE", fr.TARGETS[1] + "?dryRun=Bogus", content_type=None, names=("dryRun",)))
+@example(req=R("content_type/update", "PUT", fr.TARGETS[0], fr.dump(fr.target_body(fr.LWS)), "image/png",
+                names=("image/png",)))
+@example(req=R("content_type/create", "POST", fr.LWS + "?dryRun=All", b"k8s\x00\n\x0c", "application/vnd.kubernetes.protobuf",
+                names=("application/vnd.kubernetes.protobuf",)))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
