@@ -250,6 +250,26 @@ def check_list_options(request: web.Request) -> None:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
 
 
+FIELD_MANAGER_MAX = 128
+
+
+def field_manager(request: web.Request, options_kind: str) -> str:
+    """The `fieldManager` of a write: at most 128 printable characters, or 422 on the options kind
+    (CreateOptions, UpdateOptions, PatchOptions), as apimachinery's ValidateFieldManager checks it."""
+    value = request.query.get("fieldManager", "")
+    causes = []
+    if len(value) > FIELD_MANAGER_MAX:
+        causes.append(errors.Cause("fieldManager", f"Too long: may not be more than {FIELD_MANAGER_MAX} bytes",
+                                   "FieldValueTooLong"))
+    bad = next(((i, ch) for i, ch in enumerate(value) if not ch.isprintable()), None)
+    if bad is not None:
+        causes.append(errors.Cause("fieldManager", f"Invalid value: {value!r}: invalid character "
+                                   f"U+{ord(bad[1]):04X} (at position {bad[0]})"))
+    if causes:
+        raise errors.invalid(options_kind, "meta.k8s.io", "", causes)
+    return value
+
+
 def flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 

@@ -135,6 +135,7 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
 
 async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     info = target.info
+    context.field_manager(request, "CreateOptions")
     obj = await context.read_object(request)
     context.check_type_meta(info, obj)
     context.check_namespace(info, obj, target.namespace)
@@ -154,6 +155,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def update(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None
     info = target.info
+    context.field_manager(request, "UpdateOptions")
     old = ctx.storage.must_get(info, target.namespace or "", target.name)
     new = await context.read_object(request)
     return await _write_update(ctx, request, target, old, new)
@@ -192,7 +194,7 @@ async def patch_(ctx: ServerContext, request: web.Request, target: routing.Targe
     is_apply = content_type == "application/apply-patch+yaml"
     if old is None and not is_apply:
         raise errors.not_found(info.plural, info.group, target.name)
-    manager = request.query.get("fieldManager", "")
+    manager = context.field_manager(request, "PatchOptions")
     if is_apply and not manager:
         raise errors.bad_request("fieldManager is required for apply requests (server-side apply): "
                                  "pass ?fieldManager=<your controller's name>")

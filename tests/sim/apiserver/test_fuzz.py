@@ -58,6 +58,10 @@ R = fr.FuzzRequest
                 names=("image/png",)))
 @example(req=R("content_type/create", "POST", fr.LWS + "?dryRun=All", b"k8s\x00\n\x0c", "application/vnd.kubernetes.protobuf",
                 names=("application/vnd.kubernetes.protobuf",)))
+@example(req=R("bad_query/fieldManager", "PATCH", fr.TARGETS[1] + "?fieldManager=" + "m" * 129,
+                b'{"metadata": {"labels": {"changed": "yes"}}}', fr.MERGE, names=("fieldManager",)))
+@example(req=R("bad_query/fieldManager", "POST", fr.LWS + "?fieldManager=bad%01manager", fr.dump(fr.lws("badquery")),
+                names=("fieldManager",)))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
