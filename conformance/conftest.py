@@ -30,4 +30,5 @@ def lws(request: pytest.FixtureRequest, implementation: object, api_client: clie
     """Create and inspect LeaderWorkerSets in this test's namespace (the implementation is running)."""
     artifacts = _optional_fixture(request, "artifacts_dir")
     return LWSHarness(api_client, namespace, timeout_config,
-                      Path(str(artifacts)) if artifacts is not None else None)
+                      Path(str(artifacts)) if artifacts is not None else None,
+                      controller=getattr(implementation, "controller", None))

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client
 
@@ -82,12 +82,22 @@ def _missing_is_not_yet(check: Any) -> Any:
     return run
 
 
+class ControllerRestart(Protocol):
+    """The implementation fixture's handle on its controller (fixtures/controller_restart.py)."""
+
+    how: str
+
+    def restart(self) -> None: ...
+
+
 @dataclass
 class LWSHarness:
     api: client.ApiClient
     namespace: str
     t: Timeouts
     artifacts: Path | None = None
+    controller: ControllerRestart | None = None
+    """How to restart the implementation's controller: the one thing tests do outside the Kubernetes API."""
 
     def __post_init__(self) -> None:
         self.custom = client.CustomObjectsApi(self.api)
@@ -189,6 +199,18 @@ class LWSHarness:
         """Record a rollout timeline (saved as timeline.json in the test's artifacts, when there are any)."""
         path = self.artifacts / "timeline.json" if self.artifacts else None
         return rollout.record_timeline(self.api, self.namespace, name, path=path)
+
+    def restart_controller(self) -> str:
+        """Stop the implementation's controller and start it again (LWSControllerRestart tests only).
+
+        Returns:
+            What the restart did, for failure messages.
+        """
+        if self.controller is None:
+            raise RuntimeError("this implementation cannot be restarted; a test restarting the controller must "
+                               "declare Feature.CONTROLLER_RESTART, so the suite reports it NOT_SUPPORTED instead")
+        self.controller.restart()
+        return self.controller.how
 
     # --- the probe ---------------------------------------------------------------------------------
 

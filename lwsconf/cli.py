@@ -3,7 +3,7 @@
     lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
     lwsconf sim chaos crash-container NS/POD ...    fault injection into a running simulated cluster
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
-    lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect]
+    lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect] [--exit-on-stdin-close]
                                                     the reference LWS controller, against any cluster
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease in --lease-namespace, so several replicas can run safely")
     rec.add_argument("--lease-namespace", default="kube-system", help="namespace of the leader-election Lease")
     rec.add_argument("--namespace", default=None, help="reconcile only this namespace (default: all)")
+    rec.add_argument("--exit-on-stdin-close", action="store_true",
+                     help="stop when standard input closes: a parent that runs it on a pipe (the conformance "
+                          "harness's --lws-impl=reference-process) never leaves it behind, even when killed")
     sub.add_parser("run", help="run the conformance suite (pytest options and the suite's; see lwsconf run -h)",
                    add_help=False)
     report_cli.add_parser(sub)
@@ -83,6 +86,8 @@ async def _reconciler(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if args.exit_on_stdin_close:
+        _stop_on_stdin_close(loop, stop)
     print(f"reference reconciler running against {creds.server} (Ctrl-C to stop)", flush=True)
     try:
         await run.serve(client, stop, leader_election=args.leader_elect, lease_namespace=args.lease_namespace,
@@ -90,6 +95,22 @@ async def _reconciler(args: argparse.Namespace) -> int:
     finally:
         await client.close()
     return 0
+
+
+def _stop_on_stdin_close(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Set `stop` once standard input reaches end of file (what is written to it is ignored)."""
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            stop.set()
+
+    loop.add_reader(fd, readable)
 
 
 async def _sim_up(args: argparse.Namespace) -> int:

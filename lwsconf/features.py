@@ -61,6 +61,10 @@ class Feature(StrEnum):
     """PVCs named after leader and worker pods (section 4.10)."""
     DELETION = "LWSDeletion"
     """Deleting an LWS (foreground) removes everything it created (section 4.12)."""
+    CONTROLLER_RESTART = "LWSControllerRestart"
+    """Restarting the implementation's controller disturbs no workload: no pod recreated, no spurious revision,
+    status unchanged, and an in-flight rollout or group restart completes with its guarantees (disruptive: the
+    harness must be able to restart the controller)."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
 

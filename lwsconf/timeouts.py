@@ -49,6 +49,8 @@ class Timeouts:
     """Between two polls of a wait (watches wake earlier)."""
     stays_true: float = 2.0
     """How long a 'never happens' claim is observed (e.g. no worker StatefulSet before the leader is Ready)."""
+    controller_restart: float = 30.0
+    """The implementation's controller is stopped and started again (a process, or a Deployment's rollout)."""
     model_ready: float = 1200.0
     """GPU smoke: a vLLM server loads its model and answers (GPU clusters only)."""
 
@@ -57,11 +59,12 @@ BACKEND_DEFAULTS: dict[str, Timeouts] = {
     "sim": Timeouts(),
     "kind": Timeouts(create=30, delete=120, pods_running=180, lws_available=300, group_recreated=300,
                      rollout_complete=600, scale_complete=300, service_endpoints=120, namespace_deleted=300,
-                     max_time_to_consistency=60, request_timeout=15, poll_interval=0.5, stays_true=5),
+                     max_time_to_consistency=60, request_timeout=15, poll_interval=0.5, stays_true=5,
+                     controller_restart=300),
     "kubeconfig": Timeouts(create=60, delete=300, pods_running=600, lws_available=900, group_recreated=900,
                            rollout_complete=1800, scale_complete=900, service_endpoints=300,
                            namespace_deleted=600, max_time_to_consistency=120, request_timeout=30,
-                           poll_interval=1.0, stays_true=10),
+                           poll_interval=1.0, stays_true=10, controller_restart=600),
 }
 
 FIELDS = {f.name for f in dataclasses.fields(Timeouts)}

@@ -1,0 +1,238 @@
+"""Restarting the controller disturbs no workload (LWSControllerRestart; upstream LWS tests that upgrading
+its controller keeps running workloads).
+
+A controller restart is the one step these tests take outside the Kubernetes API: `lws.restart_controller()`
+(the harness's hook; the implementation fixture decides how, or withdraws the feature with its reason, and
+the suite then reports NOT_SUPPORTED). Everything the new controller must rebuild it reads back from the
+cluster, so each test checks that what was there survives and what was in flight finishes:
+
+* at rest: no pod or StatefulSet is recreated (same UIDs), no ControllerRevision appears or goes, the status
+  comes back to the same values, and a change made afterwards (a scale-up) is still reconciled;
+* mid-rollout: the rollout is stopped deterministically (the new revision's workers start unready, so the
+  first updated group cannot turn ready and maxUnavailable/maxSurge hold the rest), the controller restarts
+  there, must leave the held groups alone, and, as the test releases each new group, completes the rollout
+  with the usual guarantees (never half-updated, never more than maxUnavailable groups down, never more
+  than maxSurge extra groups) recorded on the timeline;
+* mid-group-restart: a worker pod is deleted, the controller restarts as soon as the group's restart has
+  begun (its leader is going), and the group comes back whole while the other group is untouched.
+
+The tests are disruptive: on a shared cluster restarting the controller disturbs everyone, so there the
+harness restarts nothing without --allow-controller-restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.harness import LWSHarness, leader_revision
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import core, observe, rollout
+from lwsconf.waits import lws as lws_waits
+
+P = "leaderworkerset.sigs.k8s.io/"
+Obj = dict[str, Any]
+
+
+def _uids(objs: dict[str, Obj]) -> dict[str, str]:
+    return {name: obj["metadata"]["uid"] for name, obj in objs.items()}
+
+
+def _status_values(lws_obj: Obj) -> Obj:
+    """The status an implementation computes: counters, selector and each condition's type/status/reason (the
+    transition times and messages are left out: T8)."""
+    status = dict(lws_obj.get("status") or {})
+    status["conditions"] = sorted((c.get("type"), c.get("status"), c.get("reason"))
+                                  for c in status.get("conditions") or [])
+    return status
+
+
+@dataclass(frozen=True)
+class _AtRest:
+    """What an Available LWS has before the restart, which the restart must leave as it is."""
+
+    name: str
+    pods: dict[str, str]
+    statefulsets: dict[str, str]
+    revisions: list[str]
+    status: Obj
+
+    @staticmethod
+    def of(lws: LWSHarness, name: str) -> _AtRest:
+        return _AtRest(name, _uids(lws.pods(name)), _uids(lws.statefulsets()), _revision_names(lws, name),
+                       _status_values(lws.get(name)))
+
+    def check(self, lws: LWSHarness, how: str, *, waiting: bool = False) -> None:
+        """Fail unless every object is the same and the status has its values again; `waiting`: a changed
+        object stops the wait at once (a deleted pod never comes back), a changed status only makes it go on."""
+        status = _status_values(lws.get(self.name))  # read first: the objects read next are at least as new
+        try:
+            self._same_objects(lws, how)
+        except AssertionError as exc:
+            if waiting:
+                raise core.Terminal(str(exc)) from None
+            raise
+        assert status == self.status, f"status after the restart: {status}, want {self.status}"
+
+    def _same_objects(self, lws: LWSHarness, how: str) -> None:
+        going = sorted(p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace, f"{P}name={self.name}")
+                       if p["metadata"].get("deletionTimestamp"))
+        assert not going, f"pods {going} are being deleted after the restart ({how}); a restart deletes no pod"
+        pods = _uids(lws.pods(self.name))
+        assert pods == self.pods, f"pods after the restart ({how}): {pods}, want the same pods and UIDs {self.pods}"
+        sets = _uids(lws.statefulsets())
+        assert sets == self.statefulsets, f"StatefulSets after the restart: {sets}, want the same {self.statefulsets}"
+        revisions = _revision_names(lws, self.name)
+        assert revisions == self.revisions, f"ControllerRevisions after the restart: {revisions}, want {self.revisions}"
+
+
+def _revision_names(lws: LWSHarness, name: str) -> list[str]:
+    return sorted(r["metadata"]["name"] for r in lws.revisions(name))
+
+
+@conformance(short_name="ControllerRestartAtRest", slow=True, disruptive=True,
+             features={Feature.CONTROLLER_RESTART, Feature.SCALING},
+             description="Restarting the controller of an Available LWS recreates no pod or StatefulSet, adds or "
+                         "removes no revision, brings back the same status, and a later scale-up is reconciled.")
+def test_controller_restart_at_rest(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("calm", replicas=2, size=2))
+    lws.ready("calm", replicas=2, size=2)
+    before = _AtRest.of(lws, "calm")
+    with lws.timeline("calm") as timeline:
+        how = lws.restart_controller()
+        lws.wait(lambda: before.check(lws, how, waiting=True), name="calm",
+                 what="the status to come back to its values before the restart, nothing recreated")
+        lws.hold(lambda: before.check(lws, how), what="nothing recreated and the same status after the restart",
+                 name="calm")
+    worst, when = timeline.max_unready(range(2))
+    assert worst == 0, f"{worst} group(s) not ready at t={when} across the restart:\n{timeline.describe(around=when)}"
+    lws.scale("calm", 3)
+    lws.ready("calm", replicas=3, size=2)
+    kept = {name: uid for name, uid in _uids(lws.pods("calm")).items() if name in before.pods}
+    assert kept == before.pods, f"scaling up after the restart replaced pods of groups 0-1: {kept}, want {before.pods}"
+
+
+def _held_workers_template(lws: LWSHarness, name: str, manifest: Obj) -> None:
+    """A new revision whose leaders turn Ready at once while its workers wait for /ready?value=true."""
+    changed = workloads.with_env(manifest, {"LWSCONF_REVISION": "2"})
+    changed = workloads.with_env(changed, {"LWSCONF_START_UNREADY": "1"}, leader=False)
+    lws.patch(name, {"spec": {"leaderWorkerTemplate": changed["spec"]["leaderWorkerTemplate"]}})
+
+
+def _stalled_group(lws: LWSHarness, name: str, old: str) -> tuple[int, str]:
+    """(index, revision) of the one group on the new revision: leader Ready, its workers up but held unready."""
+    fresh = {i: g for i, g in lws.groups(name).items() if g.revisions() - {old}}
+    assert len(fresh) == 1, f"groups on a new revision: {sorted(fresh)}, want exactly one (the rollout's first)"
+    index, group = next(iter(fresh.items()))
+    size = int((group.pods[0]["metadata"].get("annotations") or {}).get(P + "size", "0"))
+    assert len(group.pods) == size, f"group {index}: {len(group.pods)}/{size} pods"
+    assert all(_running(p) for p in group.pods.values()), f"group {index}: not all pods running"
+    return index, next(iter(group.revisions()))
+
+
+def _running(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _release_new_workers(lws: LWSHarness, name: str, new: str) -> None:
+    """Release every running, unready worker on revision `new`; NotYet until groups 0..R-1 are all updated and
+    ready (the probe answers only once its container runs, so a worker is released on a later poll)."""
+    for group in lws.groups(name).values():
+        for j, pod in group.pods.items():
+            labels = pod["metadata"].get("labels") or {}
+            if j and labels.get(P + "template-revision-hash") == new and _running(pod) and not _ready(pod):
+                lws.probe(pod["metadata"]["name"], "/ready", value="true")
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _rolled_out(lws: LWSHarness, name: str, new: str, replicas: int) -> None:
+    _release_new_workers(lws, name, new)
+    groups = lws.groups(name)
+    behind = {i: sorted(g.revisions()) for i, g in groups.items() if g.revisions() != {new} or not g.ready}
+    if behind or sorted(groups) != list(range(replicas)):
+        raise core.NotYet(f"groups {sorted(groups)}; not yet updated and ready: {behind}")
+
+
+def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_unavailable: int,
+                            max_surge: int) -> None:
+    """Stall a rollout at its first group, restart the controller there, then let the rollout finish."""
+    manifest = workloads.probe_lws(name, replicas=replicas, size=2, rollout={"rollingUpdateConfiguration": {
+        "maxUnavailable": max_unavailable, "maxSurge": max_surge}})
+    lws.create(manifest)
+    before = lws.ready(name, replicas=replicas, size=2)
+    old = leader_revision(lws, name)
+    with lws.timeline(name) as timeline:
+        _held_workers_template(lws, name, manifest)
+        stalled, new = lws.wait(lambda: _stalled_group(lws, name, old), timeout=lws.t.rollout_complete, name=name,
+                                what="the rollout's first group to be up on the new revision with workers held")
+        how = lws.restart_controller()
+
+        def held() -> None:
+            now = lws.groups(name)
+            moved = [i for i in range(replicas) if i != stalled and (i not in now or now[i].uids != before[i].uids)]
+            assert not moved, (
+                f"groups {moved} were replaced after the restart ({how}) while group {stalled}, the rollout's first on "
+                f"the new revision, is not ready: maxUnavailable {max_unavailable} and maxSurge {max_surge} allow no "
+                "more; the restarted controller must resume the rollout where it stopped (4.4.4)")
+        lws.hold(held, what="the held rollout to stay where it stopped after the restart", name=name)
+        lws.wait(lambda: _rolled_out(lws, name, new, replicas), timeout=lws.t.rollout_complete, name=name,
+                 what="the rollout to finish, releasing each new group's workers")
+        rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=2, t=lws.t)
+    assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
+    least = timeline.min_ready()
+    assert least >= replicas - max_unavailable, (
+        f"only {least} groups ready at some instant, maxUnavailable {max_unavailable} allows "
+        f"{replicas - max_unavailable}:\n{timeline.describe()}")
+    peak = timeline.peak_leader_replicas()
+    assert peak <= replicas + max_surge, f"leader StatefulSet peaked at {peak} replicas, maxSurge allows " \
+                                         f"{replicas + max_surge}:\n{timeline.describe()}"
+
+
+@conformance(short_name="RolloutSurvivesControllerRestart", slow=True, disruptive=True,
+             features={Feature.CONTROLLER_RESTART, Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
+             description="A controller restart while a rollout (R=3, maxUnavailable 1) waits on its first group: the "
+                         "other groups stay, then the rollout completes, never half-updated or more than 1 group down.")
+def test_rollout_survives_controller_restart(lws: LWSHarness) -> None:
+    _rollout_across_restart(lws, "ru", replicas=3, max_unavailable=1, max_surge=0)
+
+
+@conformance(short_name="SurgeRolloutSurvivesControllerRestart", slow=True, disruptive=True,
+             features={Feature.CONTROLLER_RESTART, Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="A controller restart while a surge rollout (R=3, maxUnavailable 0, maxSurge 1) waits on "
+                         "its surge group: the rollout completes with 3 groups always ready and at most 4 leaders.")
+def test_surge_rollout_survives_controller_restart(lws: LWSHarness) -> None:
+    _rollout_across_restart(lws, "surge", replicas=3, max_unavailable=0, max_surge=1)
+
+
+@conformance(short_name="GroupRestartSurvivesControllerRestart", slow=True, disruptive=True,
+             features={Feature.CONTROLLER_RESTART, Feature.GROUP_RESTART},
+             description="A controller restart while a group is being recreated (a worker pod deleted): the group "
+                         "comes back whole on new pods, once, and the other group keeps its pods (4.2).")
+def test_group_restart_survives_controller_restart(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("mend", replicas=2, size=3))
+    before = lws.ready("mend", replicas=2, size=3)
+    leader_uid = before[0].pods[0]["metadata"]["uid"]
+    with lws.timeline("mend") as timeline:
+        lws.core.delete_namespaced_pod("mend-0-1", lws.namespace)
+
+        def leader_going() -> None:
+            live = lws.pods("mend").get("mend-0")
+            assert live is None or live["metadata"]["uid"] != leader_uid, "leader mend-0 is not being replaced yet"
+        lws.wait(leader_going, what="the group restart to begin (leader mend-0 deleted)", name="mend",
+                 timeout=lws.t.group_recreated)
+        how = lws.restart_controller()
+        group = lws_waits.group_must_be_recreated(lws.api, lws.namespace, "mend", 0, before[0].uids, size=3, t=lws.t)
+
+        def settled() -> None:
+            now = lws.groups("mend")
+            assert now[0].uids == group.uids, f"group 0 was recreated again after the restart ({how})"
+            assert now[1].uids == before[1].uids, f"group 1 was disturbed by the restart ({how}): {lws.describe('mend')}"
+        lws.hold(settled, what="both groups to keep their pods after the recovery", name="mend")
+    worst, when = timeline.max_unready(range(1, 2))
+    assert worst == 0, f"group 1 was not ready at t={when}:\n{timeline.describe(around=when)}"
