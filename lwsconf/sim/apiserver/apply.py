@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.sim.apiserver import errors, merge_patches
+from lwsconf.sim.apiserver import errors, merge_patches, objects
 
 Path = tuple[str, ...]
 """A field path in FieldsV1 elements, e.g. ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")."""
@@ -97,11 +97,11 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
 
 # --- the body ---------------------------------------------------------------------------------------
 
-class _YamlLoader(yaml.SafeLoader):
+class KubeYamlLoader(yaml.SafeLoader):
     """SafeLoader that keeps unquoted timestamps as strings, as sigs.k8s.io/yaml does."""
 
 
-_YamlLoader.yaml_implicit_resolvers = {
+KubeYamlLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
@@ -117,17 +117,18 @@ def decode_yaml(body: bytes) -> dict[str, Any]:
         doc = json.loads(body, parse_constant=str)
     except (ValueError, RecursionError):
         try:
-            doc = yaml.load(body, Loader=_YamlLoader)  # a SafeLoader subclass: no arbitrary objects
+            doc = yaml.load(body, Loader=KubeYamlLoader)  # a SafeLoader subclass: no arbitrary objects
         except (yaml.YAMLError, RecursionError) as exc:
             raise errors.bad_request(f"the body of the request was not valid YAML or JSON: {exc}") from None
+    objects.check_size(doc)  # before jsonable() recurses over it
     if not isinstance(doc, dict):
         what = "empty" if doc is None else f"a {type(doc).__name__}"
         raise errors.bad_request(f"an apply patch must be one object (a YAML or JSON map), but the body was "
                                  f"{what}; send the full configuration you want to own")
-    return _jsonable(doc, "")  # type: ignore[no-any-return]
+    return jsonable(doc, "")  # type: ignore[no-any-return]
 
 
-def _jsonable(value: Any, where: str) -> Any:
+def jsonable(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -136,18 +137,18 @@ def _jsonable(value: Any, where: str) -> Any:
             elif isinstance(key, (int, float)) or key is None:
                 key = "null" if key is None else str(key)
             elif not isinstance(key, str):
-                raise errors.bad_request(f"apply patch {where or '<root>'}: map key {key!r} is not a string")
-            out[key] = _jsonable(item, f"{where}.{key}")
+                raise errors.bad_request(f"the body at {where or '<root>'}: map key {key!r} is not a string")
+            out[key] = jsonable(item, f"{where}.{key}")
         return out
     if isinstance(value, list):
-        return [_jsonable(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [jsonable(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, float) and not math.isfinite(value):
-        raise errors.bad_request(f"apply patch {where}: {value} is not a JSON number")
+        raise errors.bad_request(f"the body at {where}: {value} is not a JSON number")
     if value is None or isinstance(value, (str, int, float)):
         return value
-    raise errors.bad_request(f"apply patch {where}: a {type(value).__name__} value cannot be expressed in "
+    raise errors.bad_request(f"the body at {where}: a {type(value).__name__} value cannot be expressed in "
                              "JSON; use a string")
 
 

@@ -17,20 +17,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from lwsconf.sim.apiserver import admission, errors, resources, storage, store
+from lwsconf.sim.apiserver import admission, apply, errors, objects, resources, storage, store
 
 DEFAULT_SERVICE_RANGE = ipaddress.IPv4Network("127.96.0.0/16")
 """ClusterIPs of an API server started on its own; `SimCluster` gives each cluster its own range instead."""
 MAX_BODY_BYTES = 3 * 1024 * 1024
 """Request bodies above this are refused with 413, as kube-apiserver's 3 MiB limit does."""
-
-MAX_NESTING = 200
-"""Objects nested deeper are refused (400). kube-apiserver's JSON decoder stops at 10000 levels; the sim's
-handlers recurse over objects, so it stops earlier, far beyond any real object (a CRD schema nests ~40)."""
-MAX_VALUES = MAX_BODY_BYTES
-"""A decoded body may hold at most this many values: a JSON body under the size cap always does (each value
-takes at least a byte), so only YAML aliases can exceed it (a "billion laughs" body). kube-apiserver's YAML
-decoder likewise refuses "excessive aliasing"."""
 
 JSON_TYPES = ("application/json", "application/yaml", "application/json-patch+json",
               "application/merge-patch+json", "application/strategic-merge-patch+json",
@@ -119,14 +111,17 @@ def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
     """Parse a JSON (or YAML) request body into an object dict; 400 with the parser's reason."""
     if not data.strip():
         raise errors.bad_request("the request body is empty: send the object as JSON")
+    is_yaml = "yaml" in content_type
     try:
-        obj = yaml.safe_load(data) if "yaml" in content_type else json.loads(data)
+        obj = yaml.load(data, Loader=apply.KubeYamlLoader) if is_yaml else \
+            json.loads(data, parse_constant=_reject_constant)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the body of the request was not valid JSON or YAML: {exc}") from None
     except RecursionError:
-        raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it") from None
-    check_size(obj)
-    return as_object(obj, "the body")
+        raise errors.bad_request(f"the body is nested more than {objects.MAX_NESTING} levels deep; "
+                                 "flatten it") from None
+    objects.check_size(obj)
+    return as_object(apply.jsonable(obj, "") if is_yaml else obj, "the body")
 
 
 def as_object(obj: Any, what: str) -> dict[str, Any]:
@@ -145,26 +140,8 @@ def as_object(obj: Any, what: str) -> dict[str, Any]:
     return obj
 
 
-def check_size(obj: Any) -> None:
-    """400 when a decoded body nests deeper than `MAX_NESTING` or expands to more than `MAX_VALUES` values.
-
-    Walks without recursion, counting a value each time it is reached, so shared (aliased) values count
-    once per reference, as they would once serialized.
-    """
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    count = 0
-    while stack:
-        node, depth = stack.pop()
-        count += 1
-        if depth > MAX_NESTING:
-            raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it")
-        if count > MAX_VALUES:
-            raise errors.bad_request(f"the body expands to more than {MAX_VALUES} values (YAML aliases?); "
-                                     "send it without anchors and aliases")
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any]) -> None:

@@ -9,6 +9,16 @@ import secrets
 import uuid
 from typing import Any
 
+from lwsconf.sim.apiserver import errors
+
+MAX_NESTING = 200
+"""Objects nested deeper are refused (400). kube-apiserver's JSON decoder stops at 10000 levels; the sim's
+handlers recurse over objects, so it stops earlier, far beyond any real object (a CRD schema nests ~40)."""
+MAX_VALUES = 3 * 1024 * 1024
+"""A decoded body may hold at most this many values: a JSON body under the 3 MiB cap always does (each value
+takes at least a byte), so only YAML aliases can exceed it (a "billion laughs" body). kube-apiserver's YAML
+decoder likewise refuses "excessive aliasing"."""
+
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The alphabet the apiserver uses for generateName suffixes (no vowels, no confusable digits)."""
 
@@ -69,3 +79,25 @@ def set_path(obj: dict[str, Any], path: str, value: Any) -> None:
             nxt = cur[part] = {}
         cur = nxt
     cur[parts[-1]] = value
+
+
+def check_size(obj: Any) -> None:
+    """400 when a decoded body nests deeper than `MAX_NESTING` or expands to more than `MAX_VALUES` values.
+
+    Run before anything recurses over a decoded body. Walks without recursion, counting a value each time
+    it is reached, so shared (YAML-aliased) values count once per reference, as they would once serialized.
+    """
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_NESTING:
+            raise errors.bad_request(f"the body is nested more than {MAX_NESTING} levels deep; flatten it")
+        if count > MAX_VALUES:
+            raise errors.bad_request(f"the body expands to more than {MAX_VALUES} values (YAML aliases?); "
+                                     "send it without anchors and aliases")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)

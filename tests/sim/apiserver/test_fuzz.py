@@ -62,6 +62,9 @@ R = fr.FuzzRequest
                 b'{"metadata": {"labels": {"changed": "yes"}}}', fr.MERGE, names=("fieldManager",)))
 @example(req=R("bad_query/fieldManager", "POST", fr.LWS + "?fieldManager=bad%01manager", fr.dump(fr.lws("badquery")),
                 names=("fieldManager",)))
+@example(req=R("malformed_body/nan", "PUT", fr.TARGETS[1], fr.dump(fr.target_body(fr.CM))[:-1] + b', "zz": NaN}'))
+@example(req=R("malformed_body/yaml_keys", "POST", fr.CM, b"metadata: {name: x, labels: {[a]: b}}", "application/yaml"))
+@example(req=R("bad_patch/apply", "PATCH", fr.TARGETS[1] + "?fieldManager=f", fr.alias_bomb(10), fr.APPLY))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
