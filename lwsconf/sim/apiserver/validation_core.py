@@ -136,8 +136,27 @@ def _immutable_data(obj: dict[str, Any], old: dict[str, Any] | None, fields: tup
     return causes + [f.forbidden(field, msg) for field in fields if obj.get(field) != old.get(field)]
 
 
+def _data_shapes(obj: dict[str, Any]) -> list[errors.Cause]:
+    """data and binaryData are maps of strings (binaryData base64), immutable a boolean: a typed decoder
+    refuses anything else before validation runs."""
+    causes: list[errors.Cause] = []
+    for name in ("data", "binaryData"):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, dict):
+            causes.append(f.invalid(name, value, "must be a map of string keys to string values"))
+    for k, v in f.as_dict(obj.get("binaryData")).items():
+        try:
+            base64.b64decode(v if isinstance(v, str) else b"!", validate=True)
+        except (ValueError, TypeError):
+            causes.append(f.invalid(f.key("binaryData", k), v, "must be a base64-encoded string"))
+    if obj.get("immutable") is not None and not isinstance(obj.get("immutable"), bool):
+        causes.append(f.invalid("immutable", obj.get("immutable"), "must be a boolean"))
+    return causes
+
+
 def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
-    causes = _data_keys(obj.get("data"), "data", obj.get("binaryData"), "binaryData")
+    causes = _data_shapes(obj)
+    causes += _data_keys(obj.get("data"), "data", obj.get("binaryData"), "binaryData")
     causes += _data_keys(obj.get("binaryData"), "binaryData", obj.get("data"), "data")
     for k, v in f.as_dict(obj.get("data")).items():
         causes += f.string_field(f.key("data", k), v)

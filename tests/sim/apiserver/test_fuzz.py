@@ -65,6 +65,8 @@ R = fr.FuzzRequest
 @example(req=R("malformed_body/nan", "PUT", fr.TARGETS[1], fr.dump(fr.target_body(fr.CM))[:-1] + b', "zz": NaN}'))
 @example(req=R("malformed_body/yaml_keys", "POST", fr.CM, b"metadata: {name: x, labels: {[a]: b}}", "application/yaml"))
 @example(req=R("bad_patch/apply", "PATCH", fr.TARGETS[1] + "?fieldManager=f", fr.alias_bomb(10), fr.APPLY))
+@example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"immutable": "yes"}', fr.MERGE))
+@example(req=R("bad_patch/strategic", "PATCH", fr.TARGETS[1], b'{"data": 5}', fr.STRATEGIC))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
