@@ -21,8 +21,6 @@ from tests.conftest import SimAPI
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd" / "leaderworkersets.yaml"
 VAP_FILE = ROOT / "manifests" / "crd" / "validating-admission-policy.yaml"
-# CI clones the repository next to a copy of shared/ (as /work/main and /work/shared are laid out here).
-EXAMPLES_DIR = ROOT.parent / "shared" / "data" / "upstream-lws-examples"
 GROUP, VERSION, PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 DELETE = object()  # an `edit()` value that removes the field
 
