@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import cluster as cluster_bench
+from bench import fuzz_apiserver as fuzz_bench
 from bench import reconciler as reconciler_bench
 
 
@@ -49,3 +50,15 @@ def test_reconciler_bench_records_latencies_and_throughput_beside_other_sections
             assert section[figure][workload]["runs"] == 2, section[figure]
             assert 0 < section[figure][workload]["p50_s"] <= section[figure][workload]["p90_s"], section[figure]
     assert section["throughput"]["pods"] == 6 and section["throughput"]["seconds_to_available"] > 0, section
+
+
+def test_fuzz_bench_counts_requests_and_outcomes_beside_other_sections(tmp_path: Path) -> None:
+    out = _results_with_other_section(tmp_path)
+    assert fuzz_bench.main(["--out", str(out), "--requests", "25"]) == 0
+    results = json.loads(out.read_text())
+    assert results["apiserver"] == {"kept": True}, results.keys()
+    section = results["fuzz_apiserver"]
+    assert section["requests_tried"] == 25 == sum(section["by_status"].values()) + section["hangs"], section
+    assert sum(section["by_family"].values()) == 25 and section["alive_at_end"] is True, section
+    for figure in ("server_errors_5xx", "hangs", "lost_writes", "problems"):
+        assert isinstance(section[figure], int), section
