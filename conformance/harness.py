@@ -3,13 +3,16 @@
 A thin layer over the official client and `lwsconf.waits` so that test bodies read as the scenario:
 `lws.create(manifest)`, `lws.patch(name, {...})`, `lws.scale(name, 3)`, `lws.probe("demo-0-1", "/env")`.
 Everything goes through the Kubernetes API (CustomObjectsApi for LWS, the scale subresource, the API
-server's pod and service proxies), so the same test runs on every backend.
+server's pod and service proxies), so the same test runs on every backend. While a timeline is being
+recorded (`with lws.timeline(name)`), what the test does through the harness (patch, scale, delete a
+pod, crash a container) is recorded as a step of it, so the report's picture says what happened when.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,8 +20,9 @@ from typing import Any, Protocol
 from kubernetes import client
 
 from lwsconf import workloads
+from lwsconf.timeline import model as timeline_model
 from lwsconf.timeouts import Timeouts
-from lwsconf.waits import core, lws, observe, proxy, rollout
+from lwsconf.waits import core, lws, observe, proxy, recorder, rollout
 
 P = "leaderworkerset.sigs.k8s.io/"
 NAME, GROUP_INDEX, WORKER_INDEX, GROUP_KEY = P + "name", P + "group-index", P + "worker-index", P + "group-key"
@@ -104,6 +108,8 @@ class LWSHarness:
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
         self._configmap = False
+        self._recorder: recorder.TimelineRecorder | None = None
+        self._recorded = False
 
     # --- the LWS object ----------------------------------------------------------------------------
 
@@ -122,8 +128,9 @@ class LWSHarness:
     def get(self, name: str) -> Obj:
         return observe.get_lws(self.api, self.namespace, name)
 
-    def patch(self, name: str, body: Obj) -> Obj:
-        """A JSON merge patch (None deletes a field)."""
+    def patch(self, name: str, body: Obj, *, step: str | None = None) -> Obj:
+        """A JSON merge patch (None deletes a field); recorded as `step` (default: the fields it sets)."""
+        self.step(step or f"patched {name}: {_patch_summary(body)}")
         return observe.raw(self.custom.patch_namespaced_custom_object(
             workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, name, body,
             _content_type="application/merge-patch+json", _preload_content=False))
@@ -143,6 +150,7 @@ class LWSHarness:
 
     def scale(self, name: str, replicas: int) -> Obj:
         """Set replicas through the scale subresource (what `kubectl scale` and the HPA do)."""
+        self.step(f"scaled {name} to {replicas} (scale subresource)")
         return observe.raw(self.custom.patch_namespaced_custom_object_scale(
             workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, name,
             {"spec": {"replicas": replicas}}, _content_type="application/merge-patch+json", _preload_content=False))
@@ -153,6 +161,15 @@ class LWSHarness:
         """Live (not terminating) pods of the LWS by name."""
         return {p["metadata"]["name"]: p for p in observe.pods(self.api, self.namespace, f"{NAME}={name}")
                 if not p["metadata"].get("deletionTimestamp")}
+
+    def delete_pod(self, pod: str) -> None:
+        self.step(f"pod {pod} deleted")
+        self.core.delete_namespaced_pod(pod, self.namespace)
+
+    def crash(self, pod: str, code: int = 1) -> None:
+        """Make the probe in `pod` exit with `code` (a real container crash: the kubelet restarts it)."""
+        self.step(f"container of {pod} exited with code {code}")
+        self.probe_json(pod, "/exit", code=str(code))
 
     def pod(self, name: str) -> Obj:
         return observe.raw(self.core.read_namespaced_pod(name, self.namespace, _preload_content=False))
@@ -195,10 +212,28 @@ class LWSHarness:
         return core.must_hold(_missing_is_not_yet(check), what=what, duration=self.t.stays_true,
                               poll=self.t.poll_interval, describe=lambda: self.describe(name))
 
-    def timeline(self, name: str) -> Any:
-        """Record a rollout timeline (saved as timeline.json in the test's artifacts, when there are any)."""
-        path = self.artifacts / "timeline.json" if self.artifacts else None
-        return rollout.record_timeline(self.api, self.namespace, name, path=path)
+    @contextlib.contextmanager
+    def timeline(self, name: str) -> Iterator[timeline_model.Timeline]:
+        """Record LWS `name`'s groups, leader StatefulSet and this test's steps while the block runs; saved
+        as timeline.json in the test's artifacts (when the run keeps artifacts) for the report's picture.
+        One per test: the report draws one timeline per test."""
+        if self._recorded:
+            raise RuntimeError("this test already recorded a timeline; record the whole scenario in one "
+                               "`with lws.timeline(...)` block (the report shows one timeline per test)")
+        self._recorded = True
+        self._recorder = recorder.TimelineRecorder(self.api, self.namespace, name)
+        try:
+            yield self._recorder.start()
+        finally:
+            found = self._recorder.stop()
+            self._recorder = None
+            if self.artifacts is not None:
+                timeline_model.save(found, self.artifacts / timeline_model.FILENAME)
+
+    def step(self, text: str) -> None:
+        """Mark what the test does now on the timeline being recorded (nothing when none is)."""
+        if self._recorder is not None:
+            self._recorder.step(text)
 
     def restart_controller(self) -> str:
         """Stop the implementation's controller and start it again (LWSControllerRestart tests only).
@@ -232,7 +267,8 @@ def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, u
     """Patch the pod templates with a new env value (a new revision); `unready`: its pods never turn Ready."""
     env = {"LWSCONF_REVISION": marker, **({"LWSCONF_START_UNREADY": "1"} if unready else {})}
     lwt = workloads.with_env(manifest, env)["spec"]["leaderWorkerTemplate"]
-    lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}})
+    text = f"template updated (LWSCONF_REVISION={marker}{'; its pods never turn Ready' if unready else ''})"
+    lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}}, step=text)
 
 
 def leader_revision(lws: LWSHarness, name: str) -> str:
@@ -241,7 +277,7 @@ def leader_revision(lws: LWSHarness, name: str) -> str:
 
 
 def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, size: int,
-                  marker: str = "2") -> tuple[rollout.Timeline, str, str]:
+                  marker: str = "2") -> tuple[timeline_model.Timeline, str, str]:
     """Change the pod templates and wait for the rollout to complete, recording its timeline.
 
     Returns:
@@ -253,6 +289,21 @@ def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, s
         new = rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=size,
                                             t=lws.t)
     return timeline, old, new
+
+
+def _patch_summary(body: Obj, prefix: str = "") -> str:
+    """`spec.replicas=2, spec.leaderWorkerTemplate changed`: a merge patch in a few words, for a step."""
+    parts = []
+    for key, value in body.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and key != "leaderWorkerTemplate":
+            parts.append(_patch_summary(value, path + "."))
+        elif isinstance(value, dict):
+            size = value.get("size")
+            parts.append(f"{path} changed" + (f" (size {size})" if size is not None else ""))
+        else:
+            parts.append(f"{path}={value}")
+    return ", ".join(parts)
 
 
 def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:

@@ -5,7 +5,8 @@ and `restartCount` rises, exactly as a crashing inference server would. Under th
 `RecreateGroupOnPodRestart` the whole group is replaced (every pod UID new, Ready again) and re-forms:
 each new worker reaches the new leader at LWS_LEADER_ADDRESS. Other groups are untouched. Under `None`
 only the crashed container restarts; under `RecreateGroupAfterStart` a group still starting is left
-alone. Deleting a leader pod recreates its group under every policy (T4).
+alone. Deleting a leader pod recreates its group under every policy (T4). Each test records the
+groups' timeline from the fault to the recovery (`lws.timeline`) for the report's picture.
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import pods as pod_waits
-
-
-def _crash(lws: LWSHarness, pod: str) -> None:
-    lws.probe_json(pod, "/exit", code="1")
 
 
 def _recreated_and_reformed(lws: LWSHarness, name: str, index: int, old: set[str], size: int) -> None:
@@ -43,8 +40,9 @@ def _untouched(lws: LWSHarness, name: str, index: int, uids: set[str]) -> None:
 def test_group_recreated_on_worker_crash(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("crash", replicas=2, size=3))
     before = lws.ready("crash", replicas=2, size=3)
-    _crash(lws, "crash-0-1")
-    _recreated_and_reformed(lws, "crash", 0, before[0].uids, 3)
+    with lws.timeline("crash"):
+        lws.crash("crash-0-1")
+        _recreated_and_reformed(lws, "crash", 0, before[0].uids, 3)
     _untouched(lws, "crash", 1, before[1].uids)
 
 
@@ -53,8 +51,9 @@ def test_group_recreated_on_worker_crash(lws: LWSHarness) -> None:
 def test_group_recreated_on_worker_deletion(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("wdel", replicas=1, size=3))
     before = lws.ready("wdel", replicas=1, size=3)
-    lws.core.delete_namespaced_pod("wdel-0-1", lws.namespace)
-    _recreated_and_reformed(lws, "wdel", 0, before[0].uids, 3)
+    with lws.timeline("wdel"):
+        lws.delete_pod("wdel-0-1")
+        _recreated_and_reformed(lws, "wdel", 0, before[0].uids, 3)
 
 
 @conformance(short_name="GroupRecreatedOnLeaderCrash", features={Feature.GROUP_RESTART},
@@ -62,8 +61,9 @@ def test_group_recreated_on_worker_deletion(lws: LWSHarness) -> None:
 def test_group_recreated_on_leader_crash(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("lcrash", replicas=2, size=2))
     before = lws.ready("lcrash", replicas=2, size=2)
-    _crash(lws, "lcrash-1")
-    _recreated_and_reformed(lws, "lcrash", 1, before[1].uids, 2)
+    with lws.timeline("lcrash"):
+        lws.crash("lcrash-1")
+        _recreated_and_reformed(lws, "lcrash", 1, before[1].uids, 2)
     _untouched(lws, "lcrash", 0, before[0].uids)
 
 
@@ -73,15 +73,16 @@ def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> Non
     lws.create(workloads.probe_lws("none", replicas=1, size=3, restart_policy="None"))
     before = lws.ready("none", replicas=1, size=3)[0]
     crashed = before.pods[1]
-    _crash(lws, "none-0-1")
-    pod = pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "none-0-1", uid=crashed["metadata"]["uid"],
-                                            restarts=1, t=lws.t, lws="none")
-    assert pod_waits.restart_count(pod) == 1
 
     def same_pods() -> None:
         group = lws.groups("none").get(0)
         assert group is not None and group.uids == before.uids, "a pod of the group was replaced"
-    lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name="none")
+    with lws.timeline("none"):
+        lws.crash("none-0-1")
+        pod = pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "none-0-1", uid=crashed["metadata"]["uid"],
+                                                restarts=1, t=lws.t, lws="none")
+        lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name="none")
+    assert pod_waits.restart_count(pod) == 1
     assert lws.pod("none-0")["metadata"]["uid"] == before.pods[0]["metadata"]["uid"]
 
 
@@ -90,8 +91,9 @@ def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> Non
 def test_leader_deletion_recreates_group_under_none(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("ldel", replicas=1, size=2, restart_policy="None"))
     before = lws.ready("ldel", replicas=1, size=2)[0]
-    lws.core.delete_namespaced_pod("ldel-0", lws.namespace)
-    _recreated_and_reformed(lws, "ldel", 0, before.uids, 2)
+    with lws.timeline("ldel"):
+        lws.delete_pod("ldel-0")
+        _recreated_and_reformed(lws, "ldel", 0, before.uids, 2)
 
 
 @conformance(short_name="RecreateAfterStartRecreatesAStartedGroup", features={Feature.RECREATE_AFTER_START},
@@ -99,8 +101,9 @@ def test_leader_deletion_recreates_group_under_none(lws: LWSHarness) -> None:
 def test_recreate_after_start_recreates_a_started_group(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("after", replicas=1, size=2, restart_policy="RecreateGroupAfterStart"))
     before = lws.ready("after", replicas=1, size=2)[0]
-    _crash(lws, "after-0-1")
-    _recreated_and_reformed(lws, "after", 0, before.uids, 2)
+    with lws.timeline("after"):
+        lws.crash("after-0-1")
+        _recreated_and_reformed(lws, "after", 0, before.uids, 2)
 
 
 @conformance(short_name="RecreateAfterStartLeavesAStartingGroup", features={Feature.RECREATE_AFTER_START},
@@ -114,12 +117,13 @@ def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
     lws.wait(lambda: lws.pods("starting")["starting-0-1"], what="worker starting-0-1 to exist (Pending)", name="starting")
     leader_uid = lws.pod("starting-0")["metadata"]["uid"]
     worker_uid = lws.pod("starting-0-1")["metadata"]["uid"]
-    _crash(lws, "starting-0")
-    pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "starting-0", uid=leader_uid, restarts=1, t=lws.t,
-                                      lws="starting")
 
     def left_alone() -> None:
         pods = lws.pods("starting")
         uids = {p: obj["metadata"]["uid"] for p, obj in pods.items()}
         assert uids == {"starting-0": leader_uid, "starting-0-1": worker_uid}, f"group changed: {uids}"
-    lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")
+    with lws.timeline("starting"):
+        lws.crash("starting-0")
+        pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "starting-0", uid=leader_uid, restarts=1, t=lws.t,
+                                          lws="starting")
+        lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")

@@ -1,7 +1,8 @@
 """Rolling updates (lws-contract.md section 4.4): a template change replaces groups, whole, from the top.
 
-A watch-based timeline (`lws.timeline`, saved as timeline.json) records every group's revision and
-readiness while the rollout runs, so whole-rollout claims are checked at every observed instant: no
+A watch-based timeline (`lws.timeline`, saved as timeline.json and drawn in the report) records every
+group's revision and readiness and the test's steps while the rollout runs, so whole-rollout claims
+(`lwsconf.timeline.analysis`) are checked at every observed instant: no
 group ever serves with its leader and workers on different revisions, groups are replaced from the
 highest index down, and never more than maxUnavailable groups are down at once (every rollout here,
 size changes, superseded and scaled-down rollouts included: `_at_most_down`, counted from observed
@@ -18,20 +19,22 @@ from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.timeline import analysis
+from lwsconf.timeline.model import Timeline
 from lwsconf.waits import rollout
 
 
-def _at_most_down(timeline: rollout.Timeline, groups: range, allowed: int) -> None:
+def _at_most_down(timeline: Timeline, groups: range, allowed: int) -> None:
     """Fail unless at every observed instant at most `allowed` of `groups` were down (not ready, or missing).
 
     The partition moves down only as the groups above it turn ready and updated (4.4.2, 4.4.4), so a
     conformant rollout never has more than maxUnavailable of the groups below `replicas` down at once.
     """
-    worst, when = timeline.max_unready(groups)
+    worst, when = analysis.max_unready(timeline, groups)
     assert worst <= allowed, (
         f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, maxUnavailable allows "
         f"{allowed}: a group was taken down before the ones above it were ready again (4.4.2, 4.4.4); "
-        f"timeline around then:\n{timeline.describe(around=when)}")
+        f"timeline around then:\n{analysis.describe(timeline, around=when)}")
 
 
 @conformance(short_name="RollingUpdateGroupByGroupFromTheTop", slow=True, features={Feature.ROLLING_UPDATE},
@@ -41,8 +44,9 @@ def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
     lws.create(manifest)
     before = lws.ready("roll", replicas=3, size=2)
     timeline, old, new = roll_template(lws, "roll", manifest, replicas=3, size=2)
-    assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
-    assert timeline.replacement_order(old, 3) == [2, 1, 0], f"replacement order:\n{timeline.describe()}"
+    assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
+    assert analysis.replacement_order(timeline, old, 3) == [2, 1, 0], \
+        f"replacement order:\n{analysis.describe(timeline)}"
     _at_most_down(timeline, range(3), 1)
     after = lws.groups("roll")
     assert all(not (after[i].uids & before[i].uids) for i in range(3)), "a group kept an old pod"
@@ -59,10 +63,10 @@ def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
     lws.ready("mu", replicas=3, size=2)
     timeline, old, _ = roll_template(lws, "mu", manifest, replicas=3, size=2)
     _at_most_down(timeline, range(3), 2)
-    lowered = [s["partition"] for s in timeline.leader_sts if s["revision"] != old and s["partition"] < 3]
+    lowered = [s.partition for s in timeline.leader_sts if s.revision != old and s.partition < 3]
     assert lowered and lowered[0] == 1, f"first partition step {lowered[:1]}, want R - maxUnavailable = 1:\n" \
-                                        f"{timeline.describe()}"
-    assert timeline.half_updated() == [], timeline.describe()
+                                        f"{analysis.describe(timeline)}"
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
 
 
 @conformance(short_name="RollingUpdateChangesSize", slow=True, features={Feature.ROLLING_UPDATE},
@@ -74,7 +78,7 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
     with lws.timeline("resize") as timeline:
         lws.patch("resize", {"spec": {"leaderWorkerTemplate": {"size": 3}}})
         rollout.rollout_must_complete(lws.api, lws.namespace, "resize", old={old}, replicas=2, size=3, t=lws.t)
-    assert timeline.half_updated() == [], timeline.describe()
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     _at_most_down(timeline, range(2), 1)
     for pod_name, pod in lws.pods("resize").items():
         assert annotations_of(pod).get("leaderworkerset.sigs.k8s.io/size") == "3", f"{pod_name}: {annotations_of(pod)}"
@@ -100,8 +104,8 @@ def test_second_change_mid_rollout(lws: LWSHarness) -> None:
         change(lws, "twice", manifest, "fixed")
         final = rollout.rollout_must_complete(lws.api, lws.namespace, "twice", old={old, stuck}, replicas=3, size=2,
                                               t=lws.t)
-    assert not [s for s in timeline.samples if s["group"] < 2 and stuck in s["revisions"]], \
-        f"groups 0/1 ran the superseded revision:\n{timeline.describe()}"
+    assert not [s for s in timeline.samples if s.group < 2 and stuck in s.revisions], \
+        f"groups 0/1 ran the superseded revision:\n{analysis.describe(timeline)}"
     _at_most_down(timeline, range(3), 1)  # stuck group 2 counts: the fix replaces it before touching 1
     lws.wait(lambda: _only_revision(lws, "twice", final), what="old ControllerRevisions to be pruned", name="twice")
 

@@ -2,7 +2,8 @@
 
 Surge is observed where it lives: the leader StatefulSet's `replicas` during the rollout (the peak must
 match the traces of 4.4.5, which are not simply R + maxSurge, T13) and back to R at the end, while
-the timeline shows availability never dropping below R with maxUnavailable 0. Partition holds the
+the timeline shows availability never dropping below R with maxUnavailable 0. Every test records its
+timeline (`lws.timeline`) for the report's picture. Partition holds the
 groups below it on the old revision (T14) and lowering it resumes the rollout. The cap of maxSurge at R
 shows only in the leader StatefulSet's own `maxUnavailable` (2.2), checked where the API server keeps
 that field (the MaxUnavailableStatefulSet feature, on by default since Kubernetes 1.35). A group held
@@ -18,6 +19,7 @@ from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.timeline import analysis
 from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import observe, rollout
 
@@ -33,10 +35,12 @@ def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
     lws.create(manifest)
     lws.ready("surge", replicas=2, size=2)
     timeline, _, _ = roll_template(lws, "surge", manifest, replicas=2, size=2)
-    assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
-    assert any(s["group"] == 2 and s["ready"] for s in timeline.samples), "the surge group 2 never became ready"
-    assert timeline.min_ready() >= 2, f"fewer than 2 groups ready at some instant:\n{timeline.describe()}"
-    assert timeline.half_updated() == [], timeline.describe()
+    assert analysis.peak_leader_replicas(timeline) == 3, \
+        f"peak leader replicas, want 3:\n{analysis.describe(timeline)}"
+    assert any(s.group == 2 and s.ready for s in timeline.samples), "the surge group 2 never became ready"
+    assert analysis.min_ready(timeline) >= 2, \
+        f"fewer than 2 groups ready at some instant:\n{analysis.describe(timeline)}"
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert lws.statefulsets()["surge"]["spec"]["replicas"] == 2
 
 
@@ -54,11 +58,12 @@ def test_max_surge_capped_at_replicas(lws: LWSHarness) -> None:
     if kept:
         _assert_leader_max_unavailable([_leader_max_unavailable(lws, "cap")], "at rest")
     timeline, _, _ = roll_template(lws, "cap", manifest, replicas=2, size=2)
-    assert timeline.peak_leader_replicas() == 3, f"peak leader replicas, want 3:\n{timeline.describe()}"
-    assert timeline.half_updated() == [], timeline.describe()
+    assert analysis.peak_leader_replicas(timeline) == 3, \
+        f"peak leader replicas, want 3:\n{analysis.describe(timeline)}"
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     if kept:
-        _assert_leader_max_unavailable([s["maxUnavailable"] for s in timeline.leader_sts], "during the rollout",
-                                       timeline.describe())
+        _assert_leader_max_unavailable([s.max_unavailable for s in timeline.leader_sts], "during the rollout",
+                                       analysis.describe(timeline))
 
 
 _CAPPED = ("want 3 = max(1, maxUnavailable 1 + min(maxSurge 4, replicas 2)): maxSurge is capped at replicas "
@@ -102,11 +107,12 @@ def test_percentages_round_as_specified(lws: LWSHarness) -> None:
     lws.create(manifest)
     lws.ready("pct", replicas=3, size=2)
     timeline, old, _ = roll_template(lws, "pct", manifest, replicas=3, size=2)
-    assert timeline.peak_leader_replicas() == 5, f"peak leader replicas, want 3 + ceil(1.5):\n{timeline.describe()}"
-    seen = {str(s["maxUnavailable"]) for s in timeline.leader_sts if s["revision"] != old}
+    assert analysis.peak_leader_replicas(timeline) == 5, \
+        f"peak leader replicas, want 3 + ceil(1.5):\n{analysis.describe(timeline)}"
+    seen = {str(s.max_unavailable) for s in timeline.leader_sts if s.revision != old}
     if _server_keeps_statefulset_max_unavailable(lws):
         assert "3" in seen, f"leader StatefulSet maxUnavailable values {seen}, want max(1, 1 + 2) = 3"
-    assert timeline.half_updated() == [], timeline.describe()
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
 
 
 @conformance(short_name="PartitionHoldsLowerGroups", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION},
@@ -116,7 +122,6 @@ def test_partition_holds_lower_groups(lws: LWSHarness) -> None:
     lws.create(manifest)
     before = lws.ready("part", replicas=3, size=2)
     old = revision(lws, "part")
-    change(lws, "part", manifest, "2")
 
     def upper_updated() -> str:
         revs = [group_revision(lws, "part", i) for i in (1, 2)]
@@ -124,16 +129,20 @@ def test_partition_holds_lower_groups(lws: LWSHarness) -> None:
         status = lws.get("part").get("status") or {}
         assert status.get("updatedReplicas") == 2, f"status {status}"
         return str(revs[0])
-    new = lws.wait(upper_updated, what="groups 1 and 2 to be updated", timeout=lws.t.rollout_complete, name="part")
-    lws_waits.lws_must_be_available(lws.api, lws.namespace, "part", lws.t)
 
     def group_zero_stays() -> None:
         assert lws.groups("part")[0].uids == before[0].uids and group_revision(lws, "part", 0) == old
         assert lws.statefulsets()["part"]["spec"]["updateStrategy"]["rollingUpdate"].get("partition") == 1
-    lws.hold(group_zero_stays, what="group 0 stays on the old revision below partition 1", name="part")
-    assert len(lws.revisions("part")) == 2, "the old revision must be kept while partition > 0"
-    lws.patch("part", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-    assert rollout.rollout_must_complete(lws.api, lws.namespace, "part", old={old}, replicas=3, size=2, t=lws.t) == new
+    with lws.timeline("part"):
+        change(lws, "part", manifest, "2")
+        new = lws.wait(upper_updated, what="groups 1 and 2 to be updated", timeout=lws.t.rollout_complete,
+                       name="part")
+        lws_waits.lws_must_be_available(lws.api, lws.namespace, "part", lws.t)
+        lws.hold(group_zero_stays, what="group 0 stays on the old revision below partition 1", name="part")
+        assert len(lws.revisions("part")) == 2, "the old revision must be kept while partition > 0"
+        lws.patch("part", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+        final = rollout.rollout_must_complete(lws.api, lws.namespace, "part", old={old}, replicas=3, size=2, t=lws.t)
+    assert final == new
 
 
 @conformance(short_name="PartitionKeepsSurge", slow=True,
@@ -144,7 +153,6 @@ def test_partition_keeps_surge(lws: LWSHarness) -> None:
     lws.create(manifest)
     lws.ready("psurge", replicas=3, size=2)
     old = revision(lws, "psurge")
-    change(lws, "psurge", manifest, "2")
 
     def held() -> None:
         lws_obj = lws.get("psurge")
@@ -152,11 +160,13 @@ def test_partition_keeps_surge(lws: LWSHarness) -> None:
         assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 4, "leader StatefulSet replicas != 4"
         assert (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas")) == (4, 4, 2), status
         assert lws_waits.condition(lws_obj, "Available") == "True", f"conditions {status.get('conditions')}"
-    lws.wait(held, what="surge group 3 and group 2 updated, Available, held by partition 2",
-             timeout=lws.t.rollout_complete, name="psurge")
-    lws.hold(held, what="the partition holds the surge", name="psurge")
-    lws.patch("psurge", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-    rollout.rollout_must_complete(lws.api, lws.namespace, "psurge", old={old}, replicas=3, size=2, t=lws.t)
+    with lws.timeline("psurge"):
+        change(lws, "psurge", manifest, "2")
+        lws.wait(held, what="surge group 3 and group 2 updated, Available, held by partition 2",
+                 timeout=lws.t.rollout_complete, name="psurge")
+        lws.hold(held, what="the partition holds the surge", name="psurge")
+        lws.patch("psurge", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+        rollout.rollout_must_complete(lws.api, lws.namespace, "psurge", old={old}, replicas=3, size=2, t=lws.t)
     assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 3
 
 
@@ -168,16 +178,20 @@ def test_scale_up_during_held_rollout(lws: LWSHarness) -> None:
     lws.create(manifest)
     before = lws.ready("grow", replicas=2, size=2)
     old = revision(lws, "grow")
-    change(lws, "grow", manifest, "2")
-    new = lws.wait(lambda: _new_key(lws, "grow", old), what="a new revision on the leader StatefulSet", name="grow")
-    lws.patch("grow", {"spec": {"replicas": 3}})
-    lws_waits.groups_must_be_ready(lws.api, lws.namespace, "grow", replicas=3, size=2, t=lws.t)
-    assert group_revision(lws, "grow", 2) == new, f"group 2 revision {group_revision(lws, 'grow', 2)}, want {new}"
-    now = lws.groups("grow")
-    assert [group_revision(lws, "grow", i) for i in (0, 1)] == [old, old]
-    assert all(now[i].uids == before[i].uids for i in (0, 1)), observe.describe_namespace(lws.api, lws.namespace, "grow")
-    lws.patch("grow", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-    rollout.rollout_must_complete(lws.api, lws.namespace, "grow", old={old}, replicas=3, size=2, t=lws.t)
+    with lws.timeline("grow"):
+        change(lws, "grow", manifest, "2")
+        new = lws.wait(lambda: _new_key(lws, "grow", old), what="a new revision on the leader StatefulSet",
+                       name="grow")
+        lws.patch("grow", {"spec": {"replicas": 3}})
+        lws_waits.groups_must_be_ready(lws.api, lws.namespace, "grow", replicas=3, size=2, t=lws.t)
+        assert group_revision(lws, "grow", 2) == new, \
+            f"group 2 revision {group_revision(lws, 'grow', 2)}, want {new}"
+        now = lws.groups("grow")
+        assert [group_revision(lws, "grow", i) for i in (0, 1)] == [old, old]
+        assert all(now[i].uids == before[i].uids for i in (0, 1)), \
+            observe.describe_namespace(lws.api, lws.namespace, "grow")
+        lws.patch("grow", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
+        rollout.rollout_must_complete(lws.api, lws.namespace, "grow", old={old}, replicas=3, size=2, t=lws.t)
 
 
 def _new_key(lws: LWSHarness, name: str, old: str) -> str:
@@ -196,12 +210,14 @@ def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
     before = lws.ready("held", replicas=2, size=3)
     old = revision(lws, "held")
     lwt = workloads.with_env(manifest, {"LWSCONF_REVISION": "2"})["spec"]["leaderWorkerTemplate"]
-    lws.patch("held", {"spec": {"leaderWorkerTemplate": {**lwt, "size": 2}}})
-    lws.wait(lambda: _group_on_new_revision(lws, "held", 1, old, size=2), timeout=lws.t.rollout_complete,
-             what="group 1 updated to the new revision and size 2, group 0 held by partition 1", name="held")
-    lws.probe_json("held-0-1", "/exit", code="1")
-    group = lws.wait(lambda: _group_back(lws, "held", 0, before[0].uids), timeout=lws.t.group_recreated,
-                     what="group 0 recreated after its worker crashed", name="held")
+    with lws.timeline("held"):
+        lws.patch("held", {"spec": {"leaderWorkerTemplate": {**lwt, "size": 2}}},
+                  step="template updated (LWSCONF_REVISION=2, size 3 -> 2)")
+        lws.wait(lambda: _group_on_new_revision(lws, "held", 1, old, size=2), timeout=lws.t.rollout_complete,
+                 what="group 1 updated to the new revision and size 2, group 0 held by partition 1", name="held")
+        lws.crash("held-0-1")
+        group = lws.wait(lambda: _group_back(lws, "held", 0, before[0].uids), timeout=lws.t.group_recreated,
+                         what="group 0 recreated after its worker crashed", name="held")
     assert group_revision(lws, "held", 0) == old, f"group 0 revisions {group.revisions()}, want only {old}"
     names = sorted(p["metadata"]["name"] for p in group.pods.values())
     assert names == ["held-0", "held-0-1", "held-0-2"], \

@@ -3,7 +3,8 @@
 Scaling is what an autoscaler does to a serving fleet, so the groups that stay must not notice: their
 pod UIDs are unchanged. Covered through `spec.replicas` and through the scale subresource (what
 `kubectl scale` and the HPA use), to 0 and back, and `status.hpaPodSelector`, which must select the
-leader pods only, so HPA metrics are averaged over leaders (T25).
+leader pods only, so HPA metrics are averaged over leaders (T25). Each scaling test records the groups'
+timeline while it scales (`lws.timeline`) for the report's picture.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def _worker_sets(lws: LWSHarness, name: str) -> list[str]:
 def test_scale_up_adds_groups_at_the_top(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("up", replicas=1, size=2))
     before = {i: g.uids for i, g in lws.ready("up", replicas=1, size=2).items()}
-    lws.patch("up", {"spec": {"replicas": 3}})
-    lws.ready("up", replicas=3, size=2)
+    with lws.timeline("up"):
+        lws.patch("up", {"spec": {"replicas": 3}})
+        lws.ready("up", replicas=3, size=2)
     _same_uids(lws, "up", before)
     assert _worker_sets(lws, "up") == ["up-0", "up-1", "up-2"]
     assert lws.statefulsets()["up"]["spec"]["replicas"] == 3
@@ -43,13 +45,15 @@ def test_scale_up_adds_groups_at_the_top(lws: LWSHarness) -> None:
 def test_scale_down_removes_highest_groups(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("down", replicas=3, size=2))
     before = {i: g.uids for i, g in lws.ready("down", replicas=3, size=2).items()}
-    lws.patch("down", {"spec": {"replicas": 2}})
-    pod_waits.pods_must_be_gone(lws.api, lws.namespace, "leaderworkerset.sigs.k8s.io/group-index=2", lws.t, lws="down")
 
     def top_worker_set_gone() -> None:
         assert _worker_sets(lws, "down") == ["down-0", "down-1"], f"worker StatefulSets {_worker_sets(lws, 'down')}"
-    lws.wait(top_worker_set_gone, what="worker StatefulSet down-2 to be gone", name="down")
-    lws.ready("down", replicas=2, size=2)
+    with lws.timeline("down"):
+        lws.patch("down", {"spec": {"replicas": 2}})
+        pod_waits.pods_must_be_gone(lws.api, lws.namespace, "leaderworkerset.sigs.k8s.io/group-index=2", lws.t,
+                                    lws="down")
+        lws.wait(top_worker_set_gone, what="worker StatefulSet down-2 to be gone", name="down")
+        lws.ready("down", replicas=2, size=2)
     _same_uids(lws, "down", {0: before[0], 1: before[1]})
 
 
@@ -58,15 +62,16 @@ def test_scale_down_removes_highest_groups(lws: LWSHarness) -> None:
 def test_scale_to_zero_and_back(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("zero", replicas=2, size=2))
     lws.ready("zero", replicas=2, size=2)
-    lws.patch("zero", {"spec": {"replicas": 0}})
-    pod_waits.pods_must_be_gone(lws.api, lws.namespace, f"{NAME}=zero", lws.t, lws="zero",
-                                timeout=lws.t.scale_complete)
-    lws.ready("zero", replicas=0, size=2)
-    sets = lws.statefulsets()
-    assert sorted(sets) == ["zero"] and sets["zero"]["spec"]["replicas"] == 0, f"StatefulSets: {sorted(sets)}"
-    assert "zero" in lws.services(), "the headless Service must stay while replicas is 0"
-    lws.patch("zero", {"spec": {"replicas": 2}})
-    lws.ready("zero", replicas=2, size=2)
+    with lws.timeline("zero"):
+        lws.patch("zero", {"spec": {"replicas": 0}})
+        pod_waits.pods_must_be_gone(lws.api, lws.namespace, f"{NAME}=zero", lws.t, lws="zero",
+                                    timeout=lws.t.scale_complete)
+        lws.ready("zero", replicas=0, size=2)
+        sets = lws.statefulsets()
+        assert sorted(sets) == ["zero"] and sets["zero"]["spec"]["replicas"] == 0, f"StatefulSets: {sorted(sets)}"
+        assert "zero" in lws.services(), "the headless Service must stay while replicas is 0"
+        lws.patch("zero", {"spec": {"replicas": 2}})
+        lws.ready("zero", replicas=2, size=2)
 
 
 @conformance(short_name="ScaleSubresource", features={Feature.SCALE_SUBRESOURCE},
@@ -77,16 +82,17 @@ def test_scale_subresource(lws: LWSHarness) -> None:
     scale = lws.get_scale("scl")
     assert scale["spec"].get("replicas") == 2 and scale["status"].get("replicas") == 2, f"scale: {scale}"
     assert scale["status"].get("selector") == lws.get("scl")["status"].get("hpaPodSelector")
-    lws.scale("scl", 3)
-    assert lws.get("scl")["spec"]["replicas"] == 3
-    lws.ready("scl", replicas=3, size=2)
 
     def status_replicas_3() -> None:
         scale = lws.get_scale("scl")
         assert scale["status"].get("replicas") == 3, f"scale {scale}"
-    lws.wait(status_replicas_3, what="scale status.replicas to reach 3", name="scl")
-    lws.scale("scl", 1)
-    lws.ready("scl", replicas=1, size=2)
+    with lws.timeline("scl"):
+        lws.scale("scl", 3)
+        assert lws.get("scl")["spec"]["replicas"] == 3
+        lws.ready("scl", replicas=3, size=2)
+        lws.wait(status_replicas_3, what="scale status.replicas to reach 3", name="scl")
+        lws.scale("scl", 1)
+        lws.ready("scl", replicas=1, size=2)
 
 
 @conformance(short_name="HPASelectorSelectsLeadersOnly", features={Feature.SCALE_SUBRESOURCE},

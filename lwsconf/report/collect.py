@@ -13,7 +13,7 @@ plugin's options or of Kubernetes: the caller passes a `describe` and a `probe` 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,11 @@ import pytest
 
 from lwsconf import __version__, profiles
 from lwsconf.conformance import Outcome
-from lwsconf.report import build, html, junit, schema, summary_md, timeline, yaml_writer
+from lwsconf.report import build, html, junit, schema, summary_md, yaml_writer
+from lwsconf.timeline import model as timeline_model
 
 __all__ = ["ClusterFacts", "Collector", "RunContext", "TestMeta", "artifact_dir_name", "load_timelines",
-           "write_run"]
+           "read_timelines", "write_run"]
 
 ARTIFACTS = "artifacts"
 MAX_MESSAGE = 500
@@ -195,10 +196,12 @@ class Collector:
             if res.outcome is None:  # interrupted before any verdict
                 continue
             m = res.meta
+            artifacts = self._artifacts(res)
+            problems = read_timelines(self.run_dir, artifacts)[1] if self.run_dir is not None else []
             out.append(schema.TestReport(
                 short_name=m.short_name, node_id=res.node_id, description=m.description, features=m.features,
                 profiles=m.profiles, core=build.is_core(m.features), result=res.outcome, duration=res.duration,
-                message=res.message, artifacts=self._artifacts(res)))
+                message=res.message, artifacts=artifacts, problems=tuple(problems)))
         return tuple(out)
 
     def _artifacts(self, res: _Result) -> tuple[str, ...]:
@@ -251,6 +254,9 @@ class Collector:
                           "(its tests are NOT_SUPPORTED; see their reason)")
         for reason in self.gate_reasons:
             tr.write_line(f"gate: {reason}")
+        for t in self.report.tests:
+            for problem in t.problems:
+                tr.write_line(f"report problem: {t.short_name}: {problem}")
         if self.run_dir is not None:
             tr.write_line(f"reports: {self.run_dir / html.FILENAME} (also {summary_md.FILENAME}, "
                           f"{yaml_writer.FILENAME}, junit.xml)")
@@ -258,16 +264,26 @@ class Collector:
             tr.write_line(f"report output: {self.report_output}")
 
 
-def load_timelines(run_dir: Path, report: schema.Report) -> dict[str, timeline.Timeline]:
-    """Timelines by node id, from each test's `artifacts/<test>/timeline.json` (unreadable ones are skipped)."""
+def read_timelines(run_dir: Path, artifacts: Sequence[str]) -> tuple[list[timeline_model.Timeline], list[str]]:
+    """The timelines among a test's artifacts, and one problem line for each that cannot be read."""
+    found, problems = [], []
+    for rel in artifacts:
+        if rel.rsplit("/", 1)[-1] == timeline_model.FILENAME:
+            try:
+                found.append(timeline_model.load(run_dir / rel))
+            except ValueError as exc:
+                problems.append(f"timeline not shown: {exc}")
+    return found, problems
+
+
+def load_timelines(run_dir: Path, report: schema.Report) -> dict[str, timeline_model.Timeline]:
+    """Timelines by node id, from each test's `artifacts/<test>/timeline.json`. One that cannot be read is
+    not drawn; `Collector` has already put why into the test's `problems`, which every writer shows."""
     out = {}
     for t in report.tests:
-        for rel in t.artifacts:
-            if rel.endswith("/" + timeline.FILENAME):
-                try:
-                    out[t.node_id] = timeline.load(run_dir / rel)
-                except (OSError, ValueError):
-                    continue
+        found, _ = read_timelines(run_dir, t.artifacts)
+        if found:
+            out[t.node_id] = found[0]
     return out
 
 

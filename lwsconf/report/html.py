@@ -16,6 +16,7 @@ from html import escape
 
 from lwsconf.conformance import Outcome
 from lwsconf.report import schema, summary_md, timeline
+from lwsconf.timeline.model import Timeline
 
 __all__ = ["FILENAME", "render"]
 
@@ -55,7 +56,7 @@ padding:10px 14px;margin-bottom:10px}
 pre{background:#f6f8fa;padding:8px;border-radius:6px;white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}
 figure{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px;margin:10px 0 14px;overflow-x:auto}
 .failure-item figure{border:0;padding:0}
-figcaption{font-weight:600;margin-bottom:6px}footer{color:#57606a;font-size:12px;padding:24px 20px}
+figcaption{font-weight:600;margin-bottom:6px}.problem{color:#cf222e;font-weight:600}footer{color:#57606a;font-size:12px;padding:24px 20px}
 """
 
 SCRIPT = """
@@ -137,8 +138,13 @@ def _test_rows(report: schema.Report, anchors: Mapping[int, str]) -> list[str]:
                    f'data-name="{escape(t.short_name + " " + t.node_id)}"><td title="{escape(t.node_id)}">{name}'
                    f"</td><td>{_badge(t.result.value)}</td><td class=\"nowrap\">{escape(', '.join(t.profiles) or '-')}</td>"
                    f'<td class="feat">{escape(", ".join(t.features) or "-")}</td>'
-                   f'<td class="num">{t.duration:.1f}s</td><td class="msg">{escape(t.message)}</td></tr>')
+                   f'<td class="num">{t.duration:.1f}s</td><td class="msg">{escape(t.message)}{_problems(t)}</td></tr>')
     return out
+
+
+def _problems(test: schema.TestReport) -> str:
+    """What the report could not show of a test (e.g. an unreadable timeline.json), in its entry."""
+    return "".join(f'<div class="problem">report problem: {escape(p)}</div>' for p in test.problems)
 
 
 def _tests(report: schema.Report, anchors: Mapping[int, str]) -> list[str]:
@@ -161,13 +167,13 @@ def _artifact_links(test: schema.TestReport) -> str:
     return f"<p>Artifacts:</p><ul>{links}</ul>"
 
 
-def _figure(report: schema.Report, i: int, tl: timeline.Timeline) -> str:
+def _figure(report: schema.Report, i: int, tl: Timeline) -> str:
     t = report.tests[i]
     return (f'<figure id="timeline-{i}" data-test="{escape(t.short_name)}"><figcaption>{escape(t.short_name)} '
             f"{_badge(t.result.value)}</figcaption>{timeline.svg(replace(tl, title=''), id_prefix=f'tl{i}')}</figure>")
 
 
-def _failures(report: schema.Report, drawn: Mapping[int, timeline.Timeline]) -> list[str]:
+def _failures(report: schema.Report, drawn: Mapping[int, Timeline]) -> list[str]:
     failed = [(i, t) for i, t in enumerate(report.tests) if t.result is Outcome.FAILED]
     if not failed:
         return ['<section id="failures"><h2>Failures</h2><p>No test failed.</p></section>']
@@ -176,24 +182,26 @@ def _failures(report: schema.Report, drawn: Mapping[int, timeline.Timeline]) -> 
         picture = _figure(report, i, drawn[i]) if i in drawn else ""
         out.append(f'<article class="failure-item" id="test-{i}"><h3>{escape(t.short_name)}</h3>'
                    f"<div>{escape(t.description)}</div><pre>{escape(t.message or 'no message')}</pre>"
-                   f"<div><code>pytest {escape(t.node_id)}</code></div>{_artifact_links(t)}{picture}</article>")
+                   f"<div><code>pytest {escape(t.node_id)}</code></div>{_problems(t)}{_artifact_links(t)}{picture}</article>")
     out.append("</section>")
     return out
 
 
-def _timelines(report: schema.Report, drawn: Mapping[int, timeline.Timeline]) -> list[str]:
+def _timelines(report: schema.Report, drawn: Mapping[int, Timeline]) -> list[str]:
     rest = {i: tl for i, tl in drawn.items() if report.tests[i].result is not Outcome.FAILED}
     if not rest:
         return []
     out = ['<section id="timelines"><h2>Timelines</h2>',
            "<p>One lane per group: colour is the template revision, hatched means not ready, gaps mean no "
-           "pods, dashed lines are the test's steps. Failed tests show theirs under Failures.</p>"]
+           "pods, a red outline means leader and workers on different revisions; the last lane is the leader "
+           "StatefulSet (replicas / partition); dashed lines are the test's steps. Failed tests show theirs "
+           "under Failures.</p>"]
     out += [_figure(report, i, tl) for i, tl in sorted(rest.items())]
     out.append("</section>")
     return out
 
 
-def render(report: schema.Report, *, timelines: Mapping[str, timeline.Timeline] | None = None) -> str:
+def render(report: schema.Report, *, timelines: Mapping[str, Timeline] | None = None) -> str:
     """The page, as one HTML string.
 
     Args:

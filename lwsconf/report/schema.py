@@ -143,12 +143,18 @@ class TestReport:
     message: str = ""
     artifacts: tuple[str, ...] = ()
     """Paths relative to the run directory (reports/<run-id>/)."""
+    problems: tuple[str, ...] = ()
+    """What the report could not show of this test, e.g. an artifact it cannot read (an unreadable
+    timeline.json): said in the report, never skipped silently. Omitted from the document when empty."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shortName": self.short_name, "nodeId": self.node_id, "description": self.description,
-                "features": list(self.features), "profiles": list(self.profiles), "core": self.core,
-                "result": self.result.value, "duration": round(self.duration, 3), "message": self.message,
-                "artifacts": list(self.artifacts)}
+        out = {"shortName": self.short_name, "nodeId": self.node_id, "description": self.description,
+               "features": list(self.features), "profiles": list(self.profiles), "core": self.core,
+               "result": self.result.value, "duration": round(self.duration, 3), "message": self.message,
+               "artifacts": list(self.artifacts)}
+        if self.problems:
+            out["problems"] = list(self.problems)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "tests[]") -> TestReport:
@@ -156,7 +162,8 @@ class TestReport:
                    _get(data, "description", str, where), _strings(data, "features", where),
                    _strings(data, "profiles", where), _get(data, "core", bool, where),
                    _enum(data, "result", Outcome, where), _get(data, "duration", float, where),
-                   _get(data, "message", str, where), _strings(data, "artifacts", where))
+                   _get(data, "message", str, where), _strings(data, "artifacts", where),
+                   _strings(data, "problems", where) if "problems" in data else ())
 
 
 @dataclass(frozen=True)

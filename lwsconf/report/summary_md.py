@@ -1,7 +1,7 @@
 """`summary.md` and its terminal twin: the few lines a CI job summary or a maintainer reads first.
 
 Profiles with their result and counts, every failure with its one-line reason, the core tests that
-did not run, and one footer line saying where and with what the run happened. `render` is
+did not run, what the report could not show (a test's `problems`, e.g. an unreadable timeline), and one footer line saying where and with what the run happened. `render` is
 Markdown fit for `$GITHUB_STEP_SUMMARY`; `render_text` is the same content as aligned plain text
 for `lwsconf report show`. Only renders a `schema.Report`.
 """
@@ -83,6 +83,10 @@ def render(report: schema.Report) -> str:
     if unrun:
         out += ["", "**Core tests not run**", ""]
         out += [f"- `{t.short_name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
+    problems = [(t, p) for t in report.tests for p in t.problems]
+    if problems:
+        out += ["", "**Report problems** (what this report could not show)", ""]
+        out += [f"- `{t.short_name}`: {_md_cell(p)}" for t, p in problems]
     others = _others(report)
     out += ["", others] if others else []
     out += ["", f"<sub>{_md_cell(_footer(report))} · details: report.html</sub>", ""]
@@ -101,6 +105,10 @@ def render_text(report: schema.Report) -> str:
     unrun = _unrun_core(report)
     if unrun:
         out += ["", "Core tests not run:"] + [f"  {t.short_name} {t.result.value}: {_reason(t.message)}" for t in unrun]
+    problems = [(t, p) for t in report.tests for p in t.problems]
+    if problems:
+        out += ["", "Report problems (what this report could not show):"]
+        out += [f"  {t.short_name}: {p}" for t, p in problems]
     others = _others(report)
     out += ["", others] if others else []
     out += ["", _footer(report), ""]

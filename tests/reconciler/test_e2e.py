@@ -9,7 +9,6 @@ One cluster per module (per xdist worker), one reconciler per test, one namespac
 
 from __future__ import annotations
 
-import collections
 import hashlib
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,8 @@ from kubernetes import client
 from fixtures import implementations
 from lwsconf import workloads
 from lwsconf.reconciler import run
-from lwsconf.waits import core, lws, observe, pods, proxy, rollout, services
+from lwsconf.timeline import analysis
+from lwsconf.waits import core, lws, observe, pods, proxy, recorder, rollout, services
 from tests import sim_e2e
 from tests.reconciler.vllm_e2e import (
     LEADER_TAG,
@@ -173,16 +173,18 @@ def test_template_change_rolls_group_by_group_highest_index_first(
         sim: sim_e2e.Sim, ns: str, reconciler: run.RunningReconciler) -> None:
     available_vllm(sim, ns)
     old = rollout.leader_revision(sim.api, ns, NAME)
-    with rollout.record_timeline(sim.api, ns, NAME) as timeline:
+    with recorder.record_timeline(sim.api, ns, NAME) as rec:
         update_lws(sim, ns, lambda live: workloads.with_env(live, {"ROLL": "2"}))
         new = rollout.rollout_must_complete(sim.api, ns, NAME, old={old}, replicas=2, size=2, t=sim.t)
+    timeline = rec.timeline
     assert new != old
     assert conditions(observe.get_lws(sim.api, ns, NAME)) == \
            {"Available": "True", "Progressing": "False", "UpdateInProgress": "False"}
-    assert timeline.replacement_order(old, 2) == [1, 0], timeline.describe()
-    assert timeline.half_updated() == [], timeline.describe()
-    assert timeline.max_unready(range(2))[0] == 1, timeline.describe()  # maxUnavailable 1, one group at a time
-    assert timeline.peak_leader_replicas() == 2, timeline.describe()  # maxSurge 0
+    text = analysis.describe(timeline)
+    assert analysis.replacement_order(timeline, old, 2) == [1, 0], text
+    assert analysis.half_updated(timeline) == [], text
+    assert analysis.max_unready(timeline, range(2))[0] == 1, text  # maxUnavailable 1, one group at a time
+    assert analysis.peak_leader_replicas(timeline) == 2, text  # maxSurge 0
     for group in lws.groups(sim.api, ns, NAME).values():
         for pod in group.pods.values():
             env = proxy.pod_get(sim.api, ns, pod["metadata"]["name"], PORT, "/env",
@@ -282,7 +284,7 @@ def exactly_the_groups(sim: sim_e2e.Sim, ns: str, revision: str) -> None:
 
 def test_restarting_the_reconciler_mid_rollout_completes_it_without_orphans_or_duplicates(
         sim: sim_e2e.Sim, ns: str) -> None:
-    with rollout.record_timeline(sim.api, ns, NAME) as timeline:
+    with recorder.record_timeline(sim.api, ns, NAME) as rec:
         with run.RunningReconciler(sim.kubeconfig):
             available_vllm(sim, ns)
             old = rollout.leader_revision(sim.api, ns, NAME)
@@ -297,13 +299,12 @@ def test_restarting_the_reconciler_mid_rollout_completes_it_without_orphans_or_d
             release_leader(sim, ns, 0, new)
             rollout.rollout_must_complete(sim.api, ns, NAME, old={old}, replicas=2, size=2, t=sim.t)
             exactly_the_groups(sim, ns, new)
-    assert timeline.peak_leader_replicas() == 2, timeline.describe()
-    assert {s["group"] for s in timeline.samples} == {0, 1}, timeline.describe()
-    leaders: dict[int, set[str]] = collections.defaultdict(set)
-    for sample in timeline.samples:
-        leaders[sample["group"]] |= {p["uid"] for p in sample["pods"] if p["leader"]}
+    timeline = rec.timeline
+    assert analysis.peak_leader_replicas(timeline) == 2, analysis.describe(timeline)
+    assert timeline.groups == [0, 1], analysis.describe(timeline)
+    leaders = analysis.leader_uids(timeline)
     assert {g: len(uids) for g, uids in leaders.items()} == {0: 2, 1: 2}, \
-        f"each group created once and replaced once: {dict(leaders)}\n{timeline.describe()}"
+        f"each group created once and replaced once: {leaders}\n{analysis.describe(timeline)}"
 
 
 # --- 5. two replicas with leader election -----------------------------------------------------------

@@ -12,7 +12,9 @@ from pathlib import Path
 from lwsconf import profiles
 from lwsconf.conformance import Outcome
 from lwsconf.features import Feature
-from lwsconf.report import build, schema, timeline
+from lwsconf.report import build, schema
+from lwsconf.timeline import model as timeline
+from lwsconf.timeline.model import GroupSample, LeaderSample, PodState, Step
 
 S, F, K, N = Outcome.SUCCEEDED, Outcome.FAILED, Outcome.SKIPPED, Outcome.NOT_SUPPORTED
 ROLL = "RollingUpdateHighestIndexFirst"
@@ -85,35 +87,46 @@ def report() -> schema.Report:
         tests=all_tests, run_id="20261129-093000-ab12")
 
 
+def group(t: float, g: int, revision: str, ready: bool, pods: int, *, seq: int = 0, uid: str = "a") -> GroupSample:
+    """Group `g` of LWS "demo" with `pods` pods on one revision (leader UID `uid`), all ready or not."""
+    members = tuple(PodState(f"demo-{g}" + (f"-{j}" if j else ""), revision, ready, f"{uid}{g}{j}", j == 0)
+                    for j in range(pods))
+    return GroupSample(t, seq or int(t * 10), g, (revision,) if pods else (), ready and pods > 0, members)
+
+
 def rolling_timeline() -> timeline.Timeline:
     """4 groups, template 5d8f -> 7c9f; the bug: group 2 leaves before group 3 is ready again."""
     old, new = "5d8f", "7c9f"
-    samples = [timeline.Sample(0.0, g, old, True, 3) for g in range(4)]
+    samples = [group(0.0, g, old, True, 3, seq=1) for g in range(4)]
     samples += [
-        timeline.Sample(1.2, 3, new, False, 3, "leader recreated"), timeline.Sample(1.9, 2, new, False, 3),
-        timeline.Sample(4.1, 3, new, True, 3), timeline.Sample(4.6, 2, new, True, 3),
-        timeline.Sample(4.8, 1, new, False, 3), timeline.Sample(7.2, 1, new, True, 3),
-        timeline.Sample(7.4, 0, new, False, 3), timeline.Sample(9.9, 0, new, True, 3),
+        group(1.2, 3, new, False, 3, uid="b"), group(1.9, 2, new, False, 3, uid="b"),
+        group(4.1, 3, new, True, 3, uid="b"), group(4.6, 2, new, True, 3, uid="b"),
+        group(4.8, 1, new, False, 3, uid="b"), group(7.2, 1, new, True, 3, uid="b"),
+        group(7.4, 0, new, False, 3, uid="b"), group(9.9, 0, new, True, 3, uid="b"),
     ]
-    steps = (timeline.Step(1.0, "leader image changed to vllm:v0.9.1"),
-             timeline.Step(1.9, "check failed: group 2 updating while group 3 not ready"))
-    return timeline.Timeline(tuple(samples), steps, ROLL, 11.0)
+    sts = [LeaderSample(0.0, 4, 0, 1, old), LeaderSample(1.1, 4, 3, 1, new), LeaderSample(1.8, 4, 2, 1, new),
+           LeaderSample(4.7, 4, 1, 1, new), LeaderSample(7.3, 4, 0, 1, new)]
+    steps = [Step(1.0, "leader image changed to vllm:v0.9.1"),
+             Step(1.9, "check failed: group 2 updating while group 3 not ready")]
+    return timeline.Timeline("lws-ns", "demo", ROLL, samples, sts, steps, [], 11.0)
 
 
 def restart_timeline() -> timeline.Timeline:
-    samples = [timeline.Sample(0.0, 0, "5d8f", True, 4), timeline.Sample(0.0, 1, "5d8f", True, 4),
-               timeline.Sample(2.1, 1, "5d8f", False, 4, "worker container exited 137"),
-               timeline.Sample(2.4, 1, "5d8f", False, 0, "group deleted"),
-               timeline.Sample(2.9, 1, "5d8f", False, 4), timeline.Sample(5.6, 1, "5d8f", True, 4)]
-    return timeline.Timeline(tuple(samples), (timeline.Step(2.0, "kill worker 1-2"),), "GroupRestartOnWorkerCrash", 6.8)
+    samples = [group(0.0, 0, "5d8f", True, 4, seq=1), group(0.0, 1, "5d8f", True, 4, seq=1),
+               group(2.1, 1, "5d8f", False, 4), group(2.4, 1, "5d8f", False, 0),
+               group(2.9, 1, "5d8f", False, 4, uid="b"), group(5.6, 1, "5d8f", True, 4, uid="b")]
+    return timeline.Timeline("lws-ns", "demo", "GroupRestartOnWorkerCrash", samples,
+                             [LeaderSample(0.0, 2, 0, 1, "5d8f")], [Step(2.0, "container of demo-1-2 exited with code 137")],
+                             [], 6.8)
 
 
 def scale_timeline() -> timeline.Timeline:
-    samples = [timeline.Sample(0.0, g, "5d8f", True, 2) for g in range(4)]
-    samples += [timeline.Sample(1.3, 3, "5d8f", False, 2), timeline.Sample(1.8, 3, "5d8f", False, 0),
-                timeline.Sample(2.0, 2, "5d8f", False, 2), timeline.Sample(2.6, 2, "5d8f", False, 0)]
-    return timeline.Timeline(tuple(samples), (timeline.Step(1.0, "replicas 4 -> 2"),),
-                             "ScaleDownHighestIndexFirst", 5.0)
+    samples = [group(0.0, g, "5d8f", True, 2, seq=1) for g in range(4)]
+    samples += [group(1.3, 3, "5d8f", False, 2), group(1.8, 3, "5d8f", False, 0),
+                group(2.0, 2, "5d8f", False, 2), group(2.6, 2, "5d8f", False, 0)]
+    return timeline.Timeline("lws-ns", "demo", "ScaleDownHighestIndexFirst", samples,
+                             [LeaderSample(0.0, 4, 0, 1, "5d8f"), LeaderSample(1.1, 2, 0, 1, "5d8f")],
+                             [Step(1.0, "patched demo: spec.replicas=2")], [], 5.0)
 
 
 TIMELINES = {ROLL: rolling_timeline, "GroupRestartOnWorkerCrash": restart_timeline,

@@ -21,13 +21,16 @@ SUITE = """
 import pytest
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.timeline import model
+
+def group(t, seq, g, ready):
+    return model.GroupSample(t, seq, g, ("aaa",), ready, (model.PodState(f"demo-{g}", "aaa", ready, "u", True),))
 
 @conformance(short_name="ScaleUp", description="Scaling up adds groups.", features={Feature.SCALING})
-def test_scale_up(timeline_recorder):
-    timeline_recorder.sample(0, "aaa", True, 2)
-    timeline_recorder.step("replicas 1 -> 2")
-    timeline_recorder.sample(1, "aaa", False, 2)
-    timeline_recorder.sample(1, "aaa", True, 2)
+def test_scale_up(artifacts_dir):
+    samples = [group(0, 1, 0, True), group(1, 2, 1, False), group(2, 3, 1, True)]
+    model.save(model.Timeline("ns", "demo", "ScaleUp", samples, steps=[model.Step(0.5, "scaled to 2")], end=3.0),
+               artifacts_dir / model.FILENAME)
 
 @conformance(short_name="RollingOrder", description="Highest group first.", features={Feature.ROLLING_UPDATE})
 def test_rolling_order(artifacts_dir):
@@ -100,6 +103,39 @@ def test_a_run_writes_every_report_file_with_the_right_results(suite: pytest.Pyt
              for c in ET.parse(run_dir / "junit.xml").iter("testcase") for p in c.iter("property")}
     assert ("test_surge", "lwsconf.result", "NOT_SUPPORTED") in props
     assert ("test_rolling_order", "lwsconf.feature", "LWSRollingUpdate") in props
+
+
+BAD_TIMELINE_TEST = """
+@conformance(short_name="OldTimeline", description="Leaves an unreadable timeline.", features={Feature.SCALING})
+def test_old_timeline(artifacts_dir):
+    (artifacts_dir / "timeline.json").write_text('{"samples": [{"t": 0, "group": 0, "seq": 1}]}')
+
+@conformance(short_name="NoArtifacts", description="Writes nothing.", features={Feature.SCALING})
+def test_no_artifacts(artifacts_dir):
+    assert artifacts_dir.is_dir()
+"""
+
+
+def test_an_unreadable_timeline_is_a_problem_in_every_report_and_an_unused_artifacts_dir_is_removed(
+        suite: pytest.Pytester) -> None:
+    with (suite.path / "conformance" / "test_tiny.py").open("a") as f:
+        f.write(BAD_TIMELINE_TEST)
+    result = run(suite, "--skip-tests=RollingOrder")
+    result.stdout.fnmatch_lines(["report problem: OldTimeline: timeline not shown: */timeline.json: timeline "
+                                 "version None: this lwsconf reads version 2*"])
+    run_dir = latest(suite)
+    data = yaml.safe_load((run_dir / "conformance-report.yaml").read_text())
+    jsonschema.validate(data, SCHEMA)
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["OldTimeline"]["result"] == "SUCCEEDED" and len(tests["OldTimeline"]["problems"]) == 1
+    assert "problems" not in tests["ScaleUp"], "a readable timeline is no problem"
+    page = (run_dir / "report.html").read_text()
+    row = next(r for r in page.split("<tr ") if 'data-name="OldTimeline ' in r)
+    assert '<div class="problem">report problem: timeline not shown: ' in row, row
+    assert 'data-test="ScaleUp"' in page and 'data-test="OldTimeline"' not in page
+    assert "**Report problems**" in (run_dir / "summary.md").read_text()
+    made = sorted(p.name for p in (run_dir / "artifacts").iterdir())
+    assert made == ["OldTimeline", "ScaleUp"], f"artifact folders {made}: NoArtifacts left its empty one behind"
 
 
 def test_report_output_without_identity_is_a_usage_error_naming_what_is_missing(suite: pytest.Pytester) -> None:

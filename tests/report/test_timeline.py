@@ -1,14 +1,12 @@
-"""Timelines: recorded as JSON, drawn as one SVG lane per group (colour = revision, hatched = not ready)."""
+"""Timelines drawn as one SVG lane per group (colour = revision, hatched = not ready, red = half-updated)."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from pathlib import Path
-
-import pytest
 
 from lwsconf.report import timeline
+from lwsconf.timeline.model import GroupSample, PodState, Step, Timeline
 from tests.report import sample
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -57,6 +55,23 @@ def test_steps_are_vertical_lines_with_numbered_labels_and_a_legend_per_revision
     texts = "".join(root.itertext())
     assert "1 at 1.0s: leader image changed to vllm:v0.9.1" in texts
     assert "revision 5d8f" in texts and "revision 7c9f" in texts and "not ready (hatched)" in texts
+    assert "leader and workers on different revisions" not in texts, "no group was half-updated"
+
+
+def test_the_leader_statefulset_has_its_own_lane_of_replicas_and_partition() -> None:
+    root = ET.fromstring(timeline.svg(sample.rolling_timeline()))
+    rows = [(e.get("data-replicas"), e.get("data-partition")) for e in root.iter(f"{SVG}rect") if e.get("class") == "sts"]
+    assert rows == [("4", "0"), ("4", "3"), ("4", "2"), ("4", "1"), ("4", "0")]
+    assert "leader sts" in "".join(root.itertext())
+
+
+def test_a_half_updated_group_is_outlined_red_and_coloured_by_its_leader() -> None:
+    pods = (PodState("demo-0", "new", True, "a", True), PodState("demo-0-1", "old", True, "b", False))
+    tl = Timeline(samples=[GroupSample(0.0, 1, 0, ("old",), True, pods[1:]),
+                           GroupSample(1.0, 2, 0, ("new", "old"), True, pods)], end=2.0)
+    segs = segments(timeline.svg(tl))
+    assert [(s["data-revision"], s["data-mixed"], s["stroke"]) for s in segs] == [
+        ("old", "false", "#ffffff"), ("new", "true", timeline.MIXED)]
 
 
 def test_svg_is_self_contained_and_ids_carry_the_prefix() -> None:
@@ -67,31 +82,7 @@ def test_svg_is_self_contained_and_ids_carry_the_prefix() -> None:
 
 
 def test_text_is_escaped() -> None:
-    tl = timeline.Timeline((timeline.Sample(0, 0, "<r&>", True, 1),), (timeline.Step(0.5, 'a <b> & "c"'),))
+    tl = Timeline(samples=[GroupSample(0, 1, 0, ("<r&>",), True, (PodState("p", "<r&>", True, "u", True),))],
+                  steps=[Step(0.5, 'a <b> & "c"')])
     root = ET.fromstring(timeline.svg(tl))  # would raise on unescaped markup
     assert 'a <b> & "c"' in "".join(root.itertext())
-
-
-def test_timeline_json_round_trips(tmp_path: Path) -> None:
-    tl = sample.rolling_timeline()
-    assert timeline.load(timeline.save(tl, tmp_path / "a" / timeline.FILENAME)) == tl
-
-
-def test_loading_a_bad_timeline_names_the_file(tmp_path: Path) -> None:
-    path = tmp_path / timeline.FILENAME
-    path.write_text('{"samples": [{"t": 1}]}')
-    with pytest.raises(ValueError, match=r"timeline.json: not a timeline document"):
-        timeline.load(path)
-
-
-def test_recorder_times_from_its_start_and_drops_repeated_states() -> None:
-    now = [100.0]
-    rec = timeline.Recorder(clock=lambda: now[0])
-    rec.sample(0, "a", False, 2)
-    now[0] = 101.5
-    rec.sample(0, "a", False, 2, "same state again")
-    rec.step("update")
-    rec.sample(0, "b", True, 2)
-    tl = rec.timeline()
-    assert [(s.t, s.revision) for s in tl.samples] == [(0.0, "a"), (1.5, "b")]
-    assert tl.steps == (timeline.Step(1.5, "update"),) and tl.end == 1.5

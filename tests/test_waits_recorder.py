@@ -1,14 +1,14 @@
-"""The rollout timeline recorder, against a bare simulated API server (the test plays the controllers)."""
+"""The timeline recorder, against a bare simulated API server (the test plays the controllers)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
-from lwsconf.waits import core, rollout
+from lwsconf.timeline import analysis, model
+from lwsconf.waits import core, recorder
 from tests.conftest import SimAPI
 
 NS = "default"
@@ -51,44 +51,47 @@ def make_group(api: client.ApiClient, leader_rev: str, worker_rev: str) -> None:
     set_ready(api, "demo-0-1", True)
 
 
-def wait_for(timeline: rollout.Timeline, predicate: Any) -> None:
+def wait_for(timeline: model.Timeline, predicate: Any) -> None:
     def check() -> None:
         if not predicate(timeline):
-            raise core.NotYet(timeline.describe())
+            raise core.NotYet(analysis.describe(timeline))
     core.wait_until(check, what="timeline sample", timeout=10, poll=0.05)
 
 
 def test_a_consistent_ready_group_is_sampled_ready_and_never_half_updated(sim_api: SimAPI, tmp_path: Path) -> None:
     out = tmp_path / "timeline.json"
-    with rollout.record_timeline(sim_api.api, NS, "demo", path=out) as timeline:
+    with recorder.record_timeline(sim_api.api, NS, "demo", path=out) as rec:
+        rec.step("group created")
         make_group(sim_api.api, "r1", "r1")
-        wait_for(timeline, lambda tl: any(s["ready"] for s in tl.samples))
-    assert timeline.half_updated() == []
-    assert timeline.samples[-1]["revision"] == "r1" and len(timeline.samples[-1]["pods"]) == 2
-    saved = json.loads(out.read_text())
-    assert saved["lws"] == "demo" and saved["samples"] == timeline.samples
+        wait_for(rec.timeline, lambda tl: any(s.ready for s in tl.samples))
+    timeline = rec.timeline
+    assert analysis.half_updated(timeline) == []
+    assert timeline.samples[-1].revision == "r1" and len(timeline.samples[-1].pods) == 2
+    assert [s.text for s in timeline.steps] == ["group created"] and timeline.end is not None
+    assert model.load(out) == timeline, "the file holds exactly what was recorded"
 
 
 def test_a_ready_group_with_mixed_revisions_is_reported_half_updated(sim_api: SimAPI) -> None:
-    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+    with recorder.record_timeline(sim_api.api, NS, "demo") as rec:
         make_group(sim_api.api, "r2", "r1")
-        wait_for(timeline, lambda tl: tl.half_updated())
-    bad = timeline.half_updated()[0]
-    assert bad["group"] == 0 and bad["revisions"] == ["r1", "r2"]
+        wait_for(rec.timeline, analysis.half_updated)
+    bad = analysis.half_updated(rec.timeline)[0]
+    assert bad.group == 0 and bad.revisions == ("r1", "r2") and bad.mixed and bad.revision is None
 
 
 def test_workers_of_a_worker_statefulset_owned_by_another_leader_are_not_members(sim_api: SimAPI) -> None:
     core_api = client.CoreV1Api(sim_api.api)
-    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+    with recorder.record_timeline(sim_api.api, NS, "demo") as rec:
+        timeline = rec.timeline
         leader_uid = core_api.create_namespaced_pod(NS, pod("demo-0", "r2", None)).metadata.uid
         stale = worker_sts(sim_api.api, "demo-0", "0000-old-leader")
         owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "demo-0", "uid": stale}
         core_api.create_namespaced_pod(NS, pod("demo-0-1", "r1", owner))
         set_ready(sim_api.api, "demo-0-1", True)
         set_ready(sim_api.api, "demo-0", True)  # last: its sample is taken after the worker's events
-        wait_for(timeline, lambda tl: any(s["pods"] and s["pods"][0]["ready"] for s in tl.samples))
-    assert leader_uid and timeline.half_updated() == []
-    assert all(not s["ready"] for s in timeline.samples)
+        wait_for(timeline, lambda tl: any(s.pods and s.pods[0].ready for s in tl.samples))
+    assert leader_uid and analysis.half_updated(timeline) == []
+    assert all(not s.ready for s in timeline.samples)
 
 
 def test_leader_statefulset_samples_track_replicas_and_partition(sim_api: SimAPI) -> None:
@@ -98,22 +101,9 @@ def test_leader_statefulset_samples_track_replicas_and_partition(sim_api: SimAPI
                      "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
                      "template": {"metadata": {"labels": {"a": "b"}},
                                   "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
-    with rollout.record_timeline(sim_api.api, NS, "demo") as timeline:
+    with recorder.record_timeline(sim_api.api, NS, "demo") as rec:
         apps.create_namespaced_stateful_set(NS, body)
         apps.patch_namespaced_stateful_set("demo", NS, {"spec": {"replicas": 3}})
-        wait_for(timeline, lambda tl: tl.peak_leader_replicas() == 3)
-    assert [s["replicas"] for s in timeline.leader_sts] == [2, 3]
-    assert timeline.leader_sts[0]["partition"] == 2
-
-
-def test_samples_of_one_event_form_one_instant() -> None:
-    timeline = rollout.Timeline(NS, "demo")
-    timeline.samples = [
-        {"t": 0.0, "seq": 1, "group": 0, "ready": True, "revisions": ["a"], "pods": []},
-        {"t": 0.0, "seq": 1, "group": 1, "ready": True, "revisions": ["a"], "pods": []},
-        {"t": 1.0, "seq": 2, "group": 1, "ready": False, "revisions": [], "pods": []},
-        {"t": 2.0, "seq": 3, "group": 1, "ready": True, "revisions": ["b"], "pods": []},
-        {"t": 2.5, "seq": 4, "group": 0, "ready": False, "revisions": [], "pods": []},
-    ]
-    assert timeline.max_unready(range(2)) == (1, 1.0)
-    assert timeline.min_ready() == 1
+        wait_for(rec.timeline, lambda tl: analysis.peak_leader_replicas(tl) == 3)
+    assert [s.replicas for s in rec.timeline.leader_sts] == [2, 3]
+    assert rec.timeline.leader_sts[0].partition == 2 and rec.timeline.leader_sts[0].revision == "r1"

@@ -1,0 +1,104 @@
+"""Whole-timeline claims about a recorded `Timeline`, and a text view of it for failure messages.
+
+Waiting for an end state cannot show what happened on the way; these read every observed instant:
+a group serving half-updated (`half_updated`), the order groups were replaced in
+(`replacement_order`), the most groups down at once (`max_unready`), the fewest serving
+(`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`). `describe` is what a failed
+assertion prints. Pure functions of the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lwsconf.timeline.model import GroupSample, LeaderSample, Timeline
+
+__all__ = ["describe", "half_updated", "leader_uids", "max_unready", "min_ready", "peak_leader_replicas",
+           "replacement_order", "states"]
+
+
+def half_updated(timeline: Timeline) -> list[GroupSample]:
+    """Samples of a group serving (ready) with leader and workers on different revisions."""
+    return [s for s in timeline.samples if s.ready and s.mixed]
+
+
+def replacement_order(timeline: Timeline, old_revision: str, groups: int) -> list[int]:
+    """Groups `0..groups-1` in the order their leader first appeared on a revision other than `old_revision`."""
+    first: dict[int, float] = {}
+    for s in timeline.samples:
+        leader = s.leader
+        if s.group < groups and leader is not None and leader.revision != old_revision:
+            first.setdefault(s.group, s.t)
+    return sorted(first, key=lambda g: first[g])
+
+
+def states(timeline: Timeline) -> Iterator[tuple[float, dict[int, GroupSample]]]:
+    """(t, latest sample per group) at each observed instant, in time order.
+
+    Samples taken from one event share their `seq` and form one instant (e.g. every group at the start).
+    """
+    latest: dict[int, GroupSample] = {}
+    ordered = sorted(timeline.samples, key=lambda s: s.seq)
+    for n, s in enumerate(ordered):
+        latest[s.group] = s
+        if n + 1 == len(ordered) or ordered[n + 1].seq != s.seq:
+            yield s.t, dict(latest)
+
+
+def max_unready(timeline: Timeline, groups: range) -> tuple[int, float]:
+    """The most groups of `groups` not ready at one instant (missing counts as not ready), and when."""
+    worst, when = 0, 0.0
+    for t, latest in states(timeline):
+        down = sum(1 for g in groups if g not in latest or not latest[g].ready)
+        if down > worst:
+            worst, when = down, t
+    return worst, when
+
+
+def min_ready(timeline: Timeline) -> int:
+    """The fewest ready groups (any index, surge included) at one observed instant."""
+    counts = [sum(1 for s in latest.values() if s.ready) for _, latest in states(timeline)]
+    return min(counts) if counts else 0
+
+
+def peak_leader_replicas(timeline: Timeline) -> int:
+    return max((s.replicas for s in timeline.leader_sts), default=0)
+
+
+def leader_uids(timeline: Timeline) -> dict[int, set[str]]:
+    """Each group's leader pod UIDs (first 8 characters) over the timeline: one per incarnation of the group."""
+    out: dict[int, set[str]] = {}
+    for s in timeline.samples:
+        out.setdefault(s.group, set()).update(p.uid for p in s.pods if p.leader)
+    return out
+
+
+def _row(s: GroupSample, around: float | None) -> str:
+    pods = [p.name + ("*" if p.ready else "") for p in s.pods]
+    mark = ">" if s.t == around else " "
+    return f"{mark} t={s.t:7.2f} group {s.group} ready={s.ready} revisions={list(s.revisions)} pods={pods}"
+
+
+def _sts_row(s: LeaderSample) -> str:
+    return f"  t={s.t:7.2f} replicas={s.replicas} partition={s.partition} maxUnavailable={s.max_unavailable}"
+
+
+def describe(timeline: Timeline, last: int = 40, *, around: float | None = None) -> str:
+    """The last `last` group samples and leader StatefulSet rows; with `around` (a time `t`, e.g. from
+    `max_unready`), the `last` samples centred on it (its rows marked `>`) and the leader rows up to it
+    instead, so a violation early in a long timeline is still shown. Steps and recording errors follow."""
+    samples, sts, where = timeline.samples[-last:], timeline.leader_sts[-10:], f"last {last}"
+    if around is not None:
+        at = next((n for n, s in enumerate(timeline.samples) if s.t >= around), len(timeline.samples))
+        start = max(0, min(at - last // 2, len(timeline.samples) - last))
+        samples = timeline.samples[start:start + last]
+        sts = [s for s in timeline.leader_sts if s.t <= around][-10:]
+        where = f"{len(samples)} around t={around}"
+    nl = "\n"
+    out = (f"group samples ({where}; * = ready):{nl}{nl.join(_row(s, around) for s in samples)}{nl}"
+           f"leader StatefulSet{' up to then' if around is not None else ''}:{nl}{nl.join(_sts_row(s) for s in sts)}")
+    if timeline.steps:
+        out += f"{nl}steps:{nl}" + nl.join(f"  t={s.t:7.2f} {s.text}" for s in timeline.steps)
+    if timeline.errors:
+        out += f"{nl}recording errors (an instant may be missing):{nl}" + nl.join(f"  {e}" for e in timeline.errors)
+    return out

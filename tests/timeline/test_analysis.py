@@ -1,0 +1,51 @@
+"""The whole-timeline claims of `lwsconf.timeline.analysis`, on hand-built timelines."""
+
+from __future__ import annotations
+
+from lwsconf.timeline import analysis
+from lwsconf.timeline.model import GroupSample, LeaderSample, PodState, Timeline
+
+
+def group(t: float, seq: int, g: int, ready: bool, *revs: str, leader_uid: str = "l0") -> GroupSample:
+    """Group `g` with a leader on revs[0] and one worker per further revision (or on revs[0] when there is none)."""
+    if not revs:
+        return GroupSample(t, seq, g, (), False)
+    pods = [PodState(f"demo-{g}", revs[0], ready, leader_uid, True)]
+    pods += [PodState(f"demo-{g}-{n}", r, ready, f"w{n}", False) for n, r in enumerate(revs[1:] or revs[:1], 1)]
+    return GroupSample(t, seq, g, tuple(sorted(set(revs))), ready, tuple(pods))
+
+
+def test_samples_of_one_event_form_one_instant() -> None:
+    timeline = Timeline("ns", "demo", samples=[
+        group(0.0, 1, 0, True, "a"), group(0.0, 1, 1, True, "a"),
+        group(1.0, 2, 1, False), group(2.0, 3, 1, True, "b"), group(2.5, 4, 0, False)])
+    assert analysis.max_unready(timeline, range(2)) == (1, 1.0)
+    assert analysis.min_ready(timeline) == 1
+    assert [t for t, _ in analysis.states(timeline)] == [0.0, 1.0, 2.0, 2.5]
+
+
+def test_a_missing_group_counts_as_down() -> None:
+    timeline = Timeline(samples=[group(0.0, 1, 0, True, "a")])
+    assert analysis.max_unready(timeline, range(3)) == (2, 0.0)
+
+
+def test_half_updated_is_a_ready_group_on_two_revisions_only() -> None:
+    bad = group(1.0, 2, 0, True, "b", "a")
+    timeline = Timeline(samples=[group(0.0, 1, 0, True, "a"), group(0.5, 2, 1, False, "b", "a"), bad])
+    assert analysis.half_updated(timeline) == [bad]
+
+
+def test_replacement_order_follows_each_leader_leaving_the_old_revision() -> None:
+    timeline = Timeline(samples=[
+        *(group(0.0, 1, g, True, "old") for g in range(3)),
+        group(1.0, 2, 2, False, "new", leader_uid="n2"), group(2.0, 3, 1, False, "new", leader_uid="n1"),
+        group(3.0, 4, 0, False, "new", leader_uid="n0"), group(4.0, 5, 3, True, "new")])
+    assert analysis.replacement_order(timeline, "old", 3) == [2, 1, 0]
+    assert analysis.leader_uids(timeline) == {0: {"l0", "n0"}, 1: {"l0", "n1"}, 2: {"l0", "n2"}, 3: {"l0"}}
+
+
+def test_peak_leader_replicas_is_the_largest_replicas_seen() -> None:
+    timeline = Timeline(leader_sts=[LeaderSample(0.0, 2, 2, 1, "a"), LeaderSample(1.0, 3, 1, 1, "b"),
+                                    LeaderSample(2.0, 2, 0, 1, "b")])
+    assert analysis.peak_leader_replicas(timeline) == 3
+    assert analysis.peak_leader_replicas(Timeline()) == 0
