@@ -30,7 +30,8 @@ Runs the LeaderWorkerSet conformance suite (pytest conformance/) and exits with 
 Suite options (see conformance/README.md; every other pytest option works too):
   --cluster=sim|kind|kubeconfig   where to run (default sim: an embedded cluster for this run)
   --kubeconfig=PATH --context=NAME
-  --lws-impl=reference|upstream:VERSION|installed
+  --lws-impl=reference|reference-process|upstream:VERSION|installed
+  --controller-deployment=NS/NAME  --allow-controller-restart   (LWSControllerRestart tests)
   --profiles=LWS-CORE,LWS-EXTENDED,LWS-SERVING  --supported-features=...  --exempt-features=...
   --all-features  --skip-tests=A,B  --run-test=NAME  --fail-fast  --keep-namespaces
   --timeout-config=FILE  --timeout-overrides="Name:seconds;..."  --lwsconf-options=FILE
