@@ -244,6 +244,7 @@ class LWSHarness:
         if self.controller is None:
             raise RuntimeError("this implementation cannot be restarted; a test restarting the controller must "
                                "declare Feature.CONTROLLER_RESTART, so the suite reports it NOT_SUPPORTED instead")
+        self.step(f"controller restarted ({self.controller.how})")
         self.controller.restart()
         return self.controller.how
 

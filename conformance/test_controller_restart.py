@@ -29,6 +29,7 @@ from conformance.harness import LWSHarness, leader_revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.timeline import analysis
 from lwsconf.waits import core, observe, rollout
 from lwsconf.waits import lws as lws_waits
 
@@ -106,8 +107,9 @@ def test_controller_restart_at_rest(lws: LWSHarness) -> None:
                  what="the status to come back to its values before the restart, nothing recreated")
         lws.hold(lambda: before.check(lws, how), what="nothing recreated and the same status after the restart",
                  name="calm")
-    worst, when = timeline.max_unready(range(2))
-    assert worst == 0, f"{worst} group(s) not ready at t={when} across the restart:\n{timeline.describe(around=when)}"
+    worst, when = analysis.max_unready(timeline, range(2))
+    assert worst == 0, \
+        f"{worst} group(s) not ready at t={when} across the restart:\n{analysis.describe(timeline, around=when)}"
     lws.scale("calm", 3)
     lws.ready("calm", replicas=3, size=2)
     kept = {name: uid for name, uid in _uids(lws.pods("calm")).items() if name in before.pods}
@@ -184,14 +186,14 @@ def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_un
         lws.wait(lambda: _rolled_out(lws, name, new, replicas), timeout=lws.t.rollout_complete, name=name,
                  what="the rollout to finish, releasing each new group's workers")
         rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=2, t=lws.t)
-    assert timeline.half_updated() == [], f"groups served half-updated:\n{timeline.describe()}"
-    least = timeline.min_ready()
+    assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
+    least = analysis.min_ready(timeline)
     assert least >= replicas - max_unavailable, (
         f"only {least} groups ready at some instant, maxUnavailable {max_unavailable} allows "
-        f"{replicas - max_unavailable}:\n{timeline.describe()}")
-    peak = timeline.peak_leader_replicas()
+        f"{replicas - max_unavailable}:\n{analysis.describe(timeline)}")
+    peak = analysis.peak_leader_replicas(timeline)
     assert peak <= replicas + max_surge, f"leader StatefulSet peaked at {peak} replicas, maxSurge allows " \
-                                         f"{replicas + max_surge}:\n{timeline.describe()}"
+                                         f"{replicas + max_surge}:\n{analysis.describe(timeline)}"
 
 
 @conformance(short_name="RolloutSurvivesControllerRestart", slow=True, disruptive=True,
@@ -219,7 +221,7 @@ def test_group_restart_survives_controller_restart(lws: LWSHarness) -> None:
     before = lws.ready("mend", replicas=2, size=3)
     leader_uid = before[0].pods[0]["metadata"]["uid"]
     with lws.timeline("mend") as timeline:
-        lws.core.delete_namespaced_pod("mend-0-1", lws.namespace)
+        lws.delete_pod("mend-0-1")
 
         def leader_going() -> None:
             live = lws.pods("mend").get("mend-0")
@@ -234,5 +236,5 @@ def test_group_restart_survives_controller_restart(lws: LWSHarness) -> None:
             assert now[0].uids == group.uids, f"group 0 was recreated again after the restart ({how})"
             assert now[1].uids == before[1].uids, f"group 1 was disturbed by the restart ({how}): {lws.describe('mend')}"
         lws.hold(settled, what="both groups to keep their pods after the recovery", name="mend")
-    worst, when = timeline.max_unready(range(1, 2))
-    assert worst == 0, f"group 1 was not ready at t={when}:\n{timeline.describe(around=when)}"
+    worst, when = analysis.max_unready(timeline, range(1, 2))
+    assert worst == 0, f"group 1 was not ready at t={when}:\n{analysis.describe(timeline, around=when)}"
