@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) -m bench.apiserver --out bench/results.json
 	$(PY) -m bench.cluster --out bench/results.json
 	$(PY) -m bench.reconciler --out bench/results.json
+	$(PY) -m bench.interrupts --out bench/results.json
 	$(PY) -m bench.fuzz_apiserver --out bench/results.json
 
 clean:

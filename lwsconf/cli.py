@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -113,10 +112,32 @@ def _stop_on_stdin_close(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -
     loop.add_reader(fd, readable)
 
 
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM/SIGHUP set `stop`; a later press says the cluster is stopping; the third abandons it."""
+    from lwsconf import shutdown
+
+    def on_signal(signum: int) -> None:
+        press = shutdown.count_press()
+        if press is None or press == 1:
+            stop.set()
+        elif press >= shutdown.FORCE_AFTER:
+            shutdown.abandon(signum)
+        else:
+            print(f"lwsconf: still stopping the simulated cluster; {shutdown.FORCE_AFTER - press} more "
+                  "interrupt(s) abandon it", file=sys.stderr, flush=True)
+
+    loop = asyncio.get_running_loop()
+    for sig in shutdown.SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+
+
 async def _sim_up(args: argparse.Namespace) -> int:
+    from lwsconf import shutdown
     from lwsconf.sim import cluster as sim_cluster
     from lwsconf.sim.nodes import layout
 
+    stop = asyncio.Event()
+    _stop_on_signals(stop)  # from the start: a signal while starting stops the cluster once it is up
     port, kubeconfig = args.port, args.kubeconfig
     try:
         nodes = (layout.load_layout(args.topology) if args.topology
@@ -128,28 +149,30 @@ async def _sim_up(args: argparse.Namespace) -> int:
     try:
         await cluster.start()
     except OSError as exc:
+        await cluster.stop()
         print(f"lwsconf: cannot listen on 127.0.0.1:{port}: {exc.strerror}; choose another --port or omit it",
               file=sys.stderr)
         return 2
+    path: Path | None = None
     try:
-        path = cluster.write_kubeconfig(kubeconfig)
-    except OSError as exc:
+        try:
+            path = cluster.write_kubeconfig(kubeconfig)
+        except OSError as exc:
+            print(f"lwsconf: cannot write kubeconfig {kubeconfig}: {exc.strerror}; pass a writable --kubeconfig",
+                  file=sys.stderr)
+            return 2
+        written = path
+        remove = shutdown.at_exit(lambda: written.unlink(missing_ok=True))  # the token must not outlive the cluster
+        print(f"API server listening on {cluster.url}", flush=True)
+        print(f"kubeconfig written to {path}", flush=True)
+        print(f"try: KUBECONFIG={path} kubectl get namespaces   (Ctrl-C to stop)", flush=True)
+        await stop.wait()
+        print("stopping the simulated cluster", flush=True)
+    finally:
         await cluster.stop()
-        print(f"lwsconf: cannot write kubeconfig {kubeconfig}: {exc.strerror}; pass a writable --kubeconfig",
-              file=sys.stderr)
-        return 2
-    print(f"API server listening on {cluster.url}", flush=True)
-    print(f"kubeconfig written to {path}", flush=True)
-    print(f"try: KUBECONFIG={path} kubectl get namespaces   (Ctrl-C to stop)", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    print("stopping the simulated cluster", flush=True)
-    await cluster.stop()
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+        if path is not None:
+            shutdown.remove_at_exit(remove)
+            path.unlink(missing_ok=True)
     return 0
 
 

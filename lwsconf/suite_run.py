@@ -6,13 +6,15 @@ run` therefore needs a source checkout installed in editable mode (what `make` c
 checkout from the package's own location, runs pytest on the suite in a child process with the user's
 arguments, and returns pytest's exit status (0 passed, 1 tests failed, 2 interrupted, 4 usage error).
 
-Ctrl-C reaches the child too (same process group): pytest then tears the session down (namespaces,
-the simulated cluster, the reference reconciler) while this process waits for it instead of exiting
-first and leaving it behind.
+Ctrl-C reaches the child too (same process group), and every SIGINT, SIGTERM or SIGHUP sent to this
+process alone is passed on to it (the child counts a signal it gets both ways once, `lwsconf.shutdown`):
+pytest then tears the session down (namespaces, the simulated cluster, the reference reconciler) while
+this process waits for it instead of exiting first and leaving it behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lwsconf
+from lwsconf import shutdown
 
 DEFAULT_WORKERS = "2"
 """pytest-xdist workers when the arguments choose none, as `make conformance` uses on 2 cores."""
@@ -66,9 +69,17 @@ def main(args: Sequence[str]) -> int:
               "(git clone the lwsconf repository, then `make conformance`, or `pip install -e .` and "
               "`lwsconf run` from there)", file=sys.stderr)
         return 2
+    shutdown.run_id()  # one LWSCONF_RUN_ID for this process and everything pytest starts
     child = subprocess.Popen(pytest_command(root, args))
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child handles Ctrl-C and cleans up
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in shutdown.SIGNALS}
     try:
-        return child.wait()
+        code = child.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - code if code < 0 else code

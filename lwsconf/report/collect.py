@@ -108,7 +108,9 @@ def _message(report: pytest.TestReport) -> str:
         return _one_line(re.sub(r"^Skipped: ", "", str(longrepr[2])))
     crash = getattr(longrepr, "reprcrash", None)
     text = crash.message if crash is not None else (str(longrepr).strip().splitlines() or [""])[-1]
-    prefix = f"in {report.when}: " if report.when != "call" else ""
+    # xdist reports a test whose worker died (kill -9, OOM) as failed with when "???" and the message
+    # "worker 'gw1' crashed while running '<node id>'": that message alone says what happened.
+    prefix = f"in {report.when}: " if report.when not in ("call", "???") else ""
     return prefix + _one_line(text)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from lwsconf import _loopthread, kubeclient
+from lwsconf import _loopthread, kubeclient, shutdown
 from lwsconf.sim.apiserver import app
 from lwsconf.sim.nodes import fleet as fleet_mod
 from lwsconf.sim.nodes import ipam, layout
@@ -179,7 +179,13 @@ class SimCluster:
 
 
 class RunningSimCluster:
-    """A SimCluster on a background event loop, for sync code; writes a kubeconfig to a temp dir."""
+    """A SimCluster on a background event loop, for sync code; writes a kubeconfig to a temp dir.
+
+    Starting and stopping hold SIGINT/SIGTERM until done (`shutdown.deferred`): a signal in the middle
+    would leave a half-started cluster nobody stops, or cut its stop short; it takes effect right after.
+    Should the process exit without `__exit__` (a cleanup abandoned), an exit hook kills the container
+    processes (the runtime's own hook) and removes the temp folders.
+    """
 
     def __init__(self, **kwargs: object) -> None:
         self._kwargs = kwargs
@@ -189,22 +195,45 @@ class RunningSimCluster:
         self.kubeconfig = Path()
 
     def __enter__(self) -> RunningSimCluster:
+        shutdown.at_exit(self._remove_folders)
+        try:
+            with shutdown.deferred("starting the simulated cluster"):
+                self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
         self._loop.start()
+        self._tmp = tempfile.TemporaryDirectory(prefix="lwsconf-sim-")
 
         async def make() -> SimCluster:
-            cluster = SimCluster(**self._kwargs)  # type: ignore[arg-type]
-            await cluster.start()
-            return cluster
+            self.cluster = SimCluster(**self._kwargs)  # type: ignore[arg-type]
+            await self.cluster.start()
+            return self.cluster
 
-        self.cluster = self._loop.run(make())
-        self._tmp = tempfile.TemporaryDirectory(prefix="lwsconf-sim-")
+        self._loop.run(make())
+        assert self.cluster is not None
         self.kubeconfig = self.cluster.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
-        return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.cluster is not None:
-            self._loop.run(self.cluster.stop())
-        self._loop.stop()
+        with shutdown.deferred("stopping the simulated cluster"):
+            try:
+                if self.cluster is not None:
+                    self._loop.run(self.cluster.stop())
+                    self.cluster = None
+                self._loop.stop()
+            finally:
+                self._remove_folders()
+                shutdown.remove_at_exit(self._remove_folders)
+
+    def _remove_folders(self) -> None:
+        """The kubeconfig folder and, when stop() did not get to it, the node fleet's work folder."""
+        fleet = self.cluster.fleet if self.cluster is not None else None
+        if fleet is not None:
+            fleet.close()
         if self._tmp is not None:
             self._tmp.cleanup()
+            self._tmp = None

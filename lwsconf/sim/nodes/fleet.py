@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lwsconf import shutdown
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.nodes import agent as agent_mod
 from lwsconf.sim.nodes import ipam, layout, lifecycle, nodectx, settings
@@ -78,6 +79,7 @@ class NodeFleet:
         """The most recent agent per node name (for tests and diagnostics)."""
         self.plugins: dict[str, Any] = {}
         """The most recent fake GPU plugin per node name."""
+        shutdown.at_exit(self.close)  # should the process end without close(): no folder or lock left
 
     def controllers(self) -> list[tuple[str, ControllerFactory]]:
         """(name, factory) pairs in SimCluster's format: one kubelet per node, one plugin per GPU node."""
@@ -124,6 +126,7 @@ class NodeFleet:
 
     def close(self) -> None:
         """Release the pod network and remove a work folder the fleet created (after the agents stopped)."""
+        shutdown.remove_at_exit(self.close)
         if self._reservation is not None:
             self._reservation.release()
             self._reservation = None

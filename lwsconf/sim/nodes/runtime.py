@@ -18,14 +18,14 @@ Every process is made to look as if it were in its pod (see `launcher.py` for ho
 In both modes a bind to all addresses goes to the pod IP (each pod shares the host's loopback),
 stdout and stderr go to the container's log file, each container is its own process group
 (SIGTERM, then SIGKILL after the grace period, to the whole group), and processes die with the
-sim: `close()` kills them all, an exit hook does too, and the kernel kills them should the sim's
-process die without either (PR_SET_PDEATHSIG).
+sim: `close()` kills them all, an exit hook does too (`shutdown.at_exit`), and the kernel kills them
+should the sim's process die without either (PR_SET_PDEATHSIG). Every process carries the run's
+LWSCONF_RUN_ID, so what a run left behind can be found (`shutdown.marked_processes`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import json
 import logging
@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lwsconf import shutdown
 from lwsconf.sim.nodes import launcher
 
 log = logging.getLogger(__name__)
@@ -207,10 +208,12 @@ _live: set[Process] = set()
 """Processes not yet waited for, killed by the exit hook should the sim end without `close()`."""
 
 
-@atexit.register
 def _kill_leftovers() -> None:
     for process in list(_live):
         process.kill()
+
+
+shutdown.at_exit(_kill_leftovers)  # at exit, and when an interrupted run abandons its cleanup
 
 
 def exit_code(returncode: int) -> int:
@@ -344,6 +347,7 @@ class ProcessRuntime:
         env["PYTHONPATH"] = str(PYSHIM) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         if launch.pod_ip:
             env["LWSCONF_SIM_POD_IP"] = launch.pod_ip
+        env[shutdown.RUN_ID_ENV] = shutdown.run_id()  # marks the run's processes (shutdown.marked_processes)
         if self.mode == MODE_SHIM:
             mounts = {path: str(host) for path, host in launch.mounts.items()}
             if launch.hosts_path is not None:
@@ -380,7 +384,7 @@ class ProcessRuntime:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path), stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-                env={"PATH": os.environ.get("PATH", DEFAULT_PATH)})
+                env={"PATH": os.environ.get("PATH", DEFAULT_PATH), shutdown.RUN_ID_ENV: shutdown.run_id()})
         process = Process(launch, proc, self.mode, env, cdir)
         self._processes = [*self.processes, process]
         log.debug("started %r (%s mode): %s", process, self.mode, argv)
