@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 
-from lwsconf.report import timeline
+from lwsconf.conformance import Outcome
+from lwsconf.report import collect, html, schema, timeline
+from lwsconf.timeline import model
 from lwsconf.timeline.model import GroupSample, PodState, Step, Timeline
 from tests.report import sample
 
@@ -86,3 +90,19 @@ def test_text_is_escaped() -> None:
                   steps=[Step(0.5, 'a <b> & "c"')])
     root = ET.fromstring(timeline.svg(tl))  # would raise on unescaped markup
     assert 'a <b> & "c"' in "".join(root.itertext())
+
+
+def test_a_timeline_the_recorder_model_writes_is_what_the_report_reads_and_draws(tmp_path: Path) -> None:
+    """The seam: model.save (the recorder's writer) -> collect.load_timelines -> html.render, nothing lost."""
+    recorded = sample.rolling_timeline()
+    rel = f"artifacts/{sample.ROLL}/{model.FILENAME}"
+    model.save(recorded, tmp_path / rel)
+    test = schema.TestReport(sample.ROLL, "conformance/test_x.py::test_roll", "", ("LWSRollingUpdate",),
+                             ("LWS-CORE",), True, Outcome.SUCCEEDED, 1.0, artifacts=(rel,))
+    report = dataclasses.replace(sample.report(), tests=(test,))
+    loaded = collect.load_timelines(tmp_path, report)
+    assert loaded == {test.node_id: recorded}
+    page = html.render(report, timelines=loaded)
+    drawn = segments(page[page.index("<svg"):page.index("</svg>") + 6])
+    assert {(s["data-group"], s["data-revision"]) for s in drawn} == {
+        (str(s.group), s.revision) for s in recorded.samples if s.revision}
