@@ -221,14 +221,16 @@ class LWSHarness:
             raise RuntimeError("this test already recorded a timeline; record the whole scenario in one "
                                "`with lws.timeline(...)` block (the report shows one timeline per test)")
         self._recorded = True
-        self._recorder = recorder.TimelineRecorder(self.api, self.namespace, name)
+        rec = recorder.TimelineRecorder(self.api, self.namespace, name)
+        timeline = rec.start()  # a failed first list raises here: no recording, no file
+        self._recorder = rec
         try:
-            yield self._recorder.start()
+            yield timeline
         finally:
-            found = self._recorder.stop()
+            rec.stop()
             self._recorder = None
             if self.artifacts is not None:
-                timeline_model.save(found, self.artifacts / timeline_model.FILENAME)
+                timeline_model.save(timeline, self.artifacts / timeline_model.FILENAME)
 
     def step(self, text: str) -> None:
         """Mark what the test does now on the timeline being recorded (nothing when none is)."""
