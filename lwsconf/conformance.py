@@ -38,6 +38,9 @@ class Outcome(StrEnum):
     SKIPPED = "SKIPPED"
     NOT_SUPPORTED = "NOT_SUPPORTED"
     PROVISIONAL_SKIPPED = "PROVISIONAL_SKIPPED"
+    INTERRUPTED = "INTERRUPTED"
+    """Never a test's own verdict: the report's, for a test selected to run that had not finished when the
+    run stopped (Ctrl-C, SIGTERM, --fail-fast, or a run-wide error such as an implementation never ready)."""
 
 
 @dataclass(frozen=True)

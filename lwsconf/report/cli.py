@@ -4,7 +4,8 @@
     lwsconf report compare A.yaml B.yaml ... [--html OUT] [--markdown OUT]
                                                       a feature-by-implementation matrix
 
-Exit status, for CI gating: `show` exits 1 when a test of a claimed profile failed (and, with
+Exit status, for CI gating: `show` exits 1 when a test of a claimed profile failed, a claimed profile
+is not-run (none of its tests executed), or the run was interrupted or failed as a whole (and, with
 --gate-on-skips, when a core test was skipped or not supported), 0 otherwise; `compare` exits 0.
 Both exit 2 with a one-line message when a report cannot be read. `add_parser`/`run` plug this into
 the main `lwsconf` command; `main` runs it alone (`python -m lwsconf.report.cli`).
@@ -26,7 +27,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add `report` (with `show` and `compare`) to an argparse subparsers object."""
     report = subparsers.add_parser("report", help="read conformance reports: show one, compare several")
     sub = report.add_subparsers(dest="report_command", required=True)
-    show = sub.add_parser("show", help="print a run's summary; exit 1 when a claimed profile's test failed")
+    show = sub.add_parser("show", help="print a run's summary; exit 1 when a claimed profile failed, "
+                          "did not run or the run was interrupted")
     show.add_argument("path", type=Path, help="a run directory (e.g. reports/latest) or its conformance-report.yaml")
     show.add_argument("--gate-on-skips", action="store_true",
                       help="also exit 1 when a core test of a claimed profile was skipped or not supported")

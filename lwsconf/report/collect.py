@@ -22,10 +22,11 @@ import pytest
 
 from lwsconf import __version__, profiles
 from lwsconf.conformance import Outcome
-from lwsconf.report import build, html, junit, schema, summary_md, yaml_writer
+from lwsconf.report import build, html, junit, schema, stop, summary_md, yaml_writer
+from lwsconf.report.build import COMPLETED, RunStop
 from lwsconf.timeline import model as timeline_model
 
-__all__ = ["ClusterFacts", "Collector", "RunContext", "TestMeta", "artifact_dir_name", "load_timelines",
+__all__ = ["ClusterFacts", "Collector", "RunContext", "TestMeta", "artifact_dir_name", "case_id", "load_timelines",
            "read_timelines", "write_run"]
 
 ARTIFACTS = "artifacts"
@@ -33,10 +34,16 @@ MAX_MESSAGE = 500
 MAX_PROBES = 10
 
 
+def case_id(node_id: str) -> str:
+    """The parameter id of a parametrised test's node id (`...::test_x[V15-foo]` -> `V15-foo`), else ""."""
+    last = node_id.rsplit("::", 1)[-1]
+    return last[last.index("[") + 1: -1] if last.endswith("]") and "[" in last else ""
+
+
 def artifact_dir_name(node_id: str, short_name: str | None = None) -> str:
     """The folder under `artifacts/` for one test: its short name (plus parameters), filesystem-safe."""
     last = node_id.rsplit("::", 1)[-1]
-    params = last[last.index("[") + 1: -1] if last.endswith("]") and "[" in last else ""
+    params = case_id(node_id)
     base = (short_name or last.split("[")[0]) + (f"-{params}" if params else "")
     return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.")[:120] or "test"
 
@@ -122,7 +129,7 @@ def _strip_outcome(reason: str) -> str:
 def _fold(res: _Result, report: pytest.TestReport) -> None:
     """Fold one phase's report into a test's result (failure anywhere wins)."""
     res.duration += report.duration
-    if res.outcome is Outcome.FAILED:
+    if res.outcome in (Outcome.FAILED, Outcome.INTERRUPTED):
         return
     if report.failed:
         res.outcome, res.message = Outcome.FAILED, _message(report)
@@ -150,6 +157,12 @@ class Collector:
     _results: dict[str, _Result] = field(default_factory=dict, init=False, repr=False)
     _facts: ClusterFacts | None = field(default=None, init=False, repr=False)
     _probes: int = field(default=0, init=False, repr=False)
+    _collected: dict[str, TestMeta | None] = field(default_factory=dict, init=False, repr=False)
+    """Node ids selected to run, in order, with their metadata once known (xdist: from the workers)."""
+    _outgoing: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    """A worker's collection, sent once on its first report so the controller can name unfinished tests."""
+    _interrupt: str = field(default="", init=False, repr=False)
+    _run_error: str = field(default="", init=False, repr=False)
 
     @property
     def gathering(self) -> bool:
@@ -161,6 +174,11 @@ class Collector:
                                   call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         report.lwsconf_meta = self.describe(item).to_dict()  # type: ignore[attr-defined]
+        if self._outgoing is not None:
+            report.lwsconf_collection, self._outgoing = self._outgoing, None  # type: ignore[attr-defined]
+        run_error = item.config.stash.get(stop.RUN_ERROR, "")
+        if run_error:
+            report.lwsconf_run_error = run_error  # type: ignore[attr-defined]
         if call.when == "call":
             self._maybe_probe(item)
         if self._facts is not None:
@@ -177,10 +195,28 @@ class Collector:
             self._probes += 1
             self._facts = facts
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        metas = {item.nodeid: self.describe(item) for item in session.items}
+        if self.gathering:
+            self._collected.update(metas)
+        else:
+            self._outgoing = {node_id: meta.to_dict() for node_id, meta in metas.items()}
+
     # --- the process that owns the run directory: fold and write --------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        for node_id in ids:
+            self._collected.setdefault(node_id, None)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self._interrupt = stop.reason_of(excinfo)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.gathering:
             return
+        for node_id, data in (getattr(report, "lwsconf_collection", None) or {}).items():
+            self._collected[node_id] = TestMeta.from_dict(data)
+        self._run_error = self._run_error or getattr(report, "lwsconf_run_error", "")
         meta = getattr(report, "lwsconf_meta", None)
         cluster = getattr(report, "lwsconf_cluster", None)
         if cluster and (self._facts is None or self._facts.lws_api_version is None):
@@ -189,6 +225,8 @@ class Collector:
         if res is None:
             tm = TestMeta.from_dict(meta) if meta else TestMeta(report.nodeid.rsplit("::", 1)[-1])
             res = self._results[report.nodeid] = _Result(tm, report.nodeid)
+        if getattr(report, "lwsconf_run_error", "") and report.failed and report.when == "setup":
+            res.outcome, res.message = Outcome.INTERRUPTED, f"not run: {_one_line(report.lwsconf_run_error)}"
         _fold(res, report)
 
     def tests(self) -> tuple[schema.TestReport, ...]:
@@ -203,7 +241,23 @@ class Collector:
             out.append(schema.TestReport(
                 short_name=m.short_name, node_id=res.node_id, description=m.description, features=m.features,
                 profiles=m.profiles, core=build.is_core(m.features), result=res.outcome, duration=res.duration,
-                message=res.message, artifacts=artifacts, problems=tuple(problems)))
+                message=res.message, artifacts=artifacts, problems=tuple(problems), case_id=case_id(res.node_id)))
+        return tuple(out)
+
+    def unfinished(self, reason: str) -> tuple[schema.TestReport, ...]:
+        """INTERRUPTED entries for the selected tests that have no result: never dropped silently."""
+        out = []
+        for node_id, meta in self._collected.items():
+            res = self._results.get(node_id)
+            if res is not None and res.outcome is not None:
+                continue
+            m = res.meta if res is not None else meta or TestMeta(node_id.rsplit("::", 1)[-1].split("[")[0])
+            started = "did not finish: the run stopped while it ran" if res else "not started: the run stopped first"
+            out.append(schema.TestReport(
+                short_name=m.short_name, node_id=node_id, description=m.description, features=m.features,
+                profiles=m.profiles, core=build.is_core(m.features), result=Outcome.INTERRUPTED,
+                duration=res.duration if res else 0.0, message=_one_line(f"{started} ({reason})"),
+                case_id=case_id(node_id)))
         return tuple(out)
 
     def _artifacts(self, res: _Result) -> tuple[str, ...]:
@@ -214,14 +268,24 @@ class Collector:
             return ()
         return tuple(sorted(p.relative_to(self.run_dir).as_posix() for p in folder.rglob("*") if p.is_file()))
 
-    def build(self) -> schema.Report:
+    def build(self, end: RunStop = COMPLETED) -> schema.Report:
+        """The report; `end` says how the run ended (then the unfinished tests are listed as INTERRUPTED)."""
         tests, ctx = self.tests(), self.context
+        if end.interrupted:
+            tests += self.unfinished(end.reason)
         facts = self._facts or ClusterFacts(schema.Environment())
         return schema.Report(
             implementation=ctx.implementation, date=ctx.date, lwsconf_version=__version__,
             lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
             environment=facts.environment, run_id=ctx.run_id, tests=tests,
-            profiles=tuple(build.profile_report(p, tests, self.supported()) for p in ctx.profiles))
+            profiles=tuple(build.profile_report(p, tests, self.supported(), end) for p in ctx.profiles),
+            interrupted=end.interrupted, stop_reason=end.reason, run_error=end.run_error)
+
+    def run_end(self, session: pytest.Session, exitstatus: int) -> RunStop:
+        """How this session ended, from its exit status, stop requests and recorded errors."""
+        run_error = self._run_error or session.config.stash.get(stop.RUN_ERROR, "")
+        unfinished = sum(1 for n in self._collected if n not in self._results or self._results[n].outcome is None)
+        return stop.run_stop(session, exitstatus, self._interrupt, run_error, unfinished, len(self._collected))
 
     def supported(self) -> frozenset[str]:
         """The claimed features, less those the implementation withdrew once installed (no test of a
@@ -231,9 +295,9 @@ class Collector:
 
     @pytest.hookimpl(trylast=True)  # after junitxml has written junit.xml
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.gathering:
+        if not self.gathering or stop.writes_no_report(session.config, exitstatus):
             return
-        self.report = self.build()
+        self.report = self.build(self.run_end(session, exitstatus))
         if self.run_dir is not None:
             write_run(self.run_dir, self.report)
         if self.report_output is not None:
@@ -247,10 +311,13 @@ class Collector:
             return
         tr = terminalreporter
         tr.write_sep("-", "lwsconf conformance report")
+        for line in summary_md.notices(self.report):
+            tr.write_line(line)
         for p in self.report.profiles:
             s = p.statistics
+            unfinished = f", {s.interrupted} did not finish" if s.interrupted else ""
             tr.write_line(f"{p.name}: {p.result.value} ({s.passed} passed, {s.failed} failed, {s.skipped} skipped, "
-                          f"{s.not_supported} not supported)")
+                          f"{s.not_supported} not supported{unfinished})")
         for feature in sorted(self.context.supported - self.supported()):
             tr.write_line(f"{feature}: claimed, but the implementation cannot support it on this cluster "
                           "(its tests are NOT_SUPPORTED; see their reason)")

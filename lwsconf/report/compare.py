@@ -2,7 +2,7 @@
 
 Rows are features, grouped by profile (with each profile's result first); columns are the
 reports (implementation, version, mode). A cell says what the report shows for that feature:
-pass (all its tests passed), fail (one failed), partial (some passed, others did not run), skipped,
+pass (all its tests passed), fail (one failed), partial (some passed, others did not run or finish), skipped,
 not supported (the implementation does not claim it), untested (claimed, no test ran it) or "-"
 (the report does not cover the feature's profile). Rendered as Markdown and as a self-contained
 HTML page. Pure: reports in, text out.
@@ -21,9 +21,10 @@ from lwsconf.report import schema
 __all__ = ["Matrix", "feature_status", "matrix", "render_html", "render_markdown"]
 
 ICON = {"pass": "✅", "fail": "❌", "partial": "⚠️", "skipped": "⏭️", "not supported": "➖", "untested": "·",
-        "-": "", "success": "✅", "failure": "❌"}
+        "-": "", "success": "✅", "failure": "❌", "not-run": "⛔", "interrupted": "⏹️"}
 COLOUR = {"pass": "#dafbe1", "success": "#dafbe1", "fail": "#ffebe9", "failure": "#ffebe9", "partial": "#fff8c5",
-          "skipped": "#eaeef2", "not supported": "#f0e6ff", "untested": "#ffffff", "-": "#ffffff"}
+          "skipped": "#eaeef2", "not supported": "#f0e6ff", "untested": "#ffffff", "-": "#ffffff",
+          "not-run": "#fff1e5", "interrupted": "#fff1e5"}
 
 
 def feature_status(report: schema.Report, feature: str) -> str:
@@ -37,7 +38,7 @@ def feature_status(report: schema.Report, feature: str) -> str:
     if not supported:
         return "not supported" if unsupported or tests else "-"
     ran = {t.result for t in tests if t.result is not Outcome.NOT_SUPPORTED}
-    if not ran:
+    if not ran - {Outcome.INTERRUPTED}:
         return "untested"
     if ran == {Outcome.SUCCEEDED}:
         return "pass"
@@ -47,7 +48,9 @@ def feature_status(report: schema.Report, feature: str) -> str:
 def column_label(report: schema.Report) -> str:
     impl = report.implementation
     label = " ".join(x for x in (impl.project, impl.version) if x) or report.run_id or "report"
-    return label + (f" ({report.mode})" if report.mode not in ("", "default") else "")
+    label += f" ({report.mode})" if report.mode not in ("", "default") else ""
+    return label + (" [interrupted]" if report.interrupted else "") + (" [simulated]" if report.environment.simulated
+                                                                       else "")
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,9 @@ def render_markdown(reports: Sequence[schema.Report]) -> str:
         head = f"**{label}** (profile)" if kind == "profile" else label
         out.append(f"| {head} | " + " | ".join(_cell(c) for c in cells) + " |")
     legend = ", ".join(f"{ICON[k]} {k}" for k in ("pass", "fail", "partial", "skipped", "not supported", "untested"))
-    out += ["", f"Legend: {legend}; - the report does not cover this profile.", ""]
+    out += ["", f"Legend: {legend}; - the report does not cover this profile. Profile rows: ⛔ not-run (no test "
+            "of it executed), ⏹️ interrupted (the run stopped early); a column marked [interrupted] holds partial "
+            "results, one marked [simulated] comes from a simulated cluster.", ""]
     return "\n".join(out)
 
 

@@ -34,6 +34,8 @@ border-bottom:1px solid #d0d7de;padding-bottom:4px}h3{font-size:15px;margin:0 0 
 white-space:nowrap}
 .success,.SUCCEEDED{background:#1a7f37}.partial{background:#9a6700}.failure,.FAILED{background:#cf222e}
 .SKIPPED,.PROVISIONAL_SKIPPED{background:#6e7781}.NOT_SUPPORTED{background:#8250df}
+.not-run,.interrupted,.INTERRUPTED{background:#bc4c00}
+.notice{background:#fff1e5;border:1px solid #bc4c00;border-radius:6px;padding:8px 12px;margin:8px 0;font-weight:600}
 .overall{font-size:15px;padding:3px 14px;vertical-align:middle;margin-left:8px}
 dl.env{display:flex;flex-wrap:wrap;gap:4px 22px;margin:8px 0}
 dl.env div{display:flex;gap:6px;white-space:nowrap}dl.env dt{color:#57606a}dl.env dd{margin:0;font-weight:600}
@@ -97,13 +99,16 @@ def _header(report: schema.Report) -> list[str]:
     if impl.contact:
         who += " · contact: " + escape(", ".join(impl.contact))
     facts = [("Date", report.date), ("Run", report.run_id), ("Backend", report.backend), ("Mode", report.mode),
-             ("Kubernetes", env.kubernetes_version), ("Nodes", str(env.node_count)), ("Node image", env.node_image),
-             ("GPU", env.gpu_product or "none"), ("LWS API", report.lws_api_version),
+             ("Kubernetes", env.kubernetes_version), ("Nodes", str(env.node_count)),
+             ("Node image", env.node_image + (" (simulated)" if "node image" in env.simulated else "")),
+             ("GPU", (env.gpu_product or "none") + (" (simulated)" if "GPUs" in env.simulated else "")),
+             ("LWS API", report.lws_api_version),
              ("lwsconf", report.lwsconf_version)]
     dl = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts if v)
     result = summary_md.overall(report).value
+    notices = [f'<p class="notice">{escape(line)}</p>' for line in summary_md.notices(report)]
     return ["<header>", f'<h1>LWS conformance report {_badge(result, " overall")}</h1>',
-            f'<p class="impl">{who}</p>', f'<dl class="env">{dl}</dl>', "</header>"]
+            f'<p class="impl">{who}</p>', *notices, f'<dl class="env">{dl}</dl>', "</header>"]
 
 
 def _profiles(report: schema.Report) -> list[str]:
@@ -131,11 +136,11 @@ def _options(values: list[str], everything: str) -> str:
 def _test_rows(report: schema.Report, anchors: Mapping[int, str]) -> list[str]:
     out = []
     for i, t in enumerate(report.tests):
-        name = escape(t.short_name)
+        name = escape(t.name)
         if i in anchors:
             name = f'<a href="#{anchors[i]}">{name}</a>'
         out.append(f'<tr data-result="{t.result.value}" data-features="{escape(" ".join(t.features))}" '
-                   f'data-name="{escape(t.short_name + " " + t.node_id)}"><td title="{escape(t.node_id)}">{name}'
+                   f'data-name="{escape(t.name + " " + t.node_id)}"><td title="{escape(t.node_id)}">{name}'
                    f"</td><td>{_badge(t.result.value)}</td><td class=\"nowrap\">{escape(', '.join(t.profiles) or '-')}</td>"
                    f'<td class="feat">{escape(", ".join(t.features) or "-")}</td>'
                    f'<td class="num">{t.duration:.1f}s</td><td class="msg">{escape(t.message)}{_problems(t)}</td></tr>')
@@ -169,7 +174,7 @@ def _artifact_links(test: schema.TestReport) -> str:
 
 def _figure(report: schema.Report, i: int, tl: Timeline) -> str:
     t = report.tests[i]
-    return (f'<figure id="timeline-{i}" data-test="{escape(t.short_name)}"><figcaption>{escape(t.short_name)} '
+    return (f'<figure id="timeline-{i}" data-test="{escape(t.name)}"><figcaption>{escape(t.name)} '
             f"{_badge(t.result.value)}</figcaption>{timeline.svg(replace(tl, title=''), id_prefix=f'tl{i}')}</figure>")
 
 
@@ -180,7 +185,7 @@ def _failures(report: schema.Report, drawn: Mapping[int, Timeline]) -> list[str]
     out = ['<section id="failures"><h2>Failures</h2>']
     for i, t in failed:
         picture = _figure(report, i, drawn[i]) if i in drawn else ""
-        out.append(f'<article class="failure-item" id="test-{i}"><h3>{escape(t.short_name)}</h3>'
+        out.append(f'<article class="failure-item" id="test-{i}"><h3>{escape(t.name)}</h3>'
                    f"<div>{escape(t.description)}</div><pre>{escape(t.message or 'no message')}</pre>"
                    f"<div><code>pytest {escape(t.node_id)}</code></div>{_problems(t)}{_artifact_links(t)}{picture}</article>")
     out.append("</section>")

@@ -29,7 +29,9 @@ def junit_names(node_id: str) -> tuple[str, str]:
 
 
 def _properties(test: schema.TestReport) -> list[tuple[str, str]]:
-    props = [("shortName", test.short_name), ("result", test.result.value), ("core", str(test.core).lower())]
+    props = [("shortName", test.short_name)]
+    props += [("caseId", test.case_id), ("name", test.name)] if test.case_id else []
+    props += [("result", test.result.value), ("core", str(test.core).lower())]
     props += [("feature", f) for f in test.features]
     props += [("profile", p) for p in test.profiles]
     if test.message:

@@ -31,11 +31,15 @@ T = TypeVar("T")
 
 
 class Result(StrEnum):
-    """A profile's verdict: failure if any test failed; partial if a test was skipped (see build.py)."""
+    """A profile's verdict (decided in build.py): failure if any test failed or the run failed as a whole;
+    interrupted if the run stopped before its tests finished; not-run if none of its tests executed;
+    partial if a test was skipped; success otherwise. Only success and partial pass the CI gate."""
 
     SUCCESS = "success"
     PARTIAL = "partial"
     FAILURE = "failure"
+    NOT_RUN = "not-run"
+    INTERRUPTED = "interrupted"
 
 
 def _get(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
@@ -95,10 +99,16 @@ class Environment:
     node_count: int = 0
     node_image: str = "unknown"
     gpu_product: str | None = None
+    simulated: tuple[str, ...] = ()
+    """What of the cluster is simulated (e.g. "node image", "GPUs" on sim), so nobody mistakes a sim
+    report for a real GPU cluster's. Omitted from the document when nothing is."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kubernetesVersion": self.kubernetes_version, "nodeCount": self.node_count,
-                "nodeImage": self.node_image, "gpuProduct": self.gpu_product}
+        out: dict[str, Any] = {"kubernetesVersion": self.kubernetes_version, "nodeCount": self.node_count,
+                               "nodeImage": self.node_image, "gpuProduct": self.gpu_product}
+        if self.simulated:
+            out["simulated"] = list(self.simulated)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "environment") -> Environment:
@@ -106,7 +116,8 @@ class Environment:
         if gpu is not None and not isinstance(gpu, str):
             raise ValueError(f"{where}.gpuProduct: expected a string or null, got {gpu!r}")
         return cls(_get(data, "kubernetesVersion", str, where), _get(data, "nodeCount", int, where),
-                   _get(data, "nodeImage", str, where), gpu)
+                   _get(data, "nodeImage", str, where), gpu,
+                   _strings(data, "simulated", where) if "simulated" in data else ())
 
 
 @dataclass(frozen=True)
@@ -115,14 +126,22 @@ class Statistics:
     failed: int = 0
     skipped: int = 0
     not_supported: int = 0
+    interrupted: int = 0
+    """Tests that had not finished when the run stopped (omitted from the document when 0)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "failed": self.failed, "skipped": self.skipped,
-                "notSupported": self.not_supported}
+        out = {"passed": self.passed, "failed": self.failed, "skipped": self.skipped,
+               "notSupported": self.not_supported}
+        if self.interrupted:
+            out["interrupted"] = self.interrupted
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "statistics") -> Statistics:
-        return cls(*(_get(data, k, int, where) for k in ("passed", "failed", "skipped", "notSupported")))
+        passed, failed, skipped, not_supported = (_get(data, k, int, where)
+                                                  for k in ("passed", "failed", "skipped", "notSupported"))
+        interrupted = _get(data, "interrupted", int, where) if "interrupted" in data else 0
+        return cls(passed, failed, skipped, not_supported, interrupted)
 
 
 @dataclass(frozen=True)
@@ -146,9 +165,20 @@ class TestReport:
     problems: tuple[str, ...] = ()
     """What the report could not show of this test, e.g. an artifact it cannot read (an unreadable
     timeline.json): said in the report, never skipped silently. Omitted from the document when empty."""
+    case_id: str = ""
+    """The pytest parameter id of a parametrised case (e.g. V15-subgroup-larger-than-size), "" otherwise;
+    omitted from the document when empty. `name` is how every writer shows the test."""
+
+    @property
+    def name(self) -> str:
+        """The short name, plus the case id of a parametrised case: `InvalidSpecsAreRejected[V15-...]`."""
+        return f"{self.short_name}[{self.case_id}]" if self.case_id else self.short_name
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"shortName": self.short_name, "nodeId": self.node_id, "description": self.description,
+        out: dict[str, Any] = {"shortName": self.short_name}
+        if self.case_id:
+            out["caseId"] = self.case_id
+        out |= {"nodeId": self.node_id, "description": self.description,
                "features": list(self.features), "profiles": list(self.profiles), "core": self.core,
                "result": self.result.value, "duration": round(self.duration, 3), "message": self.message,
                "artifacts": list(self.artifacts)}
@@ -163,7 +193,8 @@ class TestReport:
                    _strings(data, "profiles", where), _get(data, "core", bool, where),
                    _enum(data, "result", Outcome, where), _get(data, "duration", float, where),
                    _get(data, "message", str, where), _strings(data, "artifacts", where),
-                   _strings(data, "problems", where) if "problems" in data else ())
+                   _strings(data, "problems", where) if "problems" in data else (),
+                   case_id=_get(data, "caseId", str, where) if "caseId" in data else "")
 
 
 @dataclass(frozen=True)
@@ -179,21 +210,28 @@ class ProfileReport:
     not_supported_tests: tuple[str, ...] = ()
     supported_features: tuple[str, ...] = ()
     unsupported_features: tuple[str, ...] = ()
+    interrupted_tests: tuple[str, ...] = ()
+    """Tests that had not finished when the run stopped (omitted from the document when empty)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "result": self.result.value, "summary": self.summary,
-                "statistics": self.statistics.to_dict(), "failedTests": list(self.failed_tests),
-                "skippedTests": list(self.skipped_tests), "notSupportedTests": list(self.not_supported_tests),
-                "supportedFeatures": list(self.supported_features),
-                "unsupportedFeatures": list(self.unsupported_features)}
+        out = {"name": self.name, "result": self.result.value, "summary": self.summary,
+               "statistics": self.statistics.to_dict(), "failedTests": list(self.failed_tests),
+               "skippedTests": list(self.skipped_tests), "notSupportedTests": list(self.not_supported_tests),
+               "supportedFeatures": list(self.supported_features),
+               "unsupportedFeatures": list(self.unsupported_features)}
+        if self.interrupted_tests:
+            out["interruptedTests"] = list(self.interrupted_tests)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "profiles[]") -> ProfileReport:
+        failed, skipped, not_supported, supported, unsupported = (_strings(data, k, where) for k in (
+            "failedTests", "skippedTests", "notSupportedTests", "supportedFeatures", "unsupportedFeatures"))
         return cls(_get(data, "name", str, where), _enum(data, "result", Result, where),
                    _get(data, "summary", str, where),
                    Statistics.from_dict(_get(data, "statistics", dict, where), f"{where}.statistics"),
-                   *(_strings(data, k, where) for k in ("failedTests", "skippedTests", "notSupportedTests",
-                                                        "supportedFeatures", "unsupportedFeatures")))
+                   failed, skipped, not_supported, supported, unsupported,
+                   _strings(data, "interruptedTests", where) if "interruptedTests" in data else ())
 
 
 @dataclass(frozen=True)
@@ -214,20 +252,31 @@ class Report:
     run_id: str = ""
     api_version: str = API_VERSION
     kind: str = KIND
+    interrupted: bool = False
+    """The run stopped before every selected test finished (Ctrl-C, SIGTERM, --fail-fast, -x, a run error)."""
+    stop_reason: str = ""
+    """One line: why the run stopped early ("" when it completed)."""
+    run_error: str = ""
+    """One line: why the run failed as a whole (e.g. the implementation never became ready), "" otherwise."""
 
-    def test(self, short_name: str) -> TestReport:
-        """The first test with this short name; KeyError lists the known names."""
+    def test(self, name: str) -> TestReport:
+        """The first test with this name (`TestReport.name`) or short name; KeyError lists the known names."""
         for t in self.tests:
-            if t.short_name == short_name:
+            if name in (t.name, t.short_name):
                 return t
-        raise KeyError(f"no test {short_name!r} in the report; tests: {[t.short_name for t in self.tests]}")
+        raise KeyError(f"no test {name!r} in the report; tests: {[t.name for t in self.tests]}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "runId": self.run_id,
-                "implementation": self.implementation.to_dict(), "date": self.date,
-                "lwsconfVersion": self.lwsconf_version, "lwsAPIVersion": self.lws_api_version,
-                "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
-                "profiles": [p.to_dict() for p in self.profiles], "tests": [t.to_dict() for t in self.tests]}
+        out: dict[str, Any] = {"apiVersion": self.api_version, "kind": self.kind, "runId": self.run_id}
+        if self.run_error:
+            out["runError"] = self.run_error
+        if self.interrupted:
+            out |= {"interrupted": True, "stopReason": self.stop_reason}
+        return out | {
+            "implementation": self.implementation.to_dict(), "date": self.date,
+            "lwsconfVersion": self.lwsconf_version, "lwsAPIVersion": self.lws_api_version,
+            "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
+            "profiles": [p.to_dict() for p in self.profiles], "tests": [t.to_dict() for t in self.tests]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
@@ -244,7 +293,10 @@ class Report:
                    _get(data, "lwsAPIVersion", str, where), _get(data, "mode", str, where),
                    _get(data, "backend", str, where),
                    Environment.from_dict(_get(data, "environment", dict, where)), profiles, tests,
-                   run_id=str(data.get("runId", "")), api_version=api_version, kind=kind)
+                   run_id=str(data.get("runId", "")), api_version=api_version, kind=kind,
+                   interrupted=_get(data, "interrupted", bool, where) if "interrupted" in data else False,
+                   stop_reason=_get(data, "stopReason", str, where) if "stopReason" in data else "",
+                   run_error=_get(data, "runError", str, where) if "runError" in data else "")
 
 
 def _indexed(items: Sequence[Any], name: str, parse: Any) -> tuple[Any, ...]:

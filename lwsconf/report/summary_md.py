@@ -1,7 +1,9 @@
 """`summary.md` and its terminal twin: the few lines a CI job summary or a maintainer reads first.
 
-Profiles with their result and counts, every failure with its one-line reason, the core tests that
-did not run, what the report could not show (a test's `problems`, e.g. an unreadable timeline), and one footer line saying where and with what the run happened. `render` is
+First what the reader must not miss: a run that failed as a whole, a run that was interrupted, and
+a simulated cluster (so a sim report is never taken for a GPU cluster's). Then profiles with their
+result and counts, every failure with its one-line reason, the core tests that did not run, what
+the report could not show (a test's `problems`, e.g. an unreadable timeline), and one footer line saying where and with what the run happened. `render` is
 Markdown fit for `$GITHUB_STEP_SUMMARY`; `render_text` is the same content as aligned plain text
 for `lwsconf report show`. Only renders a `schema.Report`.
 """
@@ -11,20 +13,43 @@ from __future__ import annotations
 from lwsconf.conformance import Outcome
 from lwsconf.report import schema
 
-__all__ = ["FILENAME", "overall", "render", "render_text"]
+__all__ = ["FILENAME", "notices", "overall", "render", "render_text"]
 
 FILENAME = "summary.md"
-ICON = {schema.Result.SUCCESS: "✅", schema.Result.PARTIAL: "⚠️", schema.Result.FAILURE: "❌"}
+ICON = {schema.Result.SUCCESS: "✅", schema.Result.PARTIAL: "⚠️", schema.Result.FAILURE: "❌",
+        schema.Result.NOT_RUN: "⛔", schema.Result.INTERRUPTED: "⏹️"}
+RANK = (schema.Result.FAILURE, schema.Result.INTERRUPTED, schema.Result.NOT_RUN, schema.Result.PARTIAL,
+        schema.Result.SUCCESS)
+"""Worst first: the overall result is the first of these any profile has."""
 HEADER = ["Profile", "Result", "Passed", "Failed", "Skipped", "Not supported"]
 MAX_REASON = 200
 
 
 def overall(report: schema.Report) -> schema.Result:
-    """The worst profile result; failure also when a test outside every profile failed."""
+    """The worst profile result; failure also when the run failed as a whole or a test outside every
+    profile failed, interrupted when the run stopped early even if no profile was claimed."""
     results = {p.result for p in report.profiles}
-    if schema.Result.FAILURE in results or any(t.result is Outcome.FAILED for t in report.tests):
-        return schema.Result.FAILURE
-    return schema.Result.PARTIAL if schema.Result.PARTIAL in results else schema.Result.SUCCESS
+    if report.run_error or any(t.result is Outcome.FAILED for t in report.tests):
+        results.add(schema.Result.FAILURE)
+    if report.interrupted:
+        results.add(schema.Result.INTERRUPTED)
+    return next((r for r in RANK if r in results), schema.Result.SUCCESS)
+
+
+def notices(report: schema.Report) -> list[str]:
+    """The lines that go above everything else: run error, interruption, what is simulated."""
+    out = []
+    if report.run_error:
+        out.append(f"The run failed as a whole: {report.run_error}")
+    elif report.interrupted:
+        unfinished = sum(t.result is Outcome.INTERRUPTED for t in report.tests)
+        out.append(f"The run was interrupted ({report.stop_reason or 'no reason recorded'}): {unfinished} selected "
+                   "test(s) did not finish; the results below are partial.")
+    simulated = report.environment.simulated
+    if simulated:
+        out.append(f"Simulated cluster ({report.backend}): {', '.join(simulated)} are simulated, not real hardware; "
+                   "this report does not show how the implementation behaves on a real GPU cluster.")
+    return out
 
 
 def _reason(message: str) -> str:
@@ -55,10 +80,12 @@ def _others(report: schema.Report) -> str:
 
 def _footer(report: schema.Report) -> str:
     env = report.environment
+    sim = " (simulated)"
     parts = [f"lwsconf {report.lwsconf_version}", f"backend {report.backend}", f"Kubernetes {env.kubernetes_version}",
-             f"{env.node_count} node(s) ({env.node_image})", f"LWS API {report.lws_api_version}"]
+             f"{env.node_count} node(s) ({env.node_image}{sim if 'node image' in env.simulated else ''})",
+             f"LWS API {report.lws_api_version}"]
     if env.gpu_product:
-        parts.append(f"GPU {env.gpu_product}")
+        parts.append(f"GPU {env.gpu_product}{sim if 'GPUs' in env.simulated else ''}")
     parts.append(f"run {report.run_id or report.date}")
     return " · ".join(parts)
 
@@ -69,20 +96,21 @@ def _md_cell(text: str) -> str:
 
 def render(report: schema.Report) -> str:
     impl = report.implementation
-    out = [f"### LWS conformance: {impl.project} {impl.version}".rstrip() + f" — {overall(report).value}", "",
-           "| " + " | ".join(HEADER) + " |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    out = [f"### LWS conformance: {impl.project} {impl.version}".rstrip() + f" — {overall(report).value}", ""]
+    out += [f"> **{_md_cell(line)}**" for line in notices(report)] + ([""] if notices(report) else [])
+    out += ["| " + " | ".join(HEADER) + " |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     for row in _rows(report):
         row[1] = f"{ICON[schema.Result(row[1])]} {row[1]}"
         out.append("| " + " | ".join(row) + " |")
     failed = [t for t in report.tests if t.result is Outcome.FAILED]
     if failed:
         out += ["", "**Failures**", "", "| Test | Profiles | Reason |", "| --- | --- | --- |"]
-        out += [f"| `{t.short_name}` | {', '.join(t.profiles) or '-'} | {_md_cell(_reason(t.message))} |"
+        out += [f"| `{t.name}` | {', '.join(t.profiles) or '-'} | {_md_cell(_reason(t.message))} |"
                 for t in failed]
     unrun = _unrun_core(report)
     if unrun:
         out += ["", "**Core tests not run**", ""]
-        out += [f"- `{t.short_name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
+        out += [f"- `{t.name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
     problems = [(t, p) for t in report.tests for p in t.problems]
     if problems:
         out += ["", "**Report problems** (what this report could not show)", ""]
@@ -98,13 +126,14 @@ def render_text(report: schema.Report) -> str:
     rows = [HEADER, *_rows(report)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     out = [f"LWS conformance: {impl.project} {impl.version}".rstrip() + f": {overall(report).value.upper()}", ""]
+    out += [*notices(report), ""] if notices(report) else []
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     failed = [t for t in report.tests if t.result is Outcome.FAILED]
     if failed:
-        out += ["", "Failures:"] + [f"  {t.short_name}: {_reason(t.message)}" for t in failed]
+        out += ["", "Failures:"] + [f"  {t.name}: {_reason(t.message)}" for t in failed]
     unrun = _unrun_core(report)
     if unrun:
-        out += ["", "Core tests not run:"] + [f"  {t.short_name} {t.result.value}: {_reason(t.message)}" for t in unrun]
+        out += ["", "Core tests not run:"] + [f"  {t.name} {t.result.value}: {_reason(t.message)}" for t in unrun]
     problems = [(t, p) for t in report.tests for p in t.problems]
     if problems:
         out += ["", "Report problems (what this report could not show):"]

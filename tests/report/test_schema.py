@@ -57,13 +57,42 @@ def test_schema_rejects_an_unknown_result_and_a_multi_line_message(
     assert "profiles/0/result" in found
 
 
+def full_report(report: schema.Report) -> schema.Report:
+    """The sample with every optional field set: an interrupted sim run with a parametrised case."""
+    first = replace(report.tests[0], case_id="V15-subgroup-larger-than-size")
+    profile = replace(report.profiles[0], result=schema.Result.INTERRUPTED, interrupted_tests=(first.name,),
+                      statistics=replace(report.profiles[0].statistics, interrupted=1))
+    return replace(report, tests=(first, *report.tests[1:]), profiles=(profile, *report.profiles[1:]),
+                   environment=replace(report.environment, simulated=("node image", "GPUs")),
+                   interrupted=True, stop_reason="KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)",
+                   run_error="implementation reference never became ready: WaitTimeout: CRD not Established")
+
+
+def test_every_optional_field_round_trips_through_yaml(report: schema.Report) -> None:
+    full = full_report(report)
+    assert yaml_writer.load(yaml_writer.dump(full)) == full
+    assert full.tests[0].name == f"{report.tests[0].short_name}[V15-subgroup-larger-than-size]"
+    assert full.test(full.tests[0].name) is full.tests[0]
+
+
+def test_older_reports_without_the_optional_fields_still_read(report: schema.Report) -> None:
+    data = report.to_dict()
+    for key in ("runError", "interrupted", "stopReason"):
+        assert key not in data
+    assert "caseId" not in data["tests"][0] and "simulated" not in data["environment"]
+    back = schema.Report.from_dict(data)
+    assert (back.interrupted, back.stop_reason, back.run_error, back.tests[0].case_id) == (False, "", "", "")
+
+
 def test_json_schema_and_dataclasses_name_the_same_fields(
         report: schema.Report, validator: jsonschema.Draft202012Validator) -> None:
     doc = validator.schema
-    data = report.to_dict()
+    data = full_report(report).to_dict()  # optional fields are written only when set
+    assert not errors(validator, data)
     assert set(doc["properties"]) == set(data)
     every_field = replace(report.tests[0], problems=("timeline not shown: ...",)).to_dict()
-    assert set(doc["$defs"]["test"]["properties"]) == set(every_field)  # problems: written only when there are any
+    assert set(doc["$defs"]["test"]["properties"]) == set(every_field) | {"caseId"}
+    assert set(doc["$defs"]["test"]["properties"]) >= set(data["tests"][0])
     assert set(doc["$defs"]["profile"]["properties"]) == set(data["profiles"][0])
     assert set(doc["properties"]["environment"]["properties"]) == set(data["environment"])
     assert set(doc["properties"]["implementation"]["properties"]) == set(data["implementation"])
