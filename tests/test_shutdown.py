@@ -1,0 +1,147 @@
+"""lwsconf.shutdown: every signal is Ctrl-C once, held inside critical blocks, abandoned on the third press.
+
+Signal handling is process-wide, so each scenario runs in a fresh interpreter and reports what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from lwsconf import shutdown
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def scenario(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run `code` (after `from lwsconf import shutdown`) in a new interpreter; its last line is JSON."""
+    program = "import json, os, signal, sys, time\nfrom lwsconf import shutdown\n" + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env={k: v for k, v in os.environ.items() if k != shutdown.RUN_ID_ENV})
+
+
+def last_json(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    lines = done.stdout.strip().splitlines()
+    assert lines, (done.returncode, done.stdout, done.stderr)
+    result: dict[str, object] = json.loads(lines[-1])
+    return result
+
+
+def test_sigterm_and_sighup_raise_keyboard_interrupt_once_installed() -> None:
+    done = scenario("""
+        shutdown.install(notify=None)
+        seen = []
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            try:
+                os.kill(os.getpid(), signum)
+                time.sleep(1)
+            except KeyboardInterrupt as exc:
+                seen.append(str(exc))
+            shutdown.uninstall()
+            shutdown.install(notify=None)
+        print(json.dumps({"seen": seen, "run_id": os.environ.get(shutdown.RUN_ID_ENV)}))
+    """)
+    result = last_json(done)
+    assert result["seen"] == ["SIGTERM", "SIGHUP", "SIGINT"], done.stderr
+    assert result["run_id"], "install() gives the process a run id its children inherit"
+
+
+def test_a_signal_inside_a_deferred_block_interrupts_when_the_block_ends() -> None:
+    done = scenario("""
+        shutdown.install(notify=print)
+        steps = []
+        try:
+            with shutdown.deferred("stopping the simulated cluster"):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)
+                steps.append("block finished")
+            steps.append("after the block")
+        except KeyboardInterrupt as exc:
+            steps.append(f"interrupted: {exc}")
+        print(json.dumps({"steps": steps}))
+    """)
+    assert last_json(done)["steps"] == ["block finished", "interrupted: SIGTERM"], done.stdout
+    assert "stopping the simulated cluster, please wait" in done.stdout
+
+
+def test_without_install_a_held_signal_goes_to_the_previous_handler_afterwards() -> None:
+    done = scenario("""
+        steps = []
+        try:
+            with shutdown.deferred("starting the simulated cluster"):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+                steps.append("block finished")
+        except KeyboardInterrupt:
+            steps.append("KeyboardInterrupt from the default SIGINT handler")
+        steps.append(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        print(json.dumps({"steps": steps}))
+    """)
+    assert last_json(done)["steps"] == ["block finished", "KeyboardInterrupt from the default SIGINT handler",
+                                        True], done.stderr
+
+
+def test_later_presses_do_not_cut_the_cleanup_and_the_third_abandons_it(tmp_path: Path) -> None:
+    marker = tmp_path / "exit-hook-ran"
+    done = scenario(f"""
+        shutdown.install(notify=print)
+        shutdown.at_exit(lambda: open({str(marker)!r}, "w").close())
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            print("first press: cleaning up", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)          # the same press (terminal + forwarding parent)
+        time.sleep(shutdown.SAME_PRESS + 0.2)
+        os.kill(os.getpid(), signal.SIGTERM)         # second press: held, cleanup goes on
+        time.sleep(shutdown.SAME_PRESS + 0.2)
+        print("still cleaning up", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)         # third press: abandon
+        time.sleep(5)
+        print("not reached", flush=True)
+    """)
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stdout, done.stderr)
+    assert "still cleaning up" in done.stdout and "not reached" not in done.stdout, done.stdout
+    assert "1 more time abandons it" in done.stdout and "abandoning the cleanup" in done.stdout, done.stdout
+    assert marker.exists(), "the last-resort exit hooks run when the cleanup is abandoned"
+
+
+def test_exit_hooks_run_newest_first_and_removed_ones_not_at_all() -> None:
+    done = scenario("""
+        order = []
+        shutdown.at_exit(lambda: order.append("first"))
+        removed = shutdown.at_exit(lambda: order.append("removed"))
+        shutdown.at_exit(lambda: order.append("last"))
+        shutdown.remove_at_exit(removed)
+        shutdown.run_exit_hooks()
+        shutdown.run_exit_hooks()
+        print(json.dumps({"order": order}))
+    """)
+    assert last_json(done)["order"] == ["last", "first"], done.stderr
+
+
+def test_marked_processes_are_found_by_the_run_id_in_their_environment() -> None:
+    rid = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              env={**os.environ, shutdown.RUN_ID_ENV: rid})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, shutdown.RUN_ID_ENV: rid + "-other"})
+    try:
+        deadline = time.monotonic() + 10
+        found: list[shutdown.MarkedProcess] = []
+        while time.monotonic() < deadline and not found:  # the child's environment appears once it has exec'd
+            found = shutdown.marked_processes(rid)
+        assert [p.pid for p in found] == [marked.pid], found
+        assert found[0].ppid == os.getpid() and "time.sleep(60)" in found[0].cmdline
+        assert marked.pid in shutdown.children() and other.pid in shutdown.children()
+    finally:
+        for proc in (marked, other):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    assert shutdown.marked_processes(rid) == []
