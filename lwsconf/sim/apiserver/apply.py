@@ -116,6 +116,7 @@ def decode_yaml(body: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(body, parse_constant=str)
     except (ValueError, RecursionError):
+        objects.check_yaml_depth(body)
         try:
             doc = yaml.load(body, Loader=KubeYamlLoader)  # a SafeLoader subclass: no arbitrary objects
         except (yaml.YAMLError, RecursionError) as exc:

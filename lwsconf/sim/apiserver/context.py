@@ -112,6 +112,8 @@ def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
     if not data.strip():
         raise errors.bad_request("the request body is empty: send the object as JSON")
     is_yaml = "yaml" in content_type
+    if is_yaml:
+        objects.check_yaml_depth(data)
     try:
         obj = yaml.load(data, Loader=apply.KubeYamlLoader) if is_yaml else \
             json.loads(data, parse_constant=_reject_constant)

@@ -203,6 +203,9 @@ async def patch_(ctx: ServerContext, request: web.Request, target: routing.Targe
                                 manager=manager, force=context.flag(request, "force"),
                                 api_version=info.api_version, now=objects.now_rfc3339())
     patched = context.as_object(patched, "the patched object")
+    if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
+        raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "
+                                 f"the name on the URL ({target.name}): a patch may not change or remove metadata.name")
     if old is None:
         return await _create_from_apply(ctx, request, target, patched)
     # A resourceVersion the patch itself carries is a precondition, as in kube-apiserver; the copy

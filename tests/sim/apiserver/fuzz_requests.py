@@ -176,7 +176,7 @@ def dotted(path: tuple[str | int, ...]) -> str:
 names_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 collections = st.sampled_from(COLLECTIONS)
 targets = st.sampled_from(TARGETS)
-json_scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=6)
+json_scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
 
@@ -246,7 +246,7 @@ def malformed_body(draw: st.DrawFn) -> FuzzRequest:
                                          b"- a\nb: c", b"metadata:\n  name: 'x\n", b"%YAML 9.9\n---\na: 1",
                                          b"a: 1\n---\nb: 2", b"? [a]\n: b"])), yaml_ct
     elif variant == "yaml_bomb":
-        body, ct = alias_bomb(draw(st.integers(4, 10))), yaml_ct
+        body, ct = alias_bomb(draw(st.integers(8, 10))), yaml_ct
     elif variant == "yaml_deep":
         body, ct = b"a: " + b"[" * depth + b"]" * depth, yaml_ct
     elif variant == "yaml_tags":  # plain YAML timestamps are strings (as sigs.k8s.io/yaml reads them): not here
@@ -530,11 +530,12 @@ def huge_body(draw: st.DrawFn) -> FuzzRequest:
 TRAVERSAL_NAMES = ["..", ".", "%2e%2e", "%2E%2e", "..%2F..%2F" + SENTINEL_NS + "%2Fconfigmaps%2Fkeep",
                    f"../../{SENTINEL_NS}/configmaps/keep", f"%2e%2e/%2e%2e/{SENTINEL_NS}/configmaps/keep",
                    "a%2Fb", "%00", "a%00b", "x" * 300, "Bad_Name", "%C3%A4", "%ff", "~", "a%20b", "%25", "a;b",
-                   "keep%00", "keep/", "target/..", "target/../../" + SENTINEL_NS + "/configmaps/keep", "%2F"]
+                   "keep%00", "keep/", "target/..", "target/../../" + SENTINEL_NS + "/configmaps/keep"]
 TRAVERSAL_PREFIXES = [f"/api/v1/namespaces/{NS}/configmaps/", f"/api/v1/namespaces/{NS}/../{SENTINEL_NS}/configmaps/",
                       f"/api/v1/namespaces/%2e%2e/{SENTINEL_NS}/configmaps/", "/api/v1/namespaces/../namespaces/"
-                      f"{SENTINEL_NS}/configmaps/", f"/apis/{GROUP_VERSION}/namespaces/{NS}/leaderworkersets/",
-                      f"/api/v1//namespaces/{SENTINEL_NS}/configmaps/", f"/api/v1/namespaces/{SENTINEL_NS}%2Fconfigmaps/"]
+                      f"{SENTINEL_NS}/configmaps/", f"/apis/{GROUP_VERSION}/namespaces/{NS}/leaderworkersets/"]
+"""Not here: `//` and `%2F` spellings of a path that names the sentinel namespace outright. The sim drops empty
+path segments, so those are aliases of the plain path (a request that names its target), not escapes."""
 
 
 @st.composite

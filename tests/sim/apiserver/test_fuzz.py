@@ -67,6 +67,8 @@ R = fr.FuzzRequest
 @example(req=R("bad_patch/apply", "PATCH", fr.TARGETS[1] + "?fieldManager=f", fr.alias_bomb(10), fr.APPLY))
 @example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"immutable": "yes"}', fr.MERGE))
 @example(req=R("bad_patch/strategic", "PATCH", fr.TARGETS[1], b'{"data": 5}', fr.STRATEGIC))
+@example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"metadata": {"name": null}}', fr.MERGE))
+@example(req=R("malformed_body/yaml_deep", "PUT", fr.TARGETS[1], b"a: " + b"[" * 100000 + b"]" * 100000, "application/yaml"))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
