@@ -82,3 +82,44 @@ def test_gate_ignores_not_supported_extended_tests_and_unclaimed_profiles() -> N
     failed_serving = tuple(replace(x, result=Outcome.FAILED) if x.profiles == ("LWS-SERVING",) else x for x in passing)
     assert build.gate(replace(report, tests=passing), on_skips=True) == []
     assert build.gate(replace(only_core_claimed, tests=failed_serving), on_skips=True) == []
+
+
+def test_a_profile_none_of_whose_tests_executed_is_not_run() -> None:
+    nothing = verdict()
+    assert nothing.result is schema.Result.NOT_RUN and "no test of this profile was selected" in nothing.summary
+    only_skipped = verdict(t("A", Feature.SCALING, Outcome.SKIPPED), t("B", Feature.LABELS, Outcome.NOT_SUPPORTED))
+    assert only_skipped.result is schema.Result.NOT_RUN and "claim is unverified" in only_skipped.summary
+    assert verdict(t("A", Feature.SCALING, Outcome.SKIPPED), t("B", Feature.LABELS, Outcome.SUCCEEDED)).result \
+        is schema.Result.PARTIAL
+
+
+def test_an_interrupted_run_is_interrupted_whatever_finished_and_a_run_error_is_a_failure() -> None:
+    tests = (t("A", Feature.SCALING, Outcome.SUCCEEDED), t("B", Feature.LABELS, Outcome.FAILED),
+             replace(t("C", Feature.DELETION, Outcome.INTERRUPTED), case_id="x"))
+    stopped = build.profile_report(profiles.LWS_CORE, tests, CORE_ALL, build.RunStop(True, "KeyboardInterrupt"))
+    assert stopped.result is schema.Result.INTERRUPTED and stopped.interrupted_tests == ("C[x]",)
+    assert stopped.statistics.interrupted == 1 and stopped.summary.startswith(
+        "Interrupted: the run stopped before it finished (KeyboardInterrupt); 1 of 3 passed (1 failed, 1 did not finish)")
+    broken = build.profile_report(profiles.LWS_CORE, tests[2:], CORE_ALL, build.RunStop(True, "boom", "boom"))
+    assert broken.result is schema.Result.FAILURE and broken.summary.startswith("Failed: the run failed as a whole: boom")
+
+
+def test_the_gate_fails_a_run_error_an_interruption_and_a_not_run_profile() -> None:
+    report = sample.report()
+    ok = replace(report, tests=tuple(replace(x, result=Outcome.SUCCEEDED) for x in report.tests))
+    assert build.gate(ok) == []
+    assert build.gate(replace(ok, run_error="implementation x never became ready: y")) == [
+        "the run failed as a whole: implementation x never became ready: y"]
+    cut = replace(ok, interrupted=True, stop_reason="KeyboardInterrupt",
+                  tests=(*ok.tests[:-1], replace(ok.tests[-1], result=Outcome.INTERRUPTED)))
+    assert build.gate(cut) == ["the run was interrupted (KeyboardInterrupt); 1 selected test(s) did not finish"]
+    not_run = replace(ok, profiles=(replace(ok.profiles[0], result=schema.Result.NOT_RUN, summary="Not run: x"),))
+    assert build.gate(not_run) == ["profile LWS-CORE is not-run: Not run: x"]
+
+
+def test_failed_and_skipped_lists_name_each_case() -> None:
+    cases = [replace(t("Rejects", Feature.VALIDATION, result), case_id=case, node_id=f"c.py::test_r[{case}]")
+             for case, result in (("V1", Outcome.FAILED), ("V2", Outcome.FAILED), ("V3", Outcome.SKIPPED))]
+    p = verdict(*cases, t("A", Feature.SCALING, Outcome.SUCCEEDED))
+    assert (p.failed_tests, p.skipped_tests) == (("Rejects[V1]", "Rejects[V2]"), ("Rejects[V3]",))
+    assert build.gate(replace(sample.report(), tests=tuple(cases)))[0].startswith("Rejects[V1] (LWS-CORE) failed")

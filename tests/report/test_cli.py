@@ -91,3 +91,25 @@ def test_cli_module_runs_on_its_own(report: schema.Report, tmp_path: Path) -> No
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "LWS-CORE" in proc.stdout
+
+
+@pytest.mark.parametrize("how", ["not-run", "interrupted", "run-error"])
+def test_show_exits_1_for_a_run_that_did_not_run_was_interrupted_or_failed_as_a_whole(
+        report: schema.Report, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    ok = passing(report)
+    assert cli.main(["report", "show", str(yaml_writer.write(ok, tmp_path / "ok.yaml"))]) == 0
+    bad = {"not-run": replace(ok, profiles=tuple(replace(p, result=schema.Result.NOT_RUN) for p in ok.profiles)),
+           "interrupted": replace(ok, interrupted=True, stop_reason="KeyboardInterrupt"),
+           "run-error": replace(ok, run_error="implementation reference never became ready: WaitTimeout: x")}[how]
+    capsys.readouterr()
+    assert cli.main(["report", "show", str(yaml_writer.write(bad, tmp_path / "bad.yaml"))]) == 1
+    assert "gate: " in capsys.readouterr().out
+
+
+def test_compare_marks_interrupted_and_simulated_columns_and_unfinished_features(report: schema.Report) -> None:
+    cut = replace(passing(report), interrupted=True,
+                  environment=replace(report.environment, simulated=("node image",)),
+                  tests=tuple(replace(t, result=Outcome.INTERRUPTED) if t.short_name == "ScaleDownHighestIndexFirst"
+                              else t for t in passing(report).tests))
+    assert compare.column_label(cut) == "lws-operator v1.2.0 [interrupted] [simulated]"
+    assert compare.feature_status(cut, Feature.SCALING.value) == "untested"

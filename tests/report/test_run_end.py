@@ -179,6 +179,18 @@ def test_an_interrupted_run_keeps_partial_results_and_says_interrupted(
     assert 'class="notice">The run was interrupted' in (latest(suite) / "report.html").read_text()
 
 
+def test_fail_fast_stops_the_run_and_the_report_lists_what_never_ran(suite: pytest.Pytester) -> None:
+    result = run(suite, "--fail-fast", "--profiles=LWS-CORE")
+    assert result.ret != pytest.ExitCode.OK
+    data = report_of(suite)
+    assert data["interrupted"] is True and data["stopReason"].startswith("--fail-fast: conformance/test_tiny.py::"
+                                                                         "test_rolling_order failed")
+    results = {t["shortName"]: t["result"] for t in data["tests"]}
+    assert results == {"ScaleUp": "SUCCEEDED", "RollingOrder": "FAILED", "EnvSeen": "INTERRUPTED",
+                       "Surge": "INTERRUPTED"}, results
+    assert data["profiles"][0]["result"] == "interrupted" and data["profiles"][0]["failedTests"] == ["RollingOrder"]
+
+
 def test_ctrl_c_to_an_xdist_run_keeps_the_finished_results_and_lists_the_rest(
         suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """A real SIGINT to the whole process group (what a terminal's Ctrl-C does) while a test runs."""

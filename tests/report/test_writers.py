@@ -116,3 +116,44 @@ def test_write_run_writes_every_file_into_the_run_dir(report: schema.Report, run
     written = collect.write_run(run_dir, report)
     assert run_dir / name in written and (run_dir / name).stat().st_size > 500
     assert "lwsconf.result" in (run_dir / "junit.xml").read_text()
+
+
+def interrupted_sim_run(report: schema.Report) -> schema.Report:
+    """The sample, cut short on a simulated cluster, with a parametrised case among the unfinished tests."""
+    tests = (*report.tests[:-1], replace(report.tests[-1], result=Outcome.INTERRUPTED, case_id="V15-big",
+                                         message="not started: the run stopped first (KeyboardInterrupt)"))
+    return replace(report, tests=tests, interrupted=True, stop_reason="KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)",
+                   environment=replace(report.environment, simulated=("node image", "kubelets", "GPUs")),
+                   profiles=tuple(replace(p, result=schema.Result.INTERRUPTED) for p in report.profiles))
+
+
+def test_every_writer_puts_the_interruption_and_the_simulation_first(report: schema.Report) -> None:
+    run = interrupted_sim_run(report)
+    text, md, page = summary_md.render_text(run), summary_md.render(run), html.render(run)
+    for shown in (text, md, page):
+        assert "The run was interrupted (KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)): 1 selected test(s)" in shown
+        assert "Simulated cluster (sim): node image, kubelets, GPUs are simulated" in shown
+    assert text.startswith("LWS conformance: lws-operator v1.2.0: FAILURE")  # the failed test still counts first
+    assert md.index("The run was interrupted") < md.index("| Profile |")
+    assert "| LWS-SERVING | ⏹️ interrupted |" in md
+    assert "<dd>sim (simulated)</dd>" in page and "LeaderOnlyServiceRoutes[V15-big]" in page
+    assert "node(s) (sim (simulated))" in text
+
+
+def test_overall_is_interrupted_or_not_run_when_nothing_failed(report: schema.Report) -> None:
+    ok = replace(report, tests=tuple(replace(x, result=Outcome.SUCCEEDED) for x in report.tests),
+                 profiles=tuple(replace(p, result=schema.Result.SUCCESS) for p in report.profiles))
+    assert summary_md.overall(ok) is schema.Result.SUCCESS
+    assert summary_md.overall(replace(ok, interrupted=True)) is schema.Result.INTERRUPTED
+    not_run = replace(ok, profiles=(replace(ok.profiles[0], result=schema.Result.NOT_RUN), *ok.profiles[1:]))
+    assert summary_md.overall(not_run) is schema.Result.NOT_RUN
+    assert summary_md.overall(replace(ok, run_error="x")) is schema.Result.FAILURE
+
+
+def test_junit_names_a_parametrised_case(report: schema.Report) -> None:
+    case = replace(report.tests[0], case_id="V15-big", node_id="conformance/test_v.py::test_rejects[V15-big]")
+    xml = ('<testsuites><testsuite><testcase classname="conformance.test_v" name="test_rejects[V15-big]"/>'
+           "</testsuite></testsuites>")
+    props = {p.get("name"): p.get("value") for p in ET.fromstring(junit.annotate(xml, replace(report, tests=(case,))))
+             .iter("property")}
+    assert props["lwsconf.caseId"] == "V15-big" and props["lwsconf.name"] == f"{case.short_name}[V15-big]"
