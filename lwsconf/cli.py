@@ -198,7 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "reconciler":
         return asyncio.run(_reconciler(args))
     if args.command == "sim" and args.sim_command == "up":
-        return asyncio.run(_sim_up(args))
+        from lwsconf import shutdown
+
+        shutdown.install()  # a signal before the loop's own handlers are in place ends it as Ctrl-C does
+        try:
+            return asyncio.run(_sim_up(args))
+        except KeyboardInterrupt:  # before anything was started: nothing to clean up
+            return 130
     return 2
 
 
