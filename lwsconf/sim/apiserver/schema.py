@@ -22,6 +22,11 @@ from lwsconf.sim.apiserver import errors
 Schema = dict[str, Any]
 
 META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+OBJECT_META_FIELDS = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+    "managedFields"})
+"""The fields of metav1.ObjectMeta (v1)."""
 TYPES = ("array", "boolean", "integer", "number", "object", "string")
 LIST_TYPES = ("atomic", "map", "set")
 INT32 = (-(2**31), 2**31 - 1)
@@ -138,6 +143,8 @@ def _prune(x: Any, s: Schema | None, path: str, out: list[str], *, embedded: boo
         addl = (s or {}).get("additionalProperties")
         for k in list(x):
             if embedded and k in META_FIELDS:
+                if k == "metadata" and isinstance(x[k], dict):
+                    _prune_object_meta(x[k], _dotted(path, k), out)
                 continue
             sub = props.get(k, addl if isinstance(addl, dict) else None)
             if sub is not None:
@@ -159,6 +166,15 @@ def _prune(x: Any, s: Schema | None, path: str, out: list[str], *, embedded: boo
                 keep=keep,
                 embedded=sub is not None and sub.get("x-kubernetes-embedded-resource") is True,
             )
+
+
+def _prune_object_meta(meta: dict[str, Any], path: str, out: list[str]) -> None:
+    """An embedded object's metadata keeps ObjectMeta's fields only; the others are reported like any unknown
+    field (kube-apiserver rebuilds it as a typed ObjectMeta and reports `unknown field "metadata.x"`)."""
+    for k in list(meta):
+        if k not in OBJECT_META_FIELDS:
+            out.append(_dotted(path, k))
+            del meta[k]
 
 
 # ---- defaulting ----

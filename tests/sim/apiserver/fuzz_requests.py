@@ -126,10 +126,9 @@ def _schema_fields(schema: dict[str, Any], path: tuple[str | int, ...]) -> list[
 _ROOT_SCHEMA = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 LWS_FIELDS = [(p, t) for p, t in _schema_fields(_ROOT_SCHEMA, ()) if p[0] in ("spec", "metadata")]
 """Every typed field of the LWS schema below spec and metadata, as (path, type); status is written elsewhere."""
-LWS_OBJECT_PATHS = [p for p, t in LWS_FIELDS if t == "object" and p[-1] not in ("labels", "annotations")
-                    and p != ("metadata",)]
-"""Declared objects (not maps) where an unknown field is pruned and reported under Strict/Warn. The root
-metadata is left out: the sim does not report unknown ObjectMeta fields (kube-apiserver does)."""
+LWS_OBJECT_PATHS = [p for p, t in LWS_FIELDS if t == "object" and p[-1] not in ("labels", "annotations")]
+"""Declared objects (not maps) where an unknown field is pruned and reported under Strict/Warn, the root
+metadata included (a typed ObjectMeta there)."""
 PRESERVED_PATHS = [p for p, t in LWS_FIELDS if t == "preserved-object"]
 """x-kubernetes-preserve-unknown-fields: unknown fields here are kept, so every mode accepts them."""
 

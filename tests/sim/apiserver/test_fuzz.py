@@ -69,6 +69,8 @@ R = fr.FuzzRequest
 @example(req=R("bad_patch/strategic", "PATCH", fr.TARGETS[1], b'{"data": 5}', fr.STRATEGIC))
 @example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"metadata": {"name": null}}', fr.MERGE))
 @example(req=R("malformed_body/yaml_deep", "PUT", fr.TARGETS[1], b"a: " + b"[" * 100000 + b"]" * 100000, "application/yaml"))
+@example(req=R("unknown_fields/strict", "POST", fr.LWS + "?dryRun=All&fieldValidation=Strict", fr.dump(fr.lws("uf", zzf=1)),
+                names=("strict decoding error", 'unknown field "metadata.zzf"')))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)

@@ -133,12 +133,15 @@ def test_prune_drops_unknown_spec_field_and_reports_its_path() -> None:
     assert "foo" not in obj["spec"]
 
 
-def test_prune_keeps_apiversion_kind_and_untouched_metadata_at_the_root() -> None:
+def test_prune_keeps_apiversion_kind_and_objectmeta_at_the_root_and_reports_other_metadata_fields() -> None:
+    # kube-apiserver decodes a custom resource's metadata as a typed ObjectMeta: other fields are dropped
+    # and reported (strict decoding error: unknown field "metadata.whatever").
     obj = lws()
     obj["metadata"]["whatever"] = {"deep": True}
+    obj["metadata"]["labels"] = {"a": "b"}
     obj["extra"] = 1
-    assert schema.prune(LWS, obj) == ["extra"]
-    assert obj["metadata"] == {"name": "x", "namespace": "ns", "whatever": {"deep": True}}
+    assert schema.prune(LWS, obj) == ["extra", "metadata.whatever"]
+    assert obj["metadata"] == {"name": "x", "namespace": "ns", "labels": {"a": "b"}}
     assert obj["apiVersion"] and obj["kind"]
 
 
