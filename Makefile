@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) -m bench.reconciler --out bench/results.json
 	$(PY) -m bench.interrupts --out bench/results.json
 	$(PY) -m bench.fuzz_apiserver --out bench/results.json
+	$(PY) -m bench.controlplane --out bench/results.json
 
 clean:
 	rm -rf $(VENV) reports/2* reports/latest .mypy_cache .ruff_cache

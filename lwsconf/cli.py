@@ -7,6 +7,7 @@
                                                     the reference LWS controller, against any cluster
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
+    lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -62,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                           "harness's --lws-impl=reference-process) never leaves it behind, even when killed")
     sub.add_parser("run", help="run the conformance suite (pytest options and the suite's; see lwsconf run -h)",
                    add_help=False)
+    sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
+                   "(see lwsconf controlplane -h)", add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -186,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf import suite_run
 
         return suite_run.main(argv[1:])
+    if argv[:1] == ["controlplane"]:  # its own parser
+        from lwsconf.controlplane import cli as controlplane_cli
+
+        return controlplane_cli.main(argv[1:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
         from lwsconf.deviceplugin import cli as deviceplugin_cli
 
