@@ -569,7 +569,7 @@ def bad_query(draw: st.DrawFn) -> FuzzRequest:
         ("fieldManager", "bad\u0001manager", ("create", "patch")), ("continue", "%%%", ("list",)),
         ("continue", "eyJydiI6MX0", ("list",)), ("continue", "bnVsbA", ("list",)),
         ("sendInitialEvents", "true", ("list",)), ("allowWatchBookmarks", "true", ("list-ok",)),
-        ("watch", "maybe", ("list-ok",)), ("orphanDependents", "maybe", ("delete-ok",)),
+        ("orphanDependents", "maybe", ("delete-ok",)),
     ]))
     q = f"?{param}={quote(value, safe='')}"
     verb = draw(st.sampled_from(verbs))
