@@ -152,6 +152,8 @@ class Collector:
     probe: Callable[[pytest.Item], ClusterFacts | None] | None = None
     report_output: Path | None = None
     gate_on_skips: bool = False
+    environment: schema.Environment = field(default_factory=schema.Environment)
+    """What is known of the cluster before any test could ask it (e.g. that the sim simulates its nodes)."""
     report: schema.Report | None = None
     gate_reasons: list[str] = field(default_factory=list)
     _results: dict[str, _Result] = field(default_factory=dict, init=False, repr=False)
@@ -273,7 +275,7 @@ class Collector:
         tests, ctx = self.tests(), self.context
         if end.interrupted:
             tests += self.unfinished(end.reason)
-        facts = self._facts or ClusterFacts(schema.Environment())
+        facts = self._facts or ClusterFacts(self.environment)
         return schema.Report(
             implementation=ctx.implementation, date=ctx.date, lwsconf_version=__version__,
             lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
