@@ -65,6 +65,8 @@ def run_stop(session: pytest.Session, exitstatus: int, interrupt: str, run_error
         reason = "interrupted (exit status 2)"
     if not reason and exitstatus == pytest.ExitCode.INTERNAL_ERROR:
         reason = "pytest internal error (see its traceback)"
+    if not reason and unfinished:
+        reason = f"{unfinished} selected test(s) have no result (did an xdist worker die for good?)"
     if reason and (unfinished or not collected):  # a stop after the last test changed nothing
         return build.RunStop(interrupted=True, reason=reason)
     return build.COMPLETED
