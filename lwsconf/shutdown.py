@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import logging
 import os
 import secrets
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -81,6 +84,28 @@ def run_id() -> str:
         value = secrets.token_hex(4)
         os.environ[RUN_ID_ENV] = value
     return value
+
+
+def temp_prefix(what: str) -> str:
+    """`lwsconf-<what>-<tag>-`, the tag 8 hex digits of the run id: temp folders a killed process left
+    (an xdist worker killed with SIGKILL) are found by `sweep_temp`; short, as socket paths under them are capped."""
+    return f"lwsconf-{what}-{_tag(run_id())}-"
+
+
+def _tag(rid: str) -> str:
+    return hashlib.sha256(rid.encode()).hexdigest()[:8]
+
+
+def sweep_temp(rid: str | None = None) -> list[Path]:
+    """Remove this run's temp folders (`temp_prefix`) still in the temp directory; the ones removed.
+
+    For the end of a run whose processes have all ended: a process killed with SIGKILL runs no cleanup.
+    """
+    pattern = f"lwsconf-*-{_tag(rid or run_id())}-*"
+    found = sorted(p for p in Path(tempfile.gettempdir()).glob(pattern) if p.is_dir())
+    for folder in found:
+        shutil.rmtree(folder, ignore_errors=True)
+    return found
 
 
 def interrupting() -> bool:

@@ -10,9 +10,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from lwsconf import shutdown
 
@@ -145,3 +148,13 @@ def test_marked_processes_are_found_by_the_run_id_in_their_environment() -> None
             proc.send_signal(signal.SIGKILL)
             proc.wait()
     assert shutdown.marked_processes(rid) == []
+
+
+def test_sweep_removes_this_runs_temp_folders_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv(shutdown.RUN_ID_ENV, "run-a")
+    ours = [Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix(what))) for what in ("sim", "nodes", "dp")]
+    monkeypatch.setenv(shutdown.RUN_ID_ENV, "run-b")
+    theirs = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("sim")))
+    assert sorted(shutdown.sweep_temp("run-a")) == sorted(ours)
+    assert [p.name for p in tmp_path.iterdir()] == [theirs.name]

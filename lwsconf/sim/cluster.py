@@ -206,7 +206,7 @@ class RunningSimCluster:
 
     def _start(self) -> None:
         self._loop.start()
-        self._tmp = tempfile.TemporaryDirectory(prefix="lwsconf-sim-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=shutdown.temp_prefix("sim"))
 
         async def make() -> SimCluster:
             self.cluster = SimCluster(**self._kwargs)  # type: ignore[arg-type]

@@ -67,7 +67,7 @@ class NodeFleet:
         else:
             self.pod_network = ipam.PodNetwork.parse(pod_network)
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="lwsconf-nodes-"))
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("nodes")))
         self.stage_sets = stage_sets(stage_set)
         self.lifecycle = lifecycle.load_sets(self.stage_sets)
         self.settings = settings.load_settings(self.stage_sets)
@@ -156,7 +156,7 @@ class NodeFleet:
         if spec.name not in self._socket_dirs:
             folder = self.workdir / spec.name / "device-plugins"
             if len(str(folder)) > _MAX_SOCKET_DIR:
-                folder = Path(tempfile.mkdtemp(prefix="lwsconf-dp-"))
+                folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("dp")))
             folder.mkdir(parents=True, exist_ok=True)
             self._socket_dirs[spec.name] = folder
         return self._socket_dirs[spec.name]

@@ -153,7 +153,7 @@ def _namespaces_unavailable() -> str:
         return "not root"
     if shutil.which("unshare") is None:
         return "no unshare binary"
-    with tempfile.TemporaryDirectory(prefix="lwsconf-runtime-check-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=shutdown.temp_prefix("runtime-check")) as tmp:
         spec = _spec(MODE_NAMESPACES, [sys.executable, "-c", "pass"], {"PATH": DEFAULT_PATH}, Path(tmp), "check",
                      [], None, "")
         spec_path = Path(tmp) / "spec.json"
