@@ -120,7 +120,11 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     """POST pods/binding: set spec.nodeName once, as the scheduler does."""
     assert target.name is not None
     binding = await context.read_object(request)
-    node = ((binding.get("target") or {}).get("name")) or ""
+    ref = binding.get("target") or {}
+    if not isinstance(ref, dict) or not isinstance(ref.get("name", ""), str):
+        raise errors.bad_request(f"Binding.target must be an object reference with a string name (the node), "
+                                 f"got {ref!r}")  # kube-apiserver's typed decoding refuses it the same way
+    node = ref.get("name") or ""
     if not node:
         raise errors.invalid("Binding", "", target.name, [errors.Cause("target.name", "Required value",
                                                                         "FieldValueRequired")])
@@ -164,8 +168,12 @@ async def _finalize(ctx: ServerContext, request: web.Request, target: routing.Ta
     """PUT namespaces/NAME/finalize: only `spec.finalizers` changes (the namespace controller's exit)."""
     assert target.name is not None
     sent = await context.read_object(request)
+    spec = {} if sent.get("spec") is None else sent["spec"]
+    finalizers = (spec.get("finalizers") or []) if isinstance(spec, dict) else None
+    if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+        raise errors.bad_request(f"a Namespace's spec.finalizers must be a list of strings, got {sent.get('spec')!r}")
     old = ctx.storage.must_get(target.info, "", target.name)
     new = objects.deep_copy(old)
-    new.setdefault("spec", {})["finalizers"] = list((sent.get("spec") or {}).get("finalizers") or [])
+    new.setdefault("spec", {})["finalizers"] = list(finalizers)
     stored = ctx.storage.commit_update(target.info, new, old)
     return json_response(stored)

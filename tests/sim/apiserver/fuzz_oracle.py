@@ -114,13 +114,15 @@ class FuzzServer:
                              fr.lws(name, labels={"role": name}))
             self._must("PUT", f"/apis/{fr.GROUP_VERSION}/namespaces/{ns}/leaderworkersets/{name}/status",
                        {**lws, "status": {"replicas": 1, "readyReplicas": 0, "hpaPodSelector": "a=b"}})
+        self._must("POST", fr.PODS, {"metadata": {"name": fr.TARGET, "labels": {"role": fr.TARGET}},
+                                     "spec": {"containers": [{"name": "main", "image": "registry.example/worker:1"}]}})
         self.target_rv = {path: json.loads(self.request("GET", path).body)["metadata"]["resourceVersion"]
                           for path in fr.TARGETS}
         self.baseline = self.snapshot()
 
     def watched_paths(self) -> list[str]:
         """The objects no fuzz request may change: targets, sentinels, their namespaces and the CRD."""
-        return [*fr.TARGETS, f"/api/v1/namespaces/{fr.SENTINEL_NS}/configmaps/keep",
+        return [*fr.TARGETS, fr.POD_TARGET, f"/api/v1/namespaces/{fr.SENTINEL_NS}/configmaps/keep",
                 f"/apis/{fr.GROUP_VERSION}/namespaces/{fr.SENTINEL_NS}/leaderworkersets/keep",
                 f"/api/v1/namespaces/{fr.SENTINEL_NS}", f"/api/v1/namespaces/{fr.NS}",
                 "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/leaderworkersets.leaderworkerset.x-k8s.io"]

@@ -14,9 +14,10 @@ bytes) plus what a correct server must answer. Families, one per kind of bad inp
     path_traversal    names with `..`, `/`, `%00`, over-long names; escapes towards the sentinel namespace
     bad_query         query parameters of the wrong type (limit, timeoutSeconds, dryRun, fieldManager...)
     subresource       /status and /scale writes with bodies of the wrong shape
+    pod_subresource   pods/binding, pods/eviction, namespaces/finalize bodies of the wrong shape; pods/log
 
 Requests name only the `fuzz` namespace (plus `..` escapes from it); the targets they write to
-(`TARGET` LWS and ConfigMap) only ever receive payloads that must be refused, so both must read back
+(`TARGET` LWS, ConfigMap and pod, and the namespace itself) only ever receive payloads that must be refused, so both must read back
 unchanged, as must the sentinels in `SENTINEL_NS`, which no request names except through traversal.
 """
 
@@ -47,6 +48,8 @@ PODS = f"/api/v1/namespaces/{NS}/pods"
 STS = f"/apis/apps/v1/namespaces/{NS}/statefulsets"
 COLLECTIONS = (LWS, CM, PODS, STS)
 TARGETS = (f"{LWS}/{TARGET}", f"{CM}/{TARGET}")
+POD_TARGET = f"{PODS}/{TARGET}"
+"""An unbound pod: pods/binding, pods/eviction and pods/log are fuzzed on it, with payloads that must not apply."""
 
 REJECT = "reject"
 """Must be a 4xx Status."""
@@ -620,10 +623,36 @@ def subresource(draw: st.DrawFn) -> FuzzRequest:
     return FuzzRequest(f"subresource/{sub}", method, path, dump(doc), ct)
 
 
+@st.composite
+def pod_subresource(draw: st.DrawFn) -> FuzzRequest:
+    """pods/binding, pods/eviction and namespaces/finalize with bodies of the wrong shape; pods/log of an
+    unbound pod (no node to ask): each must be refused and leave the pod and the namespace as they were."""
+    which = draw(st.sampled_from(["binding", "eviction", "finalize", "log"]))
+    if which == "binding":
+        doc = draw(st.sampled_from([{"target": 5}, {"target": {"name": 5}}, {"target": {}}, {"target": ["node"]},
+                                    {"metadata": 5, "target": {"name": "node"}}, [1],
+                                    {"metadata": {"uid": "not-the-uid"}, "target": {"name": "node"}}]))
+        return FuzzRequest("pod_subresource/binding", "POST", f"{POD_TARGET}/binding", dump(doc))
+    if which == "eviction":
+        opts = draw(st.sampled_from([5, "x", [1], {"preconditions": 5}, {"preconditions": {"uid": "not-the-uid"}},
+                                     {"dryRun": ["Bogus"]}, {"gracePeriodSeconds": "soon"},
+                                     {"propagationPolicy": "Sideways"}]))
+        return FuzzRequest("pod_subresource/eviction", "POST", f"{POD_TARGET}/eviction",
+                           dump({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": TARGET},
+                                 "deleteOptions": opts}))
+    if which == "finalize":
+        doc = draw(st.sampled_from([{"spec": 5}, {"spec": {"finalizers": 5}}, {"spec": {"finalizers": [5]}},
+                                    {"spec": []}, {"metadata": 5}, "x"]))
+        return FuzzRequest("pod_subresource/finalize", "PUT", f"/api/v1/namespaces/{NS}/finalize", dump(doc))
+    query = draw(st.sampled_from(["", "?tailLines=abc", "?sinceSeconds=-1", "?limitBytes=x", "?container=nope",
+                                  "?follow=true", "?previous=true"]))
+    return FuzzRequest("pod_subresource/log", "GET", f"{POD_TARGET}/log{query}", content_type=None)
+
+
 FAMILIES = {
     "malformed_body": malformed_body(), "wrong_type": wrong_type(), "unknown_fields": unknown_fields(),
     "selector": selector(), "resource_version": resource_version(), "content_type": content_type(),
     "bad_patch": bad_patch(), "huge_body": huge_body(), "path_traversal": path_traversal(),
-    "bad_query": bad_query(), "subresource": subresource(),
+    "bad_query": bad_query(), "subresource": subresource(), "pod_subresource": pod_subresource(),
 }
 any_request = st.one_of(*FAMILIES.values())

@@ -1,9 +1,9 @@
 """Fuzz: bad requests to the sim API server get a 4xx Kubernetes Status, never a 5xx, a hang or a lost write.
 
-The grammar of bad requests is `fuzz_requests` (eleven families: malformed bodies, wrong types in every
+The grammar of bad requests is `fuzz_requests` (twelve families: malformed bodies, wrong types in every
 LWS field, unknown fields under Strict/Warn/Ignore, bad selectors and resourceVersions, unknown media
 types, bad patches of every type, huge bodies, path traversal, bad query parameters, bad subresource
-bodies); the judge is `fuzz_oracle`. Each drawn request is sent over TLS to a live server with the LWS CRD
+bodies, bad pod binding/eviction/namespace finalize bodies); the judge is `fuzz_oracle`. Each drawn request is sent over TLS to a live server with the LWS CRD
 installed; then /readyz must answer and the targets and sentinels must read back byte-identical.
 
 This is the short, deterministic profile `make test` runs; `bench/fuzz_apiserver.py` runs the long one
@@ -72,6 +72,8 @@ R = fr.FuzzRequest
 @example(req=R("malformed_body/yaml_deep", "PUT", fr.TARGETS[1], b"a: " + b"[" * 100000 + b"]" * 100000, "application/yaml"))
 @example(req=R("unknown_fields/strict", "POST", fr.LWS + "?dryRun=All&fieldValidation=Strict", fr.dump(fr.lws("uf", zzf=1)),
                 names=("strict decoding error", 'unknown field "metadata.zzf"')))
+@example(req=R("pod_subresource/binding", "POST", fr.POD_TARGET + "/binding", b'{"target": 5}'))
+@example(req=R("pod_subresource/finalize", "PUT", f"/api/v1/namespaces/{fr.NS}/finalize", b'{"spec": 5}'))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
