@@ -303,6 +303,10 @@ class Process:
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
             return -1, f"command timed out after {timeout}s"
+        except BaseException:  # cancelled (the agent stops): the command must not outlive the sim
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
         return exit_code(proc.returncode or 0), output[:10240].decode(errors="replace")
 
     def _init_pid(self) -> int:

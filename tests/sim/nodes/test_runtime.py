@@ -229,6 +229,10 @@ async def _count(marker: str, expected: int) -> bool:
     return len(pids_with(marker)) == expected
 
 
+async def _running(marker: str) -> bool:
+    return bool(pids_with(marker))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_stop_kills_the_whole_group_within_the_grace_period(tmp_path: Path, mode: str) -> None:
     async def scenario() -> None:
@@ -320,6 +324,22 @@ def test_exec_runs_in_the_container_view(tmp_path: Path, mode: str) -> None:
         assert (await process.exec(["test", "-e", "/app/missing"], 2))[0] == 1
         with pytest.raises(runtime.UnsupportedCommand):
             await process.exec(["rm", "-rf", "/app"], 2)
+        await pod.runtime.close()
+    run(scenario)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_exec_cancelled_with_its_agent_leaves_no_process(tmp_path: Path, mode: str) -> None:
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        process = await pod.start_hello()
+        marker = f"lwsconf-exec-{uuid.uuid4().hex}"
+        probe = asyncio.create_task(process.exec(["python3", "-c", f"import time; time.sleep(60)  # {marker}"], 30))
+        await until("the exec command running", lambda: _running(marker))  # (under nsenter in namespaces mode)
+        probe.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await probe
+        await until("the exec command gone", lambda: _count(marker, 0))
         await pod.runtime.close()
     run(scenario)
 
