@@ -1,9 +1,10 @@
 """Admission: defaulting, mutating admission policies and validation of an object about to be written.
 
-The order is kube-apiserver's: the object is decoded and defaulted (built-ins through `defaults`; custom
-resources by their CRD: pruning of unknown fields honouring `fieldValidation`, then schema defaults),
-then the MutatingAdmissionPolicies bound in the store change it (`mutating_policies`; only when the
-handler passes a `Mutation`), then it is validated (built-ins through `validation`; custom resources
+The order is kube-apiserver's: the object is decoded and defaulted (built-ins through `defaults`, after
+dropping the top-level and metadata fields their type lacks, `builtin_fields`; custom resources by their
+CRD: pruning of unknown fields, then schema defaults; both honour `fieldValidation`), then the
+MutatingAdmissionPolicies bound in the store change it (`mutating_policies`; only when the handler
+passes a `Mutation`), then it is validated (built-ins through `validation`; custom resources
 by structural schema validation and `x-kubernetes-validations` CEL rules, transition rules seeing the
 old object). Every rejection is a 422 Invalid listing each field cause, or a 400 for strict-decoding
 errors. `enforce_policies` then runs the ValidatingAdmissionPolicies (`admission_policies`), which the
@@ -17,6 +18,7 @@ from typing import Any
 
 from lwsconf.sim.apiserver import (
     admission_policies,
+    builtin_fields,
     cel,
     defaults,
     errors,
@@ -66,6 +68,7 @@ class Admission:
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
         else:
+            warnings += _unknown_field_warnings(builtin_fields.drop_unknown(info.key, obj), field_validation)
             defaults.default_builtin(info.key, obj, old)
         if mutation is not None:
             self._mutate(info, obj, old, mutation)
@@ -110,12 +113,9 @@ class Admission:
         """Pruning (strict decoding errors per `fieldValidation`) and schema defaults."""
         if info.schema is None:
             return []
-        pruned = schema.prune(info.schema, obj)
-        if pruned and field_validation == "Strict":
-            raise errors.bad_request("strict decoding error: " + ", ".join(
-                f'unknown field "{path}"' for path in pruned))
+        warnings = _unknown_field_warnings(schema.prune(info.schema, obj), field_validation)
         schema.apply_defaults(info.schema, obj)
-        return [f'unknown field "{path}"' for path in pruned] if field_validation == "Warn" else []
+        return warnings
 
     def _validate_custom(self, info: resources.ResourceInfo, obj: dict[str, Any],
                          old: dict[str, Any] | None) -> list[errors.Cause]:
@@ -126,3 +126,10 @@ class Admission:
         if blocking is not None:
             return [*causes, blocking]  # as kube-apiserver: no CEL on objects with type or enum errors
         return causes + cel.evaluate(self._rules.get((info.crd_name, info.version), info.schema), obj, old)
+
+
+def _unknown_field_warnings(dropped: list[str], field_validation: str) -> list[str]:
+    """Fields decoding dropped, as `fieldValidation` wants them: a 400 (Strict), warnings (Warn) or nothing."""
+    if dropped and field_validation == "Strict":
+        raise errors.bad_request("strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in dropped))
+    return [f'unknown field "{path}"' for path in dropped] if field_validation == "Warn" else []

@@ -284,25 +284,27 @@ def wrong_type(draw: st.DrawFn) -> FuzzRequest:
 
 @st.composite
 def unknown_fields(draw: st.DrawFn) -> FuzzRequest:
-    """A valid LWS plus an unknown field: Strict refuses (400), Warn answers 201 with a Warning, Ignore 201.
-
-    Only the CRD: the sim does not detect unknown fields in built-in kinds (kube-apiserver does).
-    """
+    """A valid LWS or ConfigMap plus an unknown field: Strict refuses (400), Warn answers 201 with a Warning,
+    Ignore 201. In a ConfigMap (a built-in) only the top level and metadata: the sim has no typed schema of
+    nested built-in fields (`builtin_fields`)."""
     mode = draw(st.sampled_from(["Strict", "Warn", "Ignore", None]))
-    preserved = draw(st.integers(0, 4)) == 0
-    body = lws(generateName="uf-")
+    is_lws = draw(st.integers(0, 3)) > 0
+    preserved = is_lws and draw(st.integers(0, 4)) == 0
+    body = lws(generateName="uf-") if is_lws else configmap(generateName="uf-")
     del body["metadata"]["name"]
-    where = draw(st.sampled_from(PRESERVED_PATHS if preserved else [(), *LWS_OBJECT_PATHS]))
+    where = draw(st.sampled_from(PRESERVED_PATHS if preserved else [(), *LWS_OBJECT_PATHS] if is_lws
+                                 else [(), ("metadata",)]))
     unknown = "zz" + draw(names_text)
     set_path(body, (*where, unknown), draw(json_values))
     field_path = dotted((*where, unknown))
     query = f"?dryRun=All&fieldValidation={mode}" if mode else "?dryRun=All"
+    collection = LWS if is_lws else CM
     if preserved or mode == "Ignore":
-        return FuzzRequest("unknown_fields/accepted", "POST", LWS + query, dump(body), expect=ACCEPT)
+        return FuzzRequest("unknown_fields/accepted", "POST", collection + query, dump(body), expect=ACCEPT)
     if mode == "Strict":
-        return FuzzRequest("unknown_fields/strict", "POST", LWS + query, dump(body),
+        return FuzzRequest("unknown_fields/strict", "POST", collection + query, dump(body),
                            names=("strict decoding error", f'unknown field "{field_path}"'))
-    return FuzzRequest("unknown_fields/warn", "POST", LWS + query, dump(body), expect=WARN,
+    return FuzzRequest("unknown_fields/warn", "POST", collection + query, dump(body), expect=WARN,
                        names=(f'unknown field \\"{field_path}\\"',))
 
 

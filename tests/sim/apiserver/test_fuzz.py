@@ -74,6 +74,9 @@ R = fr.FuzzRequest
                 names=("strict decoding error", 'unknown field "metadata.zzf"')))
 @example(req=R("pod_subresource/binding", "POST", fr.POD_TARGET + "/binding", b'{"target": 5}'))
 @example(req=R("pod_subresource/finalize", "PUT", f"/api/v1/namespaces/{fr.NS}/finalize", b'{"spec": 5}'))
+@example(req=R("unknown_fields/strict", "POST", fr.CM + "?dryRun=All&fieldValidation=Strict",
+                b'{"metadata": {"generateName": "uf-"}, "data": {"k": "v"}, "zza": null}',
+                names=("strict decoding error", 'unknown field "zza"')))
 @example(req=R("malformed_body/yaml_bomb", "POST", fr.CM, fr.alias_bomb(10), "application/yaml"))
 def test_a_bad_request_gets_a_4xx_status_and_changes_nothing(fuzz: FuzzServer, req: fr.FuzzRequest) -> None:
     problems = fuzz.exercise(req)
