@@ -14,6 +14,7 @@ the main `lwsconf` command; `main` runs it alone (`python -m lwsconf.report.cli`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,10 +53,12 @@ def read_report(path: Path) -> schema.Report:
 
 def _show(args: argparse.Namespace) -> int:
     report = read_report(args.path)
-    print(summary_md.render(report) if args.markdown else summary_md.render_text(report), end="")
     reasons = build.gate(report, on_skips=args.gate_on_skips)
-    for reason in reasons:
-        print(f"gate: {reason}")
+    text = summary_md.render(report) if args.markdown else summary_md.render_text(report)
+    try:
+        print(text + "".join(f"gate: {reason}\n" for reason in reasons), end="", flush=True)
+    except BrokenPipeError:  # `lwsconf report show ... | head`: the reader left; the gate's status still counts
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if reasons else 0
 
 

@@ -113,3 +113,14 @@ def test_compare_marks_interrupted_and_simulated_columns_and_unfinished_features
                               else t for t in passing(report).tests))
     assert compare.column_label(cut) == "lws-operator v1.2.0 [interrupted] [simulated]"
     assert compare.feature_status(cut, Feature.SCALING.value) == "untested"
+
+
+def test_show_piped_into_a_reader_that_leaves_early_keeps_its_status_and_prints_no_traceback(
+        report: schema.Report, run_dir: Path) -> None:
+    collect.write_run(run_dir, report)
+    proc = subprocess.Popen([sys.executable, "-m", "lwsconf.report.cli", "report", "show", str(run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head -1` does once it has its line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1 and "Traceback" not in err, err
