@@ -297,7 +297,7 @@ class Collector:
 
     @pytest.hookimpl(trylast=True)  # after junitxml has written junit.xml
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.gathering or stop.writes_no_report(session.config, exitstatus):
+        if not self.gathering or stop.writes_no_report(session.config, exitstatus, ran=bool(self._results)):
             return
         self.report = self.build(self.run_end(session, exitstatus))
         if self.run_dir is not None:

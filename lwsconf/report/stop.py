@@ -42,10 +42,11 @@ def lists_only(config: pytest.Config) -> bool:
         "collectonly", "help", "showfixtures", "show_fixtures_per_test", "markers", "setupplan"))
 
 
-def writes_no_report(config: pytest.Config, exitstatus: int) -> bool:
+def writes_no_report(config: pytest.Config, exitstatus: int, *, ran: bool = False) -> bool:
     """True for sessions that ran no test on purpose or never properly started: --collect-only (and
-    the other listing options) and usage errors leave no report and do not move reports/latest."""
-    return lists_only(config) or exitstatus == pytest.ExitCode.USAGE_ERROR
+    the other listing options) and usage errors leave no report and do not move reports/latest. A
+    usage-error status after tests ran (pytest.exit at teardown) still gets its report: `ran`."""
+    return lists_only(config) or (exitstatus == pytest.ExitCode.USAGE_ERROR and not ran)
 
 
 def run_stop(session: pytest.Session, exitstatus: int, interrupt: str, run_error: str,

@@ -60,3 +60,10 @@ def test_a_run_error_wins_and_is_the_stop_reason() -> None:
 def test_which_sessions_write_a_report(option: str | None, status: int, writes: bool) -> None:
     config: Any = SimpleNamespace(option=SimpleNamespace(**({option: True} if option else {})))
     assert stop.writes_no_report(config, status) is not writes
+
+
+def test_a_usage_error_status_after_tests_ran_still_gets_its_report() -> None:
+    config: Any = SimpleNamespace(option=SimpleNamespace())
+    assert not stop.writes_no_report(config, pytest.ExitCode.USAGE_ERROR, ran=True)
+    listing: Any = SimpleNamespace(option=SimpleNamespace(collectonly=True))
+    assert stop.writes_no_report(listing, OK, ran=True)
