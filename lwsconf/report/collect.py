@@ -247,7 +247,8 @@ class Collector:
         return tuple(out)
 
     def unfinished(self, reason: str) -> tuple[schema.TestReport, ...]:
-        """INTERRUPTED entries for the selected tests that have no result: never dropped silently."""
+        """Entries for the selected tests that have no result: never dropped silently. INTERRUPTED, unless
+        the suite had already decided at collection not to run the test (then its SKIPPED/NOT_SUPPORTED)."""
         out = []
         for node_id, meta in self._collected.items():
             res = self._results.get(node_id)
@@ -255,11 +256,12 @@ class Collector:
                 continue
             m = res.meta if res is not None else meta or TestMeta(node_id.rsplit("::", 1)[-1].split("[")[0])
             started = "did not finish: the run stopped while it ran" if res else "not started: the run stopped first"
+            decided = m.verdict if res is None else None
             out.append(schema.TestReport(
                 short_name=m.short_name, node_id=node_id, description=m.description, features=m.features,
-                profiles=m.profiles, core=build.is_core(m.features), result=Outcome.INTERRUPTED,
-                duration=res.duration if res else 0.0, message=_one_line(f"{started} ({reason})"),
-                case_id=case_id(node_id)))
+                profiles=m.profiles, core=build.is_core(m.features), result=decided or Outcome.INTERRUPTED,
+                duration=res.duration if res else 0.0, case_id=case_id(node_id),
+                message=_strip_outcome(m.reason) if decided else _one_line(f"{started} ({reason})")))
         return tuple(out)
 
     def _artifacts(self, res: _Result) -> tuple[str, ...]:
