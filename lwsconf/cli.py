@@ -8,6 +8,7 @@
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
+    lwsconf local up | down                         a real etcd + kube-apiserver on loopback (work in progress)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
                    "(see lwsconf controlplane -h)", add_help=False)
+    sub.add_parser("local", help="a real etcd + kube-apiserver on loopback (see lwsconf local -h)", add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -193,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.controlplane import cli as controlplane_cli
 
         return controlplane_cli.main(argv[1:])
+    if argv[:1] == ["local"]:  # its own parser
+        from lwsconf.controlplane import local_cli
+
+        return local_cli.main(argv[1:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
         from lwsconf.deviceplugin import cli as deviceplugin_cli
 

@@ -1,0 +1,132 @@
+"""`lwsconf local up|down`: a real etcd + kube-apiserver on loopback (work in progress, issue 14).
+
+    lwsconf local up [--kubernetes-version V] [--kubeconfig PATH]   run it in the foreground until Ctrl-C
+    lwsconf local down                                              stop the one `up` is running
+
+`up` writes the kubeconfig (client-certificate auth, cluster-admin) and a state file naming its own pid
+beside it; it stops on Ctrl-C, SIGTERM or `down`, and also when a component exits on its own (printing
+which one and its log tail, exit status 1). `down` sends SIGTERM to that pid and waits for it to exit.
+Exit status 2 with one line for what a user can fix (nothing built, bad version, nothing running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from lwsconf import shutdown
+from lwsconf.controlplane import versions
+from lwsconf.controlplane.local import LocalControlPlane, StartError
+from lwsconf.waits.core import NotYet, WaitTimeout, wait_until
+
+DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "local" / "kubeconfig"
+STATE_NAME = "local-up.json"
+WATCH_INTERVAL = 1.0
+"""Seconds between two checks that every component is still running."""
+DOWN_TIMEOUT = 60.0
+"""Seconds `down` waits for `up` to stop its components and exit."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lwsconf local", description="a real etcd + kube-apiserver on loopback")
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C or `lwsconf local down`")
+    up.add_argument("--kubernetes-version", default=None,
+                    help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
+    up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
+                    help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    down = sub.add_parser("down", help="stop the control plane `lwsconf local up` runs")
+    down.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
+                      help="the kubeconfig `up` was given (its state file is beside it)")
+    return parser
+
+
+def _state_path(kubeconfig: Path) -> Path:
+    return kubeconfig.parent / STATE_NAME
+
+
+def _up(args: argparse.Namespace) -> int:
+    try:
+        cluster = LocalControlPlane.from_cache(versions.resolve(args.kubernetes_version))
+    except (versions.UnknownVersion, StartError, ValueError) as exc:
+        print(f"lwsconf local: {exc}", file=sys.stderr)
+        return 2
+    shutdown.install()
+    written: list[Path] = []
+    try:
+        cluster.start()
+        print(f"kube-apiserver {cluster.release.kubernetes} listening on {cluster.url}", flush=True)
+        args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        args.kubeconfig.write_bytes(cluster.kubeconfig.read_bytes())
+        args.kubeconfig.chmod(0o600)
+        written.append(args.kubeconfig)
+        state = _state_path(args.kubeconfig)
+        state.write_text(json.dumps({"pid": os.getpid(), "url": cluster.url, "kubernetes": cluster.release.kubernetes}))
+        written.append(state)
+        print(f"kubeconfig written to {args.kubeconfig}", flush=True)
+        print(f"try: KUBECONFIG={args.kubeconfig} kubectl get namespaces   (Ctrl-C or `lwsconf local down` to stop)",
+              flush=True)
+        return _watch(cluster)
+    except WaitTimeout as exc:
+        print(f"lwsconf local: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopping the local control plane", flush=True)
+        return 0
+    finally:
+        cluster.stop()
+        for path in written:
+            path.unlink(missing_ok=True)
+
+
+def _watch(cluster: LocalControlPlane) -> int:
+    """Stay up until a signal (KeyboardInterrupt) or a component exits on its own (status 1)."""
+    idle = threading.Event()  # never set: its timed wait is the watchdog's pause, and a signal interrupts it
+    while True:
+        dead = cluster.dead()
+        if dead:
+            for component in dead:
+                print(f"lwsconf local: {component.describe()}", file=sys.stderr)
+            return 1
+        idle.wait(WATCH_INTERVAL)
+
+
+def _down(args: argparse.Namespace) -> int:
+    state = _state_path(args.kubeconfig)
+    try:
+        pid = int(json.loads(state.read_text())["pid"])
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"lwsconf local: no local control plane is running for {args.kubeconfig} ({exc}); "
+              f"start one with `lwsconf local up`", file=sys.stderr)
+        return 2
+
+    def gone() -> bool:
+        try:  # a zombie (exited, its parent has not reaped it yet) has stopped too
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
+        raise NotYet(f"pid {pid} is still running")
+
+    try:
+        wait_until(gone, what=f"`lwsconf local up` (pid {pid}) to stop", timeout=DOWN_TIMEOUT, poll=0.2)
+    except WaitTimeout as exc:
+        print(f"lwsconf local: {exc}", file=sys.stderr)
+        return 1
+    print("local control plane stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    return _up(args) if args.action == "up" else _down(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
