@@ -77,14 +77,15 @@ def _is_loopback(address: str, *, unspecified_ok: bool = False) -> bool:
 
 
 @pytest.mark.slow
-def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path) -> None:
-    release = versions.DEFAULT
+@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path,
+                                                                     release: versions.Release) -> None:
     _binaries_or_skip(release)
     rid, tmpdir, kubeconfig = secrets.token_hex(6), tmp_path / "tmp", tmp_path / "local" / "kubeconfig"
     tmpdir.mkdir()
     env = {**os.environ, shutdown.RUN_ID_ENV: rid, "TMPDIR": str(tmpdir)}
-    up = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "local", "up", "--kubeconfig", str(kubeconfig)],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    up = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "local", "up", "--kubeconfig", str(kubeconfig),
+                           "--kubernetes-version", release.kubernetes], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
     threading.Thread(target=lambda: [lines.put(line) for line in up.stdout or ()], daemon=True).start()
