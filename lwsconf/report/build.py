@@ -133,9 +133,8 @@ def gate(report: schema.Report, *, on_skips: bool = False) -> list[str]:
     if report.run_error:
         reasons.append(f"the run failed as a whole: {report.run_error}")
     elif report.interrupted:
-        unfinished = sum(t.result is Outcome.INTERRUPTED for t in report.tests)
         reasons.append(f"the run was interrupted ({report.stop_reason or 'no reason recorded'}); "
-                       f"{unfinished} selected test(s) did not finish")
+                       f"{report.unfinished} selected test(s) did not finish")
     reasons += [f"profile {p.name} is {p.result.value}: {p.summary}" for p in report.profiles
                 if p.result is schema.Result.NOT_RUN]
     for test in report.tests:

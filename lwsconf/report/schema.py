@@ -259,6 +259,11 @@ class Report:
     run_error: str = ""
     """One line: why the run failed as a whole (e.g. the implementation never became ready), "" otherwise."""
 
+    @property
+    def unfinished(self) -> int:
+        """How many selected tests did not finish (INTERRUPTED): one count for every writer and the gate."""
+        return sum(t.result is Outcome.INTERRUPTED for t in self.tests)
+
     def test(self, name: str) -> TestReport:
         """The first test with this name (`TestReport.name`) or short name; KeyError lists the known names."""
         for t in self.tests:

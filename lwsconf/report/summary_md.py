@@ -42,9 +42,8 @@ def notices(report: schema.Report) -> list[str]:
     if report.run_error:
         out.append(f"The run failed as a whole: {report.run_error}")
     elif report.interrupted:
-        unfinished = sum(t.result is Outcome.INTERRUPTED for t in report.tests)
-        out.append(f"The run was interrupted ({report.stop_reason or 'no reason recorded'}): {unfinished} selected "
-                   "test(s) did not finish; the results below are partial.")
+        out.append(f"The run was interrupted ({report.stop_reason or 'no reason recorded'}): "
+                   f"{report.unfinished} selected test(s) did not finish; the results below are partial.")
     simulated = report.environment.simulated
     if simulated:
         out.append(f"Simulated cluster ({report.backend}): {', '.join(simulated)} are simulated, not real hardware; "
