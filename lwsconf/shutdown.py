@@ -50,6 +50,8 @@ FORCE_AFTER = 3
 """Signals (presses) after which a cleanup in progress is abandoned."""
 SAME_PRESS = 0.3
 """Seconds within which repeated signals count as one press (terminal + forwarding parent)."""
+REMOVE_TIMEOUT = float(os.environ.get("LWSCONF_REMOVE_TIMEOUT", "5"))
+"""Seconds `remove_tree` keeps removing a folder that something still writes into."""
 
 Notify = Callable[[str], None]
 Handlers = dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None]
@@ -106,6 +108,30 @@ def sweep_temp(rid: str | None = None) -> list[Path]:
     for folder in found:
         shutil.rmtree(folder, ignore_errors=True)
     return found
+
+
+def remove_tree(folder: Path, *, timeout: float | None = None) -> bool:
+    """Remove `folder` until it stays gone (at most `timeout`, default `REMOVE_TIMEOUT`); True when gone.
+
+    Why not one `shutil.rmtree(ignore_errors=True)`: a container process killed a moment ago may still
+    be finishing a `mkdir` under its node's folder (SIGKILL waits for the syscall), and the PID
+    namespace's inner processes outlive the reaped outer one by a few milliseconds. One pass then
+    fails with ENOTEMPTY, the error is ignored, and the folder is left behind (CI saw it once in
+    `tests/test_interrupts.py`). What is still there when the time is up is logged by name.
+    """
+    deadline = time.monotonic() + (REMOVE_TIMEOUT if timeout is None else timeout)
+    pause = 0.01
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return True
+        if time.monotonic() >= deadline:
+            left = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))[:10] if folder.is_dir() else []
+            log.warning("lwsconf: could not remove %s within %.1f s; still there: %s", folder,
+                        REMOVE_TIMEOUT if timeout is None else timeout, ", ".join(left) or "(the folder itself)")
+            return False
+        time.sleep(pause)  # polling: a folder has no event for "nobody writes here any more"
+        pause = min(pause * 2, 0.2)
 
 
 def interrupting() -> bool:

@@ -158,3 +158,47 @@ def test_sweep_removes_this_runs_temp_folders_only(tmp_path: Path, monkeypatch: 
     theirs = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("sim")))
     assert sorted(shutdown.sweep_temp("run-a")) == sorted(ours)
     assert [p.name for p in tmp_path.iterdir()] == [theirs.name]
+
+
+def test_remove_tree_outlasts_a_writer_that_is_still_finishing(tmp_path: Path) -> None:
+    """A just-killed container may create entries for a moment more; one rmtree pass then leaves the folder."""
+    import threading
+
+    folder = tmp_path / "nodes"
+    (folder / "node-0").mkdir(parents=True)
+    stop_writing = threading.Event()
+    created: list[int] = []
+
+    def writer() -> None:
+        while not stop_writing.is_set():
+            target = folder / "node-0" / f"f{len(created)}"
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text("x")
+                created.append(1)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    timer = threading.Timer(0.3, stop_writing.set)
+    timer.start()
+    try:
+        assert shutdown.remove_tree(folder, timeout=10.0)
+    finally:
+        stop_writing.set()
+        thread.join()
+    assert created, "the writer never wrote: the race was not exercised"
+    assert not folder.exists()
+
+
+def test_remove_tree_gives_up_after_its_timeout_and_names_what_is_left(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "kept"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "inner" / "file").write_text("x")
+    passes: list[Path] = []
+    monkeypatch.setattr(shutdown.shutil, "rmtree", lambda path, **_: passes.append(path))  # a folder that stays
+    assert not shutdown.remove_tree(folder, timeout=0.2)
+    assert len(passes) > 1, "it retried"
+    assert "inner/file" in caplog.text and "0.2 s" in caplog.text

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -132,9 +131,9 @@ class NodeFleet:
             self._reservation = None
         for folder in self._socket_dirs.values():
             if not folder.is_relative_to(self.workdir):
-                shutil.rmtree(folder, ignore_errors=True)
+                shutdown.remove_tree(folder)
         if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            shutdown.remove_tree(self.workdir)  # retries: a just-killed container may still be writing
 
     # --- optional parts ----------------------------------------------------------------------------
 
