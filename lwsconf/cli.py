@@ -9,6 +9,7 @@
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
     lwsconf local up | down                         a real etcd + kube-apiserver on loopback (work in progress)
+    lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -67,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
                    "(see lwsconf controlplane -h)", add_help=False)
     sub.add_parser("local", help="a real etcd + kube-apiserver on loopback (see lwsconf local -h)", add_help=False)
+    sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
+                   add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -195,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.controlplane import cli as controlplane_cli
 
         return controlplane_cli.main(argv[1:])
+    if argv[:1] == ["upstream"]:  # its own parser
+        from lwsconf.upstream import cli as upstream_cli
+
+        return upstream_cli.main(argv[1:])
     if argv[:1] == ["local"]:  # its own parser
         from lwsconf.controlplane import local_cli
 

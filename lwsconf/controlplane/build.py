@@ -64,13 +64,13 @@ class GoMissing(BuildError):
     """No usable Go toolchain on PATH."""
 
 
-def no_go_message(found: str | None = None) -> str:
+def no_go_message(found: str | None = None, purpose: str = "building the real control plane",
+                  instead: str = "run the suite on the simulated cluster with --cluster=sim") -> str:
     """The one line shown when Go is absent (or too old): what to install, or the alternative."""
     need = f"Go >= {MIN_GO[0]}.{MIN_GO[1]}"
     what = f"found {found}, " if found else "no `go` on PATH; "
-    return (f"building the real control plane needs {need} ({what}install it, e.g. from your distribution's "
-            f"golang package or go.dev/dl, and put `go` on PATH), or run the suite on the simulated "
-            f"cluster with --cluster=sim")
+    return (f"{purpose} needs {need} ({what}install it, e.g. from your distribution's "
+            f"golang package or go.dev/dl, and put `go` on PATH), or {instead}")
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,13 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
-    release: Release
+class GoBuild:
+    """`go build` steps in one module into one cache folder, with the stamp that says what they built.
+
+    What `execute` needs; the upstream LWS manager (`lwsconf.upstream.build`) is built through it too."""
+
+    title: str
+    """How progress lines name the build ("controlplane 1.37.2")."""
     module: Path
     bin_dir: Path
     stamp_path: Path
@@ -94,6 +99,11 @@ class Plan:
     @property
     def log_path(self) -> Path:
         return self.bin_dir.parent / "build.log"
+
+
+@dataclass(frozen=True)
+class Plan(GoBuild):
+    release: Release
 
 
 @dataclass
@@ -118,19 +128,21 @@ def version_dir(release: Release, root: Path | None = None) -> Path:
     return (root or cache_root()) / "controlplane" / release.kubernetes
 
 
-def find_go(path: str | None = None) -> tuple[str, str]:
-    """The `go` executable on PATH (`path` overrides) and its version; GoMissing says what to install."""
+def find_go(path: str | None = None, **why: str) -> tuple[str, str]:
+    """The `go` executable on PATH (`path` overrides) and its version; GoMissing says what to install.
+
+    `why` (purpose=, instead=) words the message for another build than the control plane's."""
     go = shutil.which("go", path=path)
     if go is None:
-        raise GoMissing(no_go_message())
+        raise GoMissing(no_go_message(None, **why))
     try:
         out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60,
                              env={**os.environ, "GOTOOLCHAIN": "local"}, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
-        raise GoMissing(no_go_message(f"{go} that does not run: {exc}")) from exc
+        raise GoMissing(no_go_message(f"{go} that does not run: {exc}", **why)) from exc
     match = re.match(r"go(\d+)\.(\d+)", out)
     if match is None or (int(match[1]), int(match[2])) < MIN_GO:
-        raise GoMissing(no_go_message(f"{go} reporting {out or 'no version'}"))
+        raise GoMissing(no_go_message(f"{go} reporting {out or 'no version'}", **why))
     return go, out
 
 
@@ -172,11 +184,12 @@ def plan(release: Release, *, go: str, go_version: str, source: Path | None = No
                    "-o", str(bin_dir / f".{c.name}.partial"), c.package))
         for c in COMPONENTS)
     env = {"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOWORK": "off"}
-    return Plan(release=release, module=module, bin_dir=bin_dir, stamp_path=root / STAMP_NAME,
+    return Plan(title=f"controlplane {release.kubernetes}", release=release, module=module, bin_dir=bin_dir,
+                stamp_path=root / STAMP_NAME,
                 stamp=stamp, env=env, steps=steps)
 
 
-def up_to_date(p: Plan) -> bool:
+def up_to_date(p: GoBuild) -> bool:
     """True when the last complete build left the same stamp and every binary is still there."""
     try:
         recorded = json.loads(p.stamp_path.read_text())
@@ -202,7 +215,7 @@ def _timeout(environ: Mapping[str, str]) -> float:
         raise BuildError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from exc
 
 
-def _run_step(p: Plan, step: Step, log: TextIO, timeout: float) -> None:
+def _run_step(p: GoBuild, step: Step, log: TextIO, timeout: float) -> None:
     log.write(f"$ (cd {p.module} && {' '.join(step.argv)})\n")
     log.flush()
     start = log.tell()
@@ -229,11 +242,11 @@ def _run_step(p: Plan, step: Step, log: TextIO, timeout: float) -> None:
                      f"full log {p.log_path}; last lines:\n{tail}")
 
 
-def execute(p: Plan, out: TextIO, environ: Mapping[str, str] | None = None) -> Result:
+def execute(p: GoBuild, out: TextIO, environ: Mapping[str, str] | None = None) -> Result:
     """Build every component unless `up_to_date`; one progress line each on `out`."""
-    version = p.release.kubernetes
+    version = p.title
     if up_to_date(p):
-        print(f"controlplane {version}: up to date in {p.bin_dir} (stamp matches; nothing built)", file=out)
+        print(f"{version}: up to date in {p.bin_dir} (stamp matches; nothing built)", file=out)
         return Result(skipped=True, seconds=0.0)
     timeout = _timeout(os.environ if environ is None else environ)
     p.bin_dir.mkdir(parents=True, exist_ok=True)
@@ -242,7 +255,7 @@ def execute(p: Plan, out: TextIO, environ: Mapping[str, str] | None = None) -> R
     began = time.monotonic()
     with open(p.log_path, "w", encoding="utf-8") as log:
         for n, step in enumerate(p.steps, 1):
-            print(f"controlplane {version}: [{n}/{len(p.steps)}] {step.component.name} ...", end="",
+            print(f"{version}: [{n}/{len(p.steps)}] {step.component.name} ...", end="",
                   file=out, flush=True)
             t0 = time.monotonic()
             try:
@@ -256,5 +269,6 @@ def execute(p: Plan, out: TextIO, environ: Mapping[str, str] | None = None) -> R
             print(f" built in {seconds:.1f}s, {size / 2**20:.1f} MiB", file=out, flush=True)
     p.stamp_path.write_text(json.dumps(dict(p.stamp), indent=2) + "\n")
     result.seconds = round(time.monotonic() - began, 1)
-    print(f"controlplane {version}: {len(p.steps)} binaries in {p.bin_dir} ({result.seconds:.1f}s)", file=out)
+    what = "binary" if len(p.steps) == 1 else "binaries"
+    print(f"{version}: {len(p.steps)} {what} in {p.bin_dir} ({result.seconds:.1f}s)", file=out)
     return result
