@@ -1,4 +1,4 @@
-"""Build kube-apiserver, kube-controller-manager, kube-scheduler and etcd from their Go modules.
+"""Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from their Go modules.
 
 `plan` is pure: which `go build` command lines would run, into which cache directory, and the stamp
 that says what was built (Kubernetes and etcd versions, the Go version, hashes of go.mod and go.sum,
@@ -53,6 +53,9 @@ COMPONENTS = (
     Component("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", kubernetes=True),
     Component("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", kubernetes=True),
     Component("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", kubernetes=True),
+    # kubectl of the same release: the machines have none, and `kubectl exec/attach/port-forward/logs`
+    # against the sim and the local control plane is part of what the suite checks.
+    Component("kubectl", "k8s.io/kubernetes/cmd/kubectl", kubernetes=True),
 )
 
 

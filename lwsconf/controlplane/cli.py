@@ -18,8 +18,8 @@ from lwsconf.controlplane import build, versions
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lwsconf controlplane",
-                                     description="real kube-apiserver, kube-controller-manager, kube-scheduler "
-                                                 "and etcd, built from their Go modules")
+                                     description="real kube-apiserver, kube-controller-manager, kube-scheduler, "
+                                                 "etcd and kubectl, built from their Go modules")
     sub = parser.add_subparsers(dest="action", required=True)
     known = ", ".join(r.kubernetes for r in versions.RELEASES)
     for name, text in (("build", "build the components into the cache (skipped when up to date)"),

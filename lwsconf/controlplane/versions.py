@@ -2,7 +2,7 @@
 
 Each supported release has its own Go module under `controlplane/k8s-<minor>/` in the source checkout:
 a go.mod that requires k8s.io/kubernetes at that release, maps every staging module to its published
-v0.X.Y, and lists the four components as `tool` packages (so `go mod tidy` keeps them); etcd is the
+v0.X.Y, and lists the components (and kubectl) as `tool` packages (so `go mod tidy` keeps them); etcd is the
 go.etcd.io/etcd/server/v3 release that Kubernetes release itself requires, so both share one
 dependency graph with no version forced up. One module per minor keeps the two graphs apart.
 """

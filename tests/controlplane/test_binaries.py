@@ -32,8 +32,10 @@ def test_built_components_report_their_versions(release: versions.Release) -> No
     expected = {"kube-apiserver": f"Kubernetes v{release.kubernetes}",
                 "kube-controller-manager": f"Kubernetes v{release.kubernetes}",
                 "kube-scheduler": f"Kubernetes v{release.kubernetes}",
-                "etcd": f"etcd Version: {release.etcd}"}
+                "etcd": f"etcd Version: {release.etcd}",
+                "kubectl": f"Client Version: v{release.kubernetes}"}
     for name, path in binaries.items():
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT)
-        assert done.returncode == 0, f"{path} --version exited {done.returncode}: {done.stderr[-2000:]}"
-        assert expected[name] in done.stdout.splitlines()[0], f"{path} --version printed {done.stdout!r}"
+        args = ["version", "--client"] if name == "kubectl" else ["--version"]
+        done = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=VERSION_TIMEOUT)
+        assert done.returncode == 0, f"{path} {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}"
+        assert expected[name] in done.stdout.splitlines()[0], f"{path} {' '.join(args)} printed {done.stdout!r}"

@@ -79,7 +79,7 @@ def test_plan_command_lines(tmp_path: Path) -> None:
     assert plan.module == versions.source_root() / "k8s-1.37"
     assert dict(plan.env) == {"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOWORK": "off"}
     assert [s.component.name for s in plan.steps] == ["etcd", "kube-apiserver", "kube-controller-manager",
-                                                       "kube-scheduler"]
+                                                       "kube-scheduler", "kubectl"]
     etcd, apiserver = plan.steps[0], plan.steps[1]
     assert etcd.argv == ("/usr/bin/nice", "-n", "19", "/usr/bin/go", "build", "-trimpath", "-ldflags=-s -w",
                          "-o", str(bin_dir / ".etcd.partial"), "go.etcd.io/etcd/server/v3")
@@ -108,20 +108,21 @@ def test_build_then_skip_then_rebuild_when_go_sum_changes(fake_go: Path, module_
     first = build.plan(release, go=go, go_version=go_version, source=module_copy)
     result = build.execute(first, sys.stdout)
     assert not result.skipped
-    assert sorted(result.components) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+    assert sorted(result.components) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                                        "kubectl"]
     assert (first.bin_dir / "kube-scheduler").read_text() == "binary of k8s.io/kubernetes/cmd/kube-scheduler"
     assert not list(first.bin_dir.glob(".*.partial"))
     calls = fake_go.read_text().splitlines()
-    assert len(calls) == 4
+    assert len(calls) == 5
     assert all(f"cwd={module_copy / 'k8s-1.36'} cgo=0" in line for line in calls)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("controlplane 1.36.3: [1/4] etcd ... built in ")
+    assert lines[0].startswith("controlplane 1.36.3: [1/5] etcd ... built in ")
     assert lines[0].endswith(" MiB")
     assert json.loads(first.stamp_path.read_text())["kubernetes"] == "1.36.3"
 
     again = build.execute(build.plan(release, go=go, go_version=go_version, source=module_copy), sys.stdout)
     assert again.skipped
-    assert len(fake_go.read_text().splitlines()) == 4
+    assert len(fake_go.read_text().splitlines()) == 5
     assert "up to date" in capsys.readouterr().out
 
     with open(module_copy / "k8s-1.36" / "go.sum", "a") as go_sum:
@@ -129,7 +130,7 @@ def test_build_then_skip_then_rebuild_when_go_sum_changes(fake_go: Path, module_
     changed = build.plan(release, go=go, go_version=go_version, source=module_copy)
     assert not build.up_to_date(changed)
     assert not build.execute(changed, sys.stdout).skipped
-    assert len(fake_go.read_text().splitlines()) == 8
+    assert len(fake_go.read_text().splitlines()) == 10
 
 
 def test_missing_binary_or_other_go_version_is_not_up_to_date(fake_go: Path, module_copy: Path) -> None:

@@ -2,7 +2,7 @@
 
 Each module must require k8s.io/kubernetes at its release, map every staging module of that release to
 the published v0.X.Y (a missing or wrong line builds against another Kubernetes or fails), list the
-four components as tools, and pin the etcd server that Kubernetes release requires.
+components and kubectl as tools, and pin the etcd server that Kubernetes release requires.
 """
 
 from __future__ import annotations
