@@ -13,6 +13,7 @@ handlers call after the kind hooks, just before storage. No I/O here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,16 @@ class Admission:
         Raises:
             StatusError: the object is invalid (422), or a mutating policy denied the request.
         """
+        warnings = self.prepare(info, obj, old, field_validation=field_validation, mutation=mutation)
+        self.validate(info, obj, old, subresource=subresource)
+        return warnings
+
+    def prepare(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *,
+                field_validation: str = "Strict", mutation: Mutation | None = None) -> list[str]:
+        """Decode, default and run the MutatingAdmissionPolicies (with `mutation`) in place; returns warnings.
+
+        The first half of `admit`: mutating webhooks (`webhooks.dispatch`) run between it and `validate`.
+        """
         warnings: list[str] = []
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
@@ -72,6 +83,11 @@ class Admission:
             defaults.default_builtin(info.key, obj, old)
         if mutation is not None:
             self._mutate(info, obj, old, mutation)
+        return warnings
+
+    def validate(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *,
+                 subresource: str | None = None) -> None:
+        """The second half of `admit`: metadata, schema/CEL or built-in validation (StatusError 422)."""
         meta = obj.get("metadata") or {}
         causes = validation.validate_metadata(
             meta, namespaced=info.namespaced, name_rule=validation.NAME_RULES.get(info.key, "dns1123_subdomain"))
@@ -81,7 +97,6 @@ class Admission:
             causes += validation.validate_builtin(info.key, obj, old)
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name") or meta.get("generateName", ""), causes)
-        return warnings
 
     def enforce_policies(self, db: store.Store, registry: resources.Registry, info: resources.ResourceInfo,
                          req: PolicyRequest) -> list[str]:
@@ -90,14 +105,27 @@ class Admission:
 
     def _mutate(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
                 how: Mutation) -> None:
-        name = how.name or (obj.get("metadata") or {}).get("name") or ""
-        req = admission_policies.request_for(info, how.operation, namespace=how.namespace, name=name, obj=obj,
-                                             old=old, subresource=how.subresource, dry_run=how.dry_run)
-        mutated = mutating_policies.mutate(how.db, how.registry, self._mutating, info, req,
-                                           normalize=lambda patched: self._normalize(info, patched, old))
+        mutated = self.run_policies(info, obj, old, how)
         if mutated is not None:
             obj.clear()
             obj.update(mutated)
+
+    def run_policies(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
+                     how: Mutation, *, reinvocation: bool = False) -> dict[str, Any] | None:
+        """The MutatingAdmissionPolicies on `obj`: the mutated object, or None when none changed it.
+
+        `reinvocation`: only the `IfNeeded` ones, once (the second round after a mutating webhook changed it).
+        """
+        name = how.name or (obj.get("metadata") or {}).get("name") or ""
+        req = admission_policies.request_for(info, how.operation, namespace=how.namespace, name=name, obj=obj,
+                                             old=old, subresource=how.subresource, dry_run=how.dry_run)
+        return mutating_policies.mutate(how.db, how.registry, self._mutating, info, req,
+                                        normalize=self.normalizer(info, old), reinvocation=reinvocation)
+
+    def normalizer(self, info: resources.ResourceInfo,
+                   old: dict[str, Any] | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """What kube-apiserver does to a patched object of `info` (decode: prune, default)."""
+        return lambda patched: self._normalize(info, patched, old)
 
     @staticmethod
     def _normalize(info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:

@@ -354,3 +354,10 @@ def _denial(req: PolicyRequest, policy: str, binding: str | None, decision: Deci
 def name_of(obj: Mapping[str, Any] | None) -> str:
     meta = f.as_dict((obj or {}).get("metadata"))
     return f.as_str(meta.get("name")) or f.as_str(meta.get("generateName"))
+
+
+def equivalent_forms(registry: resources.Registry, info: resources.ResourceInfo,
+                     req: PolicyRequest) -> list[PolicyRequest]:
+    """The request, then its forms through equivalent resources (also what `matchPolicy: Equivalent`
+    webhooks match through, `webhooks.matching`)."""
+    return _candidates(registry, info, req)

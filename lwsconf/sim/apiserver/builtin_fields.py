@@ -37,6 +37,8 @@ ROOT_FIELDS: dict[tuple[str, str], frozenset[str]] = {key: frozenset(_TYPE_META 
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("spec",),
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): _SPEC_STATUS,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): ("spec",),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("webhooks",),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("webhooks",),
 }.items()}
 """The top-level fields of each served built-in kind (its Go type's JSON fields)."""
 

@@ -18,6 +18,7 @@ import yaml
 from aiohttp import web
 
 from lwsconf.sim.apiserver import admission, apply, errors, objects, resources, storage, store
+from lwsconf.sim.apiserver.webhooks.dispatch import Webhooks
 
 DEFAULT_SERVICE_RANGE = ipaddress.IPv4Network("127.96.0.0/16")
 """ClusterIPs of an API server started on its own; `SimCluster` gives each cluster its own range instead."""
@@ -51,6 +52,8 @@ class ServerContext:
     registry: resources.Registry
     token: str
     admission: admission.Admission = field(default_factory=admission.Admission)
+    webhooks: Webhooks = field(default_factory=Webhooks)
+    """The admission webhooks of the stored Mutating/ValidatingWebhookConfigurations (`webhooks.dispatch`)."""
     journal: collections.deque[JournalEntry] = field(default_factory=lambda: collections.deque(maxlen=50_000))
     port: int = 0
     service_range: ipaddress.IPv4Network = DEFAULT_SERVICE_RANGE

@@ -20,6 +20,7 @@ from lwsconf.sim.apiserver import defaults_pods as pods
 from lwsconf.sim.apiserver import validation_admission as admission_api
 from lwsconf.sim.apiserver import validation_fields as f
 from lwsconf.sim.apiserver import validation_quantity as quantity
+from lwsconf.sim.apiserver.webhooks import config as webhook_config
 
 pod_qos_class = pods.pod_qos_class
 image_pull_policy = pods.image_pull_policy
@@ -274,6 +275,8 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.default_binding,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): admission_api.default_policy,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): admission_api.default_binding,
+    webhook_config.MUTATING: webhook_config.default_mutating,
+    webhook_config.VALIDATING: webhook_config.default_validating,
 }
 """One defaulter per kind; kinds not listed (ConfigMap, ServiceAccount, Lease...) have no defaults."""
 

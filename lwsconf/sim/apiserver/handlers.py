@@ -2,8 +2,9 @@
 
 Each handler decodes the request, runs admission and calls `storage`, then renders the result.
 MutatingAdmissionPolicies run inside admission, between defaulting and validation, on CREATE and UPDATE
-(status included; `mutation`); ValidatingAdmissionPolicies run last before storage (`policy_warnings`),
-on CREATE, UPDATE (status included) and DELETE.
+(status included; `mutation`), then the mutating webhooks (`admit`, also on DELETE); ValidatingAdmissionPolicies
+and then the validating webhooks run last before storage (`validating_admission`), on CREATE, UPDATE (status
+included) and DELETE. An update or patch whose object changed while webhooks were awaited starts again.
 Side effects that belong to particular kinds (CRD registration, Service ClusterIP allocation) are
 in `hooks`; subresources are in `subresources`; watch streams in `watch`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +33,10 @@ from lwsconf.sim.apiserver import (
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 from lwsconf.sim.apiserver.storage import DeleteOptions
+from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
+
+WEBHOOK_RETRIES = 5
+"""Attempts of an update or patch whose object kept changing while webhooks were called (then 409)."""
 
 
 def parse_selectors(request: web.Request, target: routing.Target) -> tuple[selectors.LabelSelector,
@@ -75,6 +81,34 @@ def mutation(ctx: ServerContext, request: web.Request, target: routing.Target, o
     """The MutatingAdmissionPolicies' view of this write (`Admission.admit(mutation=...)`)."""
     return admission.Mutation(ctx.db, ctx.registry, operation, target.namespace, target.name or "",
                               target.subresource, context.dry_run(request))
+
+
+async def admit(ctx: ServerContext, request: web.Request, target: routing.Target, operation: str,
+                obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    """Mutating admission (policies, then webhooks) and validation of a CREATE or UPDATE, `obj` in place."""
+    how = mutation(ctx, request, target, operation)
+    warnings = ctx.admission.prepare(target.info, obj, old, field_validation=context.field_validation(request),
+                                     mutation=how)
+    warnings += await webhook_steps.mutate(ctx, target, operation, obj, old, dry_run=how.dry_run, how=how)
+    ctx.admission.validate(target.info, obj, old, subresource=target.subresource)
+    return warnings
+
+
+async def validating_admission(ctx: ServerContext, target: routing.Target, operation: str,
+                               obj: dict[str, Any] | None, old: dict[str, Any] | None, *, dry_run: bool) -> list[str]:
+    """ValidatingAdmissionPolicies, then validating webhooks (kube-apiserver's plugin order)."""
+    warnings = policy_warnings(ctx, target, operation, obj, old, dry_run=dry_run)
+    return warnings + await webhook_steps.validate(ctx, target, operation, obj, old, dry_run=dry_run)
+
+
+async def _retrying(attempt: Callable[[], Awaitable[web.Response]]) -> web.Response:
+    """Run a write again when the object changed while webhooks were called (`webhook_steps.Stale`)."""
+    for _ in range(WEBHOOK_RETRIES - 1):
+        try:
+            return await attempt()
+        except webhook_steps.Stale:
+            continue
+    return await attempt()
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -141,11 +175,10 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
-    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request),
-                                   mutation=mutation(ctx, request, target, "CREATE"))
+    warnings = await admit(ctx, request, target, "CREATE", obj, None)
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
-    warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)
+    warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
     stored = ctx.storage.create(info, obj, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -156,9 +189,14 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
     assert target.name is not None
     info = target.info
     context.field_manager(request, "UpdateOptions")
-    old = ctx.storage.must_get(info, target.namespace or "", target.name)
-    new = await context.read_object(request)
-    return await _write_update(ctx, request, target, old, new)
+
+    name = target.name
+
+    async def attempt() -> web.Response:
+        old = ctx.storage.must_get(info, target.namespace or "", name)
+        new = await context.read_object(request)
+        return await _write_update(ctx, request, target, old, new)
+    return await _retrying(attempt)
 
 
 async def _write_update(ctx: ServerContext, request: web.Request, target: routing.Target,
@@ -174,11 +212,11 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
         raise errors.conflict(info.plural, info.group, target.name or "",
                               "Precondition failed: UID in object meta does not match the stored object")
     merged = ctx.storage.prepare_update(info, new, old, subresource=target.subresource)
-    warnings = ctx.admission.admit(info, merged, old, field_validation=context.field_validation(request),
-                                   subresource=target.subresource, mutation=mutation(ctx, request, target, "UPDATE"))
+    warnings = await admit(ctx, request, target, "UPDATE", merged, old)
     hooks.before_update(ctx, info, merged, old)
     dry = context.dry_run(request)
-    warnings += policy_warnings(ctx, target, "UPDATE", merged, old, dry_run=dry)
+    warnings += await validating_admission(ctx, target, "UPDATE", merged, old, dry_run=dry)
+    webhook_steps.still_current(ctx, info, old)
     stored = ctx.storage.commit_update(info, merged, old, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -186,6 +224,10 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
 
 
 async def patch_(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
+    return await _retrying(lambda: _patch_once(ctx, request, target))
+
+
+async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None
     info = target.info
     body = await context.read_body(request)
@@ -222,11 +264,10 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
     context.check_type_meta(info, obj)
     context.check_namespace(info, obj, target.namespace)
     obj["metadata"]["name"] = target.name
-    warnings = ctx.admission.admit(info, obj, None, field_validation=context.field_validation(request),
-                                   mutation=mutation(ctx, request, target, "CREATE"))
+    warnings = await admit(ctx, request, target, "CREATE", obj, None)
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
-    warnings += policy_warnings(ctx, target, "CREATE", obj, None, dry_run=dry)
+    warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
     stored = ctx.storage.create(info, obj, dry_run=dry)
     if not dry:
         hooks.after_write(ctx, info, stored)
@@ -237,7 +278,8 @@ async def delete(ctx: ServerContext, request: web.Request, target: routing.Targe
     assert target.name is not None
     opts = await _delete_options(request)
     old = ctx.storage.must_get(target.info, target.namespace or "", target.name)
-    warnings = policy_warnings(ctx, target, "DELETE", None, old, dry_run=opts.dry_run)
+    warnings = await webhook_steps.mutate(ctx, target, "DELETE", None, old, dry_run=opts.dry_run)
+    warnings += await validating_admission(ctx, target, "DELETE", None, old, dry_run=opts.dry_run)
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     if not opts.dry_run:
         hooks.after_write(ctx, target.info, result)
@@ -267,7 +309,8 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
         try:
             old = ctx.storage.must_get(info, ns, name)
             item = routing.Target(info, ns or None, name, None, "")
-            policy_warnings(ctx, item, "DELETE", None, old, dry_run=opts.dry_run)
+            await webhook_steps.mutate(ctx, item, "DELETE", None, old, dry_run=opts.dry_run)
+            await validating_admission(ctx, item, "DELETE", None, old, dry_run=opts.dry_run)
             result = ctx.storage.delete(info, ns, name, opts)
         except errors.StatusError as exc:
             if exc.code == 404:

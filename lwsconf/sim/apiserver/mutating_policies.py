@@ -18,8 +18,8 @@ name order, once per parameter object; matching sees the object as sent. Each in
 then run on the object as mutated so far (`mutating_policy.apply_mutations`), and the object is
 re-defaulted after every patch (`dispatcher.go`: `GetObjectDefaulter().Default`). Reinvocation
 (`reinvocationPolicy: IfNeeded`): after the pass, every IfNeeded invocation that ran before the last
-change made by a later invocation runs once more; the sim has no mutating webhooks, so this is the whole
-chain's reinvocation.
+change made by a later invocation runs once more. When a mutating webhook then changes the object
+(`webhooks.dispatch`), the chain's second round runs the IfNeeded invocations once more (`reinvocation=True`).
 
 Errors (`policy/generic/policy_dispatcher.go`): configuration errors (`failed to configure policy: ...`)
 and errors of a mutation are collected; those of policies with `failurePolicy: Ignore` are dropped, any
@@ -68,11 +68,14 @@ def mutating_cache() -> PolicyCache[CompiledMutatingPolicy]:
 
 
 def mutate(db: store.Store, registry: resources.Registry, cache: PolicyCache[CompiledMutatingPolicy],
-           info: resources.ResourceInfo, req: PolicyRequest, *, normalize: Normalize) -> dict[str, Any] | None:
+           info: resources.ResourceInfo, req: PolicyRequest, *, normalize: Normalize,
+           reinvocation: bool = False) -> dict[str, Any] | None:
     """Run every bound MutatingAdmissionPolicy that matches the request on `req.obj`.
 
     Args:
         normalize: re-decodes and re-defaults a patched object of `info`'s served form.
+        reinvocation: the chain's second round (a mutating webhook changed the object): only the
+            `IfNeeded` invocations run, once each.
 
     Returns:
         The mutated object (a new dict), or None when no policy changed it.
@@ -86,11 +89,16 @@ def mutate(db: store.Store, registry: resources.Registry, cache: PolicyCache[Com
     if not calls:
         return None
     run = _Run(registry, info, normalize, req.obj)
-    changed = [run.invoke(i, inv) for i, inv in enumerate(calls)]
-    last_change = max((i for i, did in enumerate(changed) if did), default=-1)
-    for i, inv in enumerate(calls):
-        if i < last_change and run.invoked.get(i) and inv.policy.reinvocation_policy == "IfNeeded":
-            run.invoke(i, inv)
+    if reinvocation:
+        for i, inv in enumerate(calls):
+            if inv.policy.reinvocation_policy == "IfNeeded":
+                run.invoke(i, inv)
+    else:
+        changed = [run.invoke(i, inv) for i, inv in enumerate(calls)]
+        last_change = max((i for i, did in enumerate(changed) if did), default=-1)
+        for i, inv in enumerate(calls):
+            if i < last_change and run.invoked.get(i) and inv.policy.reinvocation_policy == "IfNeeded":
+                run.invoke(i, inv)
     failures = [e for e in run.errors if e[0].failure_policy != "Ignore"]
     if failures:
         raise _denial(req, [e[1] for e in failures])

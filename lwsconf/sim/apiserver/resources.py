@@ -106,7 +106,8 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _r("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",), has_status=True,
        extra_subresources=("finalize",)),
     _r("", "v1", "pods", "Pod", short_names=("po",), categories=("all",), has_status=True,
-       extra_subresources=("log", "binding", "proxy", "eviction"), tracks_generation=True),
+       extra_subresources=("log", "binding", "proxy", "eviction", "exec", "attach", "portforward"),
+       tracks_generation=True),
     _r("", "v1", "services", "Service", short_names=("svc",), categories=("all",), has_status=True,
        extra_subresources=("proxy",)),
     _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), list_kind="EndpointsList"),
@@ -137,6 +138,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        namespaced=False, categories=("api-extensions",), tracks_generation=True),
     _r("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings",
        "MutatingAdmissionPolicyBinding", namespaced=False, categories=("api-extensions",), tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
+       namespaced=False, categories=("api-extensions",)),
+    _r("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+       namespaced=False, categories=("api-extensions",)),
 )
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -23,6 +23,7 @@ from lwsconf.sim.apiserver import validation_meta as meta
 from lwsconf.sim.apiserver import validation_names as names
 from lwsconf.sim.apiserver import validation_pods as pods
 from lwsconf.sim.apiserver import validation_workloads as workloads
+from lwsconf.sim.apiserver.webhooks import config as webhook_config
 
 # Name and value format rules (each returns Kubernetes-worded problems; empty means valid).
 dns1123_subdomain = names.dns1123_subdomain
@@ -62,6 +63,8 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): "dns1123_subdomain",
+    webhook_config.MUTATING: "dns1123_subdomain",
+    webhook_config.VALIDATING: "dns1123_subdomain",
 }
 """Each built-in's `metadata.name` rule (`validation_names.RULES` keys). StatefulSet names are DNS-1123
 labels since they prefix pod hostnames; Services are DNS-1035 labels. Custom resources (not listed)
@@ -90,6 +93,8 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.validate_binding,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): admission_api.validate_mutating_policy,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): admission_api.validate_mutating_binding,
+    webhook_config.MUTATING: webhook_config.validate_mutating,
+    webhook_config.VALIDATING: webhook_config.validate_validating,
 }
 """One function per kind; kinds not listed (serviceaccounts, endpoints, custom resources) get none."""
 

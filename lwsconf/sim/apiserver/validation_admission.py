@@ -263,3 +263,9 @@ def _param_ref(ref: dict[str, Any], path: str) -> list[errors.Cause]:
         causes.append(f.required(path, "one of name or selector must be specified"))
     causes += f.enum(f.child(path, "parameterNotFoundAction"), ref.get("parameterNotFoundAction"), NOT_FOUND_ACTIONS)
     return causes
+
+
+rule_causes = _rule
+"""`validateRuleWithOperations`, also used for the rules of admission webhooks (`webhooks.config`)."""
+named_causes = _named
+"""Named CEL items (matchConditions, variables), also used for the matchConditions of admission webhooks."""

@@ -87,6 +87,19 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): ("V1MutatingAdmissionPolicyBinding", {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
         "metadata": {"name": "add-owner"}, "spec": {"policyName": "add-owner"}}),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("V1MutatingWebhookConfiguration", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "lws-mutating"},
+        "webhooks": [{"name": "mpod.kb.io", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"service": {"name": "webhook", "namespace": "lws-system",
+                                                   "path": "/mutate--v1-pod"}},
+                      "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                 "resources": ["pods"]}]}]}),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("V1ValidatingWebhookConfiguration", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "lws-validating"},
+        "webhooks": [{"name": "vpod.kb.io", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"url": "https://127.0.0.1:9443/validate--v1-pod"}}]}),
 }
 
 

@@ -1,0 +1,21 @@
+"""Admission webhooks in the sim API server: Mutating- and ValidatingWebhookConfiguration (admissionregistration.k8s.io/v1).
+
+kube-apiserver calls webhooks from two admission plugins, MutatingAdmissionWebhook and
+ValidatingAdmissionWebhook (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/`),
+and this package does what they do, with the sim's objects:
+
+* `config`: defaults and validation of the configurations themselves (`pkg/apis/admissionregistration/v1/defaults.go`,
+  `validation/validation.go`), pure;
+* `matching`: which webhooks a request calls (`generic/webhook.go` `ShouldCallHook`: namespace and object
+  selectors, rules with `matchPolicy`, then `matchConditions` in CEL), pure;
+* `review`: the AdmissionReview sent and the checks on the one received (`request/admissionreview.go`), and the
+  Status a denial or a failed call becomes (`errors/statuserror.go`, `util/webhook/error.go`), pure;
+* `client`: where a webhook is (`url`, or a `service` resolved to its ClusterIP, which is loopback on the sim),
+  TLS verified with `caBundle`, the POST with `timeoutSeconds`; only loopback addresses are ever dialled;
+* `dispatch`: the mutating pass (in order, JSON patches, reinvocation) and the validating pass (in parallel).
+
+Where it runs: `handlers` and `subresources` call `dispatch` between the MutatingAdmissionPolicies and the
+object's validation (mutating) and after the ValidatingAdmissionPolicies (validating), which is
+kube-apiserver's plugin order (`pkg/kubeapiserver/options/plugins.go`). Without any webhook configuration a
+write never awaits, so it stays one synchronous step on the event loop.
+"""
