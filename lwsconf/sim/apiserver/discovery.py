@@ -46,6 +46,9 @@ _SUBRESOURCES: dict[str, _Sub] = {
     "eviction": _Sub(("create",), kind="Eviction", group="policy", version="v1"),
     "proxy": _Sub(_PROXY_VERBS),
     "finalize": _Sub(("update",)),
+    "exec": _Sub(("create", "get"), kind="PodExecOptions"),
+    "attach": _Sub(("create", "get"), kind="PodAttachOptions"),
+    "portforward": _Sub(("create", "get"), kind="PodPortForwardOptions"),
 }
 _UNKNOWN_SUB = _Sub(("get",))
 

@@ -1,7 +1,8 @@
 """Forwarding to workloads: `pods/log`, and the `pods|services|nodes/{name}:{port}/proxy/...` subresources.
 
-kube-apiserver reaches pod logs through the kubelet (`/containerLogs/...` on the node's
-InternalIP and `daemonEndpoints.kubeletEndpoint.Port`) and proxies HTTP to pod IPs directly, or to
+kube-apiserver reaches pod logs through the kubelet (`/containerLogs/...` over HTTPS on the node's
+InternalIP and `daemonEndpoints.kubeletEndpoint.Port`, the kubelet's self-signed certificate not
+verified, as without --kubelet-certificate-authority) and proxies HTTP to pod IPs directly, or to
 a ready endpoint of a Service. The simulator does the same over HTTP, which is how conformance
 tests send real traffic to workloads on every backend. Every address the simulator allocates is in
 127.0.0.0/8, and this module refuses any other destination (DEVELOPERS.md, rule 2).
@@ -43,7 +44,7 @@ def _split_name_port(name: str) -> tuple[str, str]:
     return parts[0], (parts[1] if len(parts) > 1 else "")
 
 
-def _node_address(ctx: ServerContext, node_name: str) -> tuple[str, int]:
+def node_address(ctx: ServerContext, node_name: str) -> tuple[str, int]:
     node = ctx.db.get(("", "nodes"), "", node_name)
     if node is None:
         raise errors.StatusError(503, "ServiceUnavailable", f'node "{node_name}" not found')
@@ -62,7 +63,8 @@ async def _relay(request: web.Request, url: str) -> web.StreamResponse:
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as session, session.request(
-                request.method, url, headers=headers, data=body or None, allow_redirects=False) as upstream:
+                request.method, url, headers=headers, data=body or None, allow_redirects=False,
+                ssl=False) as upstream:
             response = web.StreamResponse(status=upstream.status, headers={
                 k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS})
             await response.prepare(request)
@@ -85,9 +87,9 @@ async def pod_log(ctx: ServerContext, request: web.Request, target: routing.Targ
     node = (pod.get("spec") or {}).get("nodeName")
     if not node:
         raise errors.bad_request(f"pod {target.name} does not have a host assigned")
-    ip, port = _node_address(ctx, node)
+    ip, port = node_address(ctx, node)
     query = request.query_string
-    url = f"http://{ip}:{port}/containerLogs/{target.namespace}/{target.name}/{container}"
+    url = f"https://{ip}:{port}/containerLogs/{target.namespace}/{target.name}/{container}"
     return await _relay(request, url + (f"?{query}" if query else ""))
 
 
@@ -95,15 +97,17 @@ async def forward(ctx: ServerContext, request: web.Request, target: routing.Targ
     assert target.name is not None
     name, port = _split_name_port(target.name)
     plural = target.info.plural
+    scheme = "http"
     if plural == "pods":
         ip, port_num = _pod_address(ctx, target.namespace or "", name, port)
     elif plural == "services":
         ip, port_num = _service_endpoint(ctx, target.namespace or "", name, port)
     else:
-        ip, kubelet_port = _node_address(ctx, name)
+        ip, kubelet_port = node_address(ctx, name)
         port_num = int(port) if port.isdigit() else kubelet_port
+        scheme = "https" if port_num == kubelet_port else "http"  # the kubelet port is HTTPS only
     query = request.query_string
-    url = f"http://{ip}:{port_num}/{target.subpath}" + (f"?{query}" if query else "")
+    url = f"{scheme}://{ip}:{port_num}/{target.subpath}" + (f"?{query}" if query else "")
     return await _relay(request, url)
 
 

@@ -1,4 +1,5 @@
-"""Subresources: status, scale, pods/binding, pods/eviction, namespaces/finalize, pods/log, proxy.
+"""Subresources: status, scale, pods/binding, pods/eviction, namespaces/finalize, pods/log, proxy,
+pods/exec, pods/attach and pods/portforward (WebSockets relayed to the kubelet: `streams`).
 
 `status` reuses the main update path with status isolation (see `storage.prepare_update`).
 `scale` presents an `autoscaling/v1` Scale view of any scalable object and writes the replicas back
@@ -25,6 +26,7 @@ from lwsconf.sim.apiserver import (
     routing,
     selectors,
     storage,
+    streams,
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 
@@ -53,6 +55,8 @@ async def dispatch(ctx: ServerContext, request: web.Request, target: routing.Tar
         return await proxy.pod_log(ctx, request, target)
     elif sub == "proxy":
         return await proxy.forward(ctx, request, target)
+    elif sub in streams.KINDS and method in ("GET", "POST"):
+        return await streams.pod_stream(ctx, request, target, sub)
     raise errors.method_not_allowed(method, f"{target.info.plural}/{sub}")
 
 

@@ -1,5 +1,8 @@
 """The agent's side of the log server: which file holds a container's log, and the kubelet's errors.
 
+`start` serves the kubelet port over HTTPS with the log endpoint and the streaming endpoints
+(`streamserver`, answered by `agentstreams`).
+
 `resolve` answers the log server for (namespace, pod, container, previous) from the agent's pod
 workers: the current instance's file (still growing while the container runs) or, with
 `previous=true`, the file of the instance before the last restart.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lwsconf.sim.nodes import logserver
+from lwsconf.sim.nodes import agentstreams, kubelettls, logserver, streamserver
 
 if TYPE_CHECKING:
     from lwsconf.sim.nodes import agent as agent_mod
@@ -26,7 +29,9 @@ class AgentLogs:
         return self.server.port if self.server is not None else 0
 
     async def start(self, host: str) -> None:
-        self.server = logserver.LogServer(host, self.resolve)
+        streams = streamserver.StreamServer(agentstreams.AgentStreams(self._agent))
+        self.server = logserver.LogServer(host, self.resolve, routes=streams.add_routes,
+                                          ssl_context=kubelettls.server_context())
         await self.server.start()
 
     async def stop(self) -> None:

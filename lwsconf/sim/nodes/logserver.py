@@ -1,5 +1,8 @@
 """The kubelet's log endpoint: `GET /containerLogs/{namespace}/{pod}/{container}` on the node IP.
 
+The same server carries the kubelet's streaming endpoints (exec, attach, port-forward: `streamserver`)
+and, for the node agents, serves HTTPS (`kubelettls`).
+
 The API server forwards `pods/NAME/log` here (to the node's InternalIP and
 daemonEndpoints.kubeletEndpoint.Port), so `kubectl logs` and `read_namespaced_pod_log` work as on a
 real cluster. Query parameters as the kubelet honours them: `follow`, `previous`, `timestamps`,
@@ -17,6 +20,7 @@ import asyncio
 import datetime
 import json
 import re
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,12 +132,20 @@ class _Options:
 
 
 class LogServer:
-    """aiohttp server on one node IP, port 0 unless given; `port` is known after `start()`."""
+    """aiohttp server on one node IP, port 0 unless given; `port` is known after `start()`.
 
-    def __init__(self, host: str, resolve: Resolver, *, port: int = 0) -> None:
+    The node agent's kubelet port: `routes` adds the streaming endpoints (`streamserver`) to the
+    same application, and `ssl_context` makes it HTTPS as a kubelet's port is (`kubelettls`).
+    """
+
+    def __init__(self, host: str, resolve: Resolver, *, port: int = 0,
+                 routes: Callable[[web.Application], None] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
         self._resolve = resolve
         self._want_port = port
+        self._routes = routes
+        self._ssl = ssl_context
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task[object]] = set()
@@ -142,9 +154,11 @@ class LogServer:
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/healthz", _ok)
+        if self._routes is not None:
+            self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self._want_port)
+        site = web.TCPSite(self._runner, self.host, self._want_port, ssl_context=self._ssl)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []

@@ -40,6 +40,13 @@ def node_object(spec: layout.NodeSpec, *, pod_cidr: str) -> Obj:
             "spec": node_spec}
 
 
+DECLARED_FEATURES = ("ExtendWebSocketsToKubelet",)
+"""What the node agent declares (status.declaredFeatures, sorted as validation requires): its kubelet
+port serves exec/attach over WebSocket and port-forward over the WebSocket SPDY tunnel, so
+kube-apiserver 1.36+ proxies kubectl's WebSocket to it instead of translating to SPDY
+(pkg/registry/core/pod/rest/subresources.go, `checkNodeSupportsWebsockets`)."""
+
+
 def capacity(spec: layout.NodeSpec, device_counts: Mapping[str, int]) -> dict[str, str]:
     """The layout's capacity, with each device-plugin resource replaced by its healthy device count."""
     out = dict(spec.capacity)
@@ -69,6 +76,7 @@ def node_status(spec: layout.NodeSpec, *, host_ip: str, kubelet_port: int, caps:
     return {"capacity": dict(caps), "allocatable": dict(allocatable), "conditions": conditions,
             "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": spec.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
+            "declaredFeatures": list(DECLARED_FEATURES),
             "nodeInfo": node_info(spec.name, boot_id)}
 
 

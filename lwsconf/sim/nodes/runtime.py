@@ -278,21 +278,7 @@ class Process:
         Raises:
             UnsupportedCommand: not a Python interpreter or one of `EXEC_COMMANDS`.
         """
-        if not argv or not (launcher.is_python(argv[0]) or os.path.basename(argv[0]) in EXEC_COMMANDS):
-            raise UnsupportedCommand(f"the sim does not run {list(argv)[:1]} on the host")
-        command = [sys.executable if launcher.is_python(argv[0]) else argv[0], *argv[1:]]
-        cwd: str | None = None
-        if self.mode == MODE_NAMESPACES:
-            if shutil.which("nsenter") is None:
-                raise UnsupportedCommand("no nsenter binary to enter the container's namespaces")
-            command = ["nsenter", "--target", str(self._init_pid()), "--mount", "--uts", "--pid", "--root",
-                       "--wd", "--", *command]
-        else:
-            mounts = dict(self.launch.mounts)
-            if self.launch.hosts_path is not None:
-                mounts["/etc/hosts"] = self.launch.hosts_path
-            command = [translate(a, mounts) for a in command]
-            cwd = translate(self.launch.working_dir, mounts) if self.launch.working_dir else None
+        command, cwd = self.exec_command(argv)
         proc = await asyncio.create_subprocess_exec(*command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                     stderr=subprocess.STDOUT, env=self._env, cwd=cwd,
                                                     start_new_session=True)
@@ -308,6 +294,33 @@ class Process:
                 os.killpg(proc.pid, signal.SIGKILL)
             raise
         return exit_code(proc.returncode or 0), output[:10240].decode(errors="replace")
+
+    def exec_command(self, argv: Sequence[str]) -> tuple[list[str], str | None]:
+        """The host command line (and working directory) that runs `argv` in the container's view.
+
+        Raises:
+            UnsupportedCommand: not a Python interpreter or one of `EXEC_COMMANDS`, or no way in.
+        """
+        if not argv or not (launcher.is_python(argv[0]) or os.path.basename(argv[0]) in EXEC_COMMANDS):
+            allowed = ", ".join(("python", *EXEC_COMMANDS))
+            raise UnsupportedCommand(f"the sim does not run {list(argv)[:1]} on the host: it runs only "
+                                     f"{allowed} in a container")
+        command = [sys.executable if launcher.is_python(argv[0]) else argv[0], *argv[1:]]
+        if self.mode == MODE_NAMESPACES:
+            if shutil.which("nsenter") is None:
+                raise UnsupportedCommand("no nsenter binary to enter the container's namespaces")
+            return ["nsenter", "--target", str(self._init_pid()), "--mount", "--uts", "--pid", "--root",
+                    "--wd", "--", *command], None
+        mounts = dict(self.launch.mounts)
+        if self.launch.hosts_path is not None:
+            mounts["/etc/hosts"] = self.launch.hosts_path
+        cwd = translate(self.launch.working_dir, mounts) if self.launch.working_dir else None
+        return [translate(a, mounts) for a in command], cwd
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The container's process environment (what an exec'd command gets too)."""
+        return dict(self._env)
 
     def _init_pid(self) -> int:
         """The container's PID 1 (the launcher's inner stage, unshare's only child)."""
