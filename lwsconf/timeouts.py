@@ -55,18 +55,6 @@ class Timeouts:
     """GPU smoke: a vLLM server loads its model and answers (GPU clusters only)."""
 
 
-BACKEND_DEFAULTS: dict[str, Timeouts] = {
-    "sim": Timeouts(),
-    "kind": Timeouts(create=30, delete=120, pods_running=180, lws_available=300, group_recreated=300,
-                     rollout_complete=600, scale_complete=300, service_endpoints=120, namespace_deleted=300,
-                     max_time_to_consistency=60, request_timeout=15, poll_interval=0.5, stays_true=5,
-                     controller_restart=300),
-    "kubeconfig": Timeouts(create=60, delete=300, pods_running=600, lws_available=900, group_recreated=900,
-                           rollout_complete=1800, scale_complete=900, service_endpoints=300,
-                           namespace_deleted=600, max_time_to_consistency=120, request_timeout=30,
-                           poll_interval=1.0, stays_true=10, controller_restart=600),
-}
-
 FIELDS = {f.name for f in dataclasses.fields(Timeouts)}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
@@ -98,9 +86,10 @@ def _apply(base: Timeouts, values: dict[str, Any], where: str) -> Timeouts:
     return dataclasses.replace(base, **changes)
 
 
-def load(backend: str, *, config_file: Path | None = None, overrides: str | None = None) -> Timeouts:
-    """The backend's defaults, then the YAML file, then the `Name:seconds;...` overrides."""
-    result = BACKEND_DEFAULTS.get(backend, Timeouts())
+def load(defaults: Timeouts, *, config_file: Path | None = None, overrides: str | None = None) -> Timeouts:
+    """The backend's defaults (`ClusterBackend.default_timeouts`), then the YAML file, then the
+    `Name:seconds;...` overrides."""
+    result = defaults
     if config_file is not None:
         data = yaml.safe_load(Path(config_file).read_text()) or {}
         if not isinstance(data, dict):
