@@ -239,3 +239,7 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
 }
 BUILTIN_COLUMNS[("admissionregistration.k8s.io", "mutatingadmissionpolicybindings")] = BUILTIN_COLUMNS[
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")]
+# printMutatingWebhook / printValidatingWebhook: the number of webhooks in the configuration.
+for _plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+    BUILTIN_COLUMNS[("admissionregistration.k8s.io", _plural)] = [
+        Column("Webhooks", "integer", lambda o, _: len(value_at(o, "webhooks") or [])), AGE]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -520,3 +521,32 @@ def test_a_write_landing_while_webhooks_are_called_is_not_lost(sim_api: SimAPI, 
     assert reply.status_code == 200, describe(reply)
     assert sim_api.request("GET", f"{CMS}/c22").json()["data"] == {"a": "1", "b": "2", "c": "3"}
     assert len(server.reviews) == 3, "first attempt, the nested write, the retried attempt"
+
+
+# ---- kubectl's view, and upstream LWS's own configurations ----
+
+
+def test_kubectl_table_shows_the_number_of_webhooks(sim_api: SimAPI) -> None:
+    """`printMutatingWebhook`: Name, Webhooks, Age."""
+    install(sim_api, MWC, "two", hook("a.example.com", {"url": "https://127.0.0.1:1/a"}),
+            hook("b.example.com", {"url": "https://127.0.0.1:1/b"}))
+    table = sim_api.request("GET", MWC, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Webhooks", "Age"], table
+    assert table["rows"][0]["cells"][:2] == ["two", 2], table
+
+
+MODULE_CACHE = Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
+UPSTREAM_MANIFESTS = sorted((MODULE_CACHE / "sigs.k8s.io").glob("lws@v*/config/webhook/manifests.yaml"))
+
+
+@pytest.mark.skipif(not UPSTREAM_MANIFESTS, reason="no sigs.k8s.io/lws module in the Go module cache "
+                                                   "(`go mod download sigs.k8s.io/lws@v0.9.0` puts one there)")
+def test_upstream_lws_webhook_configurations_are_accepted_and_defaulted(sim_api: SimAPI) -> None:
+    """What helper UPSTREAM installs: upstream's own config/webhook/manifests.yaml (service references)."""
+    import yaml
+    for doc in yaml.safe_load_all(UPSTREAM_MANIFESTS[-1].read_text()):
+        collection = MWC if doc["kind"] == "MutatingWebhookConfiguration" else VWC
+        reply = sim_api.request("POST", collection, json=doc)
+        assert reply.status_code == 201, describe(reply)
+        stored = reply.json()["webhooks"]
+        assert all(h["clientConfig"]["service"]["port"] == 443 and h["timeoutSeconds"] == 10 for h in stored)
