@@ -5,8 +5,8 @@ pods/exec, pods/attach and pods/portforward (WebSockets relayed to the kubelet: 
 `scale` presents an `autoscaling/v1` Scale view of any scalable object and writes the replicas back
 through the normal update path, so admission (schema bounds, CEL) still runs.
 `log` and `proxy` forward to the node agent or pod address, as kube-apiserver does; see `proxy`.
-ValidatingAdmissionPolicies see `scale` writes as UPDATEs of an autoscaling/v1 Scale, `binding` and
-`eviction` as CREATEs of their Binding and Eviction (a rule must name `R/scale`, `pods/binding`...).
+ValidatingAdmissionPolicies and validating webhooks see `scale` writes as UPDATEs of an autoscaling/v1 Scale,
+`binding` and `eviction` as CREATEs of their Binding and Eviction (a rule must name `R/scale`, `pods/binding`...).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from lwsconf.sim.apiserver import (
     streams,
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
+from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
 
 
 async def dispatch(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
@@ -113,8 +114,10 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
     ctx.admission.admit(target.info, merged, old)
     dry = context.dry_run(request)
     new_scale = {**current, "spec": {**current["spec"], "replicas": replicas}}
-    warnings = handlers.policy_warnings(ctx, target, "UPDATE", new_scale, current, dry_run=dry,
-                                        kind=("autoscaling", "v1", "Scale"))
+    scale_kind = ("autoscaling", "v1", "Scale")
+    warnings = handlers.policy_warnings(ctx, target, "UPDATE", new_scale, current, dry_run=dry, kind=scale_kind)
+    warnings += await webhook_steps.validate(ctx, target, "UPDATE", new_scale, current, dry_run=dry, kind=scale_kind)
+    webhook_steps.still_current(ctx, target.info, old)
     ctx.storage.commit_update(target.info, merged, old, dry_run=dry)
     headers = {"Warning": ", ".join(f"299 - {handlers.warning_text(w)}" for w in warnings)} if warnings else None
     return json_response(_scale_of(ctx, main), headers=headers)
@@ -141,8 +144,11 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     sent_uid = (binding.get("metadata") or {}).get("uid")
     if sent_uid and sent_uid != old["metadata"]["uid"]:
         raise errors.conflict("pods", "", target.name, "Precondition failed: UID in precondition does not match")
-    handlers.policy_warnings(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request),
-                             kind=("", "v1", "Binding"))
+    binding_kind = ("", "v1", "Binding")
+    handlers.policy_warnings(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request), kind=binding_kind)
+    await webhook_steps.validate(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request),
+                                 kind=binding_kind)
+    webhook_steps.still_current(ctx, target.info, old)
     new = objects.deep_copy(old)
     new["spec"]["nodeName"] = node
     # As BindingREST does: the bound pod reports PodScheduled=True.
@@ -160,8 +166,9 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
     assert target.name is not None
     eviction = await context.read_object(request)
     opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
-    handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run,
-                             kind=("policy", "v1", "Eviction"))
+    eviction_kind = ("policy", "v1", "Eviction")
+    handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run, kind=eviction_kind)
+    await webhook_steps.validate(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run, kind=eviction_kind)
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     hooks.after_write(ctx, target.info, result)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

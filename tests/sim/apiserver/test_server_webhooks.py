@@ -550,3 +550,29 @@ def test_upstream_lws_webhook_configurations_are_accepted_and_defaulted(sim_api:
         assert reply.status_code == 201, describe(reply)
         stored = reply.json()["webhooks"]
         assert all(h["clientConfig"]["service"]["port"] == 443 and h["timeoutSeconds"] == 10 for h in stored)
+
+
+def test_scale_and_binding_subresources_reach_validating_webhooks_with_their_own_kinds(
+        sim_api: SimAPI, server: WebhookServer) -> None:
+    rules = [rule("deployments/scale", groups=("apps",), operations=("UPDATE",)),
+             rule("pods/binding", operations=("CREATE",))]
+    install(sim_api, VWC, "subs", hook("subs.example.com", url_config(server), rules=rules))
+    labels = {"app": "d"}
+    pod_spec = {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                           "template": {"metadata": {"labels": labels}, "spec": pod_spec}}}
+    assert sim_api.request("POST", "/apis/apps/v1/namespaces/default/deployments", json=deployment).status_code == 201
+    reply = sim_api.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale",
+                            data=json.dumps({"spec": {"replicas": 3}}),
+                            headers={"Content-Type": "application/merge-patch+json"})
+    assert reply.status_code == 200, describe(reply)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod_spec}
+    assert sim_api.request("POST", "/api/v1/namespaces/default/pods", json=pod).status_code == 201
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n"}}
+    reply = sim_api.request("POST", "/api/v1/namespaces/default/pods/p/binding", json=binding)
+    assert reply.status_code == 201, describe(reply)
+    seen = [(r["request"]["kind"]["kind"], r["request"]["subResource"], r["request"]["operation"])
+            for _, r in server.reviews]
+    assert seen == [("Scale", "scale", "UPDATE"), ("Binding", "binding", "CREATE")], seen
+    assert server.reviews[0][1]["request"]["object"]["spec"]["replicas"] == 3

@@ -1,7 +1,9 @@
 """The two webhook steps of a write, as the handlers call them (between the shared admission stages).
 
 `mutate` runs after `Admission.prepare` (decoding, defaults, MutatingAdmissionPolicies) and before
-`Admission.validate`; `validate` after the ValidatingAdmissionPolicies, just before storage. Both return at
+`Admission.validate`; `validate` after the ValidatingAdmissionPolicies, just before storage. The `scale`,
+`binding` and `eviction` subresources call only `validate` (with their own Scale, Binding or Eviction object):
+like the MutatingAdmissionPolicies, mutating webhooks are not called for them in the sim. Both return at
 once, without awaiting, when no webhook configuration exists, so a write without webhooks stays one
 synchronous step. `still_current` is the check an update makes after awaiting webhooks: kube-apiserver runs
 admission inside its optimistic-concurrency loop (`GuaranteedUpdate`), so an update never commits over a
@@ -22,11 +24,11 @@ class Stale(errors.StatusError):
 
 
 def _request(target: routing.Target, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
-             dry_run: bool) -> PolicyRequest:
+             dry_run: bool, kind: tuple[str, str, str] | None = None) -> PolicyRequest:
     meta = (obj or old or {}).get("metadata") or {}
     return admission_policies.request_for(target.info, operation, namespace=target.namespace,
                                           name=target.name or meta.get("name") or "", obj=obj, old=old,
-                                          subresource=target.subresource, dry_run=dry_run)
+                                          subresource=target.subresource, dry_run=dry_run, kind=kind)
 
 
 async def mutate(ctx: ServerContext, target: routing.Target, operation: str, obj: dict[str, Any] | None,
@@ -48,12 +50,16 @@ async def mutate(ctx: ServerContext, target: routing.Target, operation: str, obj
 
 
 async def validate(ctx: ServerContext, target: routing.Target, operation: str, obj: dict[str, Any] | None,
-                   old: dict[str, Any] | None, *, dry_run: bool) -> list[str]:
-    """The validating webhooks; warnings back, StatusError on denial."""
+                   old: dict[str, Any] | None, *, dry_run: bool, kind: tuple[str, str, str] | None = None) -> list[str]:
+    """The validating webhooks; warnings back, StatusError on denial.
+
+    `kind`: (group, version, kind) of a subresource's own object (autoscaling/v1 Scale, v1 Binding, policy/v1
+    Eviction), which is what such a webhook is sent.
+    """
     if not ctx.webhooks.configured(ctx.db):
         return []
     return await ctx.webhooks.validate(ctx.db, ctx.registry, target.info,
-                                       _request(target, operation, obj, old, dry_run))
+                                       _request(target, operation, obj, old, dry_run, kind))
 
 
 def still_current(ctx: ServerContext, info: resources.ResourceInfo, old: dict[str, Any]) -> None:
