@@ -8,7 +8,8 @@
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
-    lwsconf local up | down                         a real etcd + kube-apiserver on loopback (work in progress)
+    lwsconf fidelity [--out docs/sim-fidelity.md]   the sim API server measured against the real kube-apiserver
+    lwsconf local up | down                         the real control plane with simulated nodes on loopback
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
@@ -67,7 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
                    "(see lwsconf controlplane -h)", add_help=False)
-    sub.add_parser("local", help="a real etcd + kube-apiserver on loopback (see lwsconf local -h)", add_help=False)
+    sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
+                   "kube-apiserver (see lwsconf fidelity -h)", add_help=False)
+    sub.add_parser("local", help="the real control plane with simulated nodes on loopback (see lwsconf local -h)", add_help=False)
     sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
                    add_help=False)
     report_cli.add_parser(sub)
@@ -202,8 +205,12 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.upstream import cli as upstream_cli
 
         return upstream_cli.main(argv[1:])
+    if argv[:1] == ["fidelity"]:  # its own parser
+        from lwsconf.fidelity import cli as fidelity_cli
+
+        return fidelity_cli.main(argv[1:])
     if argv[:1] == ["local"]:  # its own parser
-        from lwsconf.controlplane import local_cli
+        from lwsconf.localcluster import cli as local_cli
 
         return local_cli.main(argv[1:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image

@@ -1,0 +1,85 @@
+"""`lwsconf fidelity [--out docs/sim-fidelity.md] [--kubernetes-version V] [--topic T ...]`.
+
+Runs the corpus against the sim and the real kube-apiserver, prints one line per difference, writes
+the page when `--out` is given, and ends with `fidelity: N interactions, M identical (P%)`. Exit
+status 0 when it ran (the figure is the result, not a verdict), 2 with one line for what a user can
+fix (nothing built, unknown version or topic, unwritable page), 1 when a server failed to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from lwsconf.controlplane import versions
+from lwsconf.fidelity import accepted, compare, corpus, page, run, servers
+from lwsconf.fidelity.compare import Result
+from lwsconf.fidelity.model import Scenario, StepRecord
+from lwsconf.waits.core import WaitTimeout
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lwsconf fidelity",
+                                     description="the differential corpus: sim API server vs real kube-apiserver")
+    parser.add_argument("--out", type=Path, default=None, help="write the page here (e.g. docs/sim-fidelity.md)")
+    parser.add_argument("--kubernetes-version", default=None,
+                        help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
+    parser.add_argument("--topic", action="append", default=None,
+                        help=f"run only this topic (repeatable): {', '.join(corpus.topics())}")
+    return parser
+
+
+def run_both(release: versions.Release, scenarios: Sequence[Scenario]) -> list[Result]:
+    """Run `scenarios` on both servers (API-only ones on bare servers, controller ones with
+    controllers) and compare."""
+    sim_records: dict[str, list[StepRecord]] = {}
+    real_records: dict[str, list[StepRecord]] = {}
+    for with_controllers in (False, True):
+        chosen = [s for s in scenarios if s.controllers == with_controllers]
+        if not chosen:
+            continue
+        with servers.sim(with_controllers) as endpoint:
+            sim_records.update(run.run_corpus(endpoint, chosen))
+        with servers.real(release, with_controllers) as endpoint:
+            real_records.update(run.run_corpus(endpoint, chosen))
+    return compare.compare(scenarios, sim_records, real_records, accepted.ACCEPTED)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        release = servers.release_or_not_built(args.kubernetes_version)
+        scenarios = corpus.select(args.topic)
+    except (versions.UnknownVersion, servers.NotBuilt, ValueError) as exc:
+        print(f"lwsconf fidelity: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        results = run_both(release, scenarios)
+    except (WaitTimeout, servers.NotBuilt, OSError) as exc:
+        print(f"lwsconf fidelity: a server did not start: {exc}", file=sys.stderr)
+        return 1
+    seconds = time.monotonic() - started
+    for r in results:
+        if not r.identical:
+            print(f"{'accepted' if r.accepted else 'DIFFERENT'}: {r.id}: {r.lines[0]}")
+    if args.out is not None:
+        existing = args.out.read_text() if args.out.exists() else None
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        try:
+            args.out.write_text(page.render(results, kubernetes=release.kubernetes, seconds=seconds, when=when,
+                                            existing=existing))
+        except OSError as exc:
+            print(f"lwsconf fidelity: cannot write {args.out}: {exc.strerror}; pass a writable --out", file=sys.stderr)
+            return 2
+        print(f"page written to {args.out} ({seconds:.0f} s)")
+    print(compare.totals(results).line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Where two normalised answers differ: a list of `path: sim value != real value` lines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_LINES = 20
+"""A page lists at most this many differing paths per interaction (the full answers follow them)."""
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def differences(sim: Any, real: Any, path: str = "") -> list[str]:
+    """Every leaf where `sim` and `real` differ; a key on one side only is `(absent)` on the other."""
+    if isinstance(sim, dict) and isinstance(real, dict):
+        out: list[str] = []
+        for key in sorted(set(sim) | set(real), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in sim:
+                out.append(f"{sub}: (absent) != {_short(real[key])}")
+            elif key not in real:
+                out.append(f"{sub}: {_short(sim[key])} != (absent)")
+            else:
+                out.extend(differences(sim[key], real[key], sub))
+        return out
+    if isinstance(sim, list) and isinstance(real, list) and len(sim) == len(real):
+        out = []
+        for i, (a, b) in enumerate(zip(sim, real, strict=True)):
+            out.extend(differences(a, b, f"{path}.{i}" if path else str(i)))
+        return out
+    if sim == real:
+        return []
+    return [f"{path or '(answer)'}: {_short(sim)} != {_short(real)}"]
+
+
+def summary(sim: Any, real: Any) -> list[str]:
+    """`differences`, cut to MAX_LINES with a count of the rest."""
+    lines = differences(sim, real)
+    if len(lines) > MAX_LINES:
+        return [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} more"]
+    return lines

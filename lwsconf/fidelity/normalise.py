@@ -1,0 +1,242 @@
+"""Normalisation: what of an answer is allowed to differ between two correct API servers.
+
+Each rule below is a named function with its reason. A rule only touches values the server
+generates (identifiers, times, counters, random suffixes, allocated addresses) or the cadence of
+things Kubernetes does not promise; it keeps their presence, so "the server set a uid" is still
+compared. Nothing here hides a difference in behaviour: codes, reasons, causes, field values a
+client chose or a default the server applied are compared as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lwsconf.fidelity.model import Answer, Step
+
+SERVER = "<server>"
+TIME = "<time>"
+
+View = dict[str, Any]
+Rule = Callable[[Any], Any]
+
+
+def _walk(value: Any, fn: Callable[[dict[str, Any]], None]) -> None:
+    """Call `fn` on every dict inside `value` (depth first, parents before children)."""
+    if isinstance(value, dict):
+        fn(value)
+        for child in value.values():
+            _walk(child, fn)
+    elif isinstance(value, list):
+        for child in value:
+            _walk(child, fn)
+
+
+def saved_values(value: Any, saved: Mapping[str, str]) -> Any:
+    """Rule `saved-values`: a value saved from an earlier answer (a uid, a resourceVersion) reads as
+    `${name}` wherever it reappears. Why: the script carries it from answer to request, so both
+    servers echo their own generated value; what is compared is that they echo the one saved. Whole
+    strings only, except values of 16 characters or more (uids), also replaced inside messages."""
+    if isinstance(value, str):
+        for name, saved_value in saved.items():
+            if value == saved_value:
+                return "${" + name + "}"
+        for name, saved_value in saved.items():
+            if len(saved_value) >= 16 and saved_value in value:
+                value = value.replace(saved_value, "${" + name + "}")
+        return value
+    if isinstance(value, list):
+        return [saved_values(v, saved) for v in value]
+    if isinstance(value, dict):
+        return {k: saved_values(v, saved) for k, v in value.items()}
+    return value
+
+
+def object_metadata(d: dict[str, Any]) -> None:
+    """Rule `server-metadata`: uid, resourceVersion, creationTimestamp and deletionTimestamp of an
+    object become placeholders. Why: a uid is random, a resourceVersion is the storage's counter
+    (etcd's revision vs the sim's), and times are the clock; their presence is kept."""
+    meta = d.get("metadata")
+    if not isinstance(meta, dict) or "kind" not in d and "apiVersion" not in d and "name" not in meta:
+        return
+    for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
+        if isinstance(meta.get(key), str) and not meta[key].startswith("${"):
+            meta[key] = SERVER
+
+
+def managed_fields_time(d: dict[str, Any]) -> None:
+    """Rule `managed-fields-time`: managedFields entries keep manager, operation, apiVersion,
+    subresource and fieldsV1; their `time` is the clock."""
+    fields = d.get("managedFields")
+    if isinstance(fields, list):
+        for entry in fields:
+            if isinstance(entry, dict) and "time" in entry:
+                entry["time"] = TIME
+
+
+_GENERATED = re.compile(r"^[a-z0-9]{5}$")
+
+
+def generated_name(d: dict[str, Any]) -> None:
+    """Rule `generated-name`: a name made from metadata.generateName keeps its prefix; the five
+    random characters after it become `*****`. Why: both servers pick them at random."""
+    meta = d.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("generateName"), str) and isinstance(meta.get("name"), str):
+        prefix, name = meta["generateName"], meta["name"]
+        if name.startswith(prefix) and _GENERATED.match(name[len(prefix):]):
+            meta["name"] = prefix + "*****"
+
+
+def cluster_ip(d: dict[str, Any]) -> None:
+    """Rule `cluster-ip`: an allocated Service ClusterIP becomes `<allocated>` ("None", a headless
+    Service, is kept). Why: each server allocates from its own range (the sim's is loopback)."""
+    if isinstance(d.get("clusterIP"), str) and d["clusterIP"] not in ("None", ""):
+        d["clusterIP"] = "<allocated>"
+    if isinstance(d.get("clusterIPs"), list):
+        d["clusterIPs"] = ["<allocated>" if ip != "None" else ip for ip in d["clusterIPs"]]
+
+
+def list_metadata(d: dict[str, Any]) -> None:
+    """Rule `list-metadata`: a list's resourceVersion and continue token are placeholders. Why: the
+    first is the storage counter, the second an opaque encoding of it; whether a token is given is
+    kept (pagination is compared through the items of each page)."""
+    if isinstance(d.get("items"), list) and isinstance(d.get("metadata"), dict):
+        meta = d["metadata"]
+        for key in ("resourceVersion", "continue"):
+            if isinstance(meta.get(key), str) and meta[key] and not meta[key].startswith("${"):
+                meta[key] = SERVER
+
+
+_TIME_KEYS = ("lastTransitionTime", "lastUpdateTime", "lastProbeTime", "lastHeartbeatTime")
+
+
+def condition_times(d: dict[str, Any]) -> None:
+    """Rule `condition-times`: a condition's lastTransitionTime (and update/probe/heartbeat times)
+    is the clock of whoever set it; the condition's type, status, reason and message are kept."""
+    for key in _TIME_KEYS:
+        if isinstance(d.get(key), str) and "type" in d:
+            d[key] = TIME
+
+
+_MESSAGE_NUMBERS = (
+    (re.compile(r"too old resource version: \d+ \(\d+\)"), "too old resource version: N (N)"),
+    (re.compile(r"Too large resource version: \d+, current: \d+"), "Too large resource version: N, current: N"),
+    (re.compile(r"(resourceVersion|resource version)( in precondition)?: \d+"), r"\1\2: N"),
+    (re.compile(r"(continue|Continue) parameter is too old.*"), r"\1 parameter is too old"),
+)
+
+
+def message_numbers(value: Any) -> Any:
+    """Rule `message-numbers`: in a message, the resourceVersions Kubernetes embeds ("too old resource
+    version: 5 (812)") become N. Why: they are the storage counters of each server; the rest of the
+    message is compared word for word."""
+    if isinstance(value, str):
+        for pattern, replacement in _MESSAGE_NUMBERS:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, list):
+        return [message_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: message_numbers(v) for k, v in value.items()}
+    return value
+
+
+OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
+    object_metadata, managed_fields_time, generated_name, cluster_ip, list_metadata, condition_times)
+
+
+def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:
+    """Every object rule on a copy of `body` (saved values first, so a saved uid reads `${name}`)."""
+    out = saved_values(body, saved)
+    def every_rule(d: dict[str, Any]) -> None:
+        for rule in OBJECT_RULES:
+            rule(d)
+
+    _walk(out, every_rule)
+    return message_numbers(out)
+
+
+def bookmarks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rule `bookmark-cadence`: consecutive periodic BOOKMARKs count as one. Why: kube-apiserver sends
+    them on its own schedule ("roughly every minute", and before a watch times out), so how many
+    arrive in a window is timing. The initial-events-end BOOKMARK (WatchList) is compared as is."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if event.get("type") == "BOOKMARK" and not _initial_end(event) and out and out[-1].get("type") == "BOOKMARK" \
+                and not _initial_end(out[-1]):
+            continue
+        out.append(event)
+    return out
+
+
+def _initial_end(event: dict[str, Any]) -> bool:
+    obj = event.get("object")
+    annotations = (obj.get("metadata") or {}).get("annotations") if isinstance(obj, dict) else None
+    return isinstance(annotations, dict) and annotations.get("k8s.io/initial-events-end") == "true"
+
+
+def event_names(events: list[dict[str, Any]]) -> list[str]:
+    """Rule `controller-events` (steps with events="names"): a controller scenario's watch is compared
+    as the sequence of `TYPE name` with MODIFIED and BOOKMARK left out. Why: how many status updates
+    a controller writes between two states, and when, is its implementation's cadence; which
+    objects appear and disappear, in which order, is its behaviour."""
+    out = []
+    for event in events:
+        if event.get("type") in ("MODIFIED", "BOOKMARK"):
+            continue
+        obj = event.get("object") or {}
+        out.append(f"{event.get('type')} {(obj.get('metadata') or {}).get('name', '?')}")
+    return out
+
+
+def drop(view: View, path: str) -> None:
+    """Remove a dotted path (list indexes as numbers; `*` for every list item) from `view`."""
+    parts = path.split(".")
+    _drop(view, parts)
+
+
+def _drop(node: Any, parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, list):
+        items = node if head == "*" else ([node[int(head)]] if head.isdigit() and int(head) < len(node) else [])
+        for item in items:
+            if rest:
+                _drop(item, rest)
+        return
+    if not isinstance(node, dict) or head not in node:
+        return
+    if rest:
+        _drop(node[head], rest)
+    else:
+        node[head] = "<varies>"
+
+
+def normalise(answer: Answer, step: Step, saved: Mapping[str, str]) -> View:
+    """The comparable view of one answer: code, normalised body or events, warnings; then the
+    step's own `vary` paths replaced on both sides."""
+    view: View = {"code": answer.code}
+    if answer.events is not None:
+        if step.events == "names":
+            view["events"] = event_names(answer.events)
+        else:
+            view["events"] = bookmarks([normalise_body(e, saved) for e in answer.events])
+    if answer.body is not None and (answer.events is None or answer.code != 200):
+        view["body"] = normalise_body(answer.body, saved)
+    if answer.warnings:
+        view["warnings"] = sorted(message_numbers(saved_values(answer.warnings, saved)))
+    for path in step.vary:
+        drop(view, path)
+    return view
+
+
+def lookup(value: Any, path: str) -> Any:
+    """The value at a dotted path (list indexes as numbers), or None."""
+    for part in path.split(".") if path else ():
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value

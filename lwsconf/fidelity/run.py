@@ -1,0 +1,119 @@
+"""Running a corpus against one API server, recording each step's request and answer.
+
+Scenarios run one after another, each in its own namespace, so an earlier scenario's objects never
+show up in a later one's lists. A step's `until` is awaited with a named timeout (default
+`UNTIL_TIMEOUT`, overridable by LWSCONF_FIDELITY_UNTIL); when it runs out, the last answer is
+recorded as is, so the page shows where the server stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from lwsconf.fidelity import normalise
+from lwsconf.fidelity.client import Endpoint
+from lwsconf.fidelity.model import JSON, Answer, Scenario, Step, StepRecord
+from lwsconf.waits.core import NotYet, WaitTimeout, wait_until
+
+UNTIL_TIMEOUT_ENV = "LWSCONF_FIDELITY_UNTIL"
+UNTIL_POLL = 0.25
+"""Seconds between two tries of a step with `until`."""
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def until_timeout(step_timeout: float) -> float:
+    """The step's own bound, or LWSCONF_FIDELITY_UNTIL seconds when set (a loaded machine)."""
+    raw = os.environ.get(UNTIL_TIMEOUT_ENV)
+    return float(raw) if raw else step_timeout
+
+
+def substitute(value: Any, variables: dict[str, str]) -> Any:
+    """`${name}` replaced in every string of `value` (an unknown name is left as written)."""
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [substitute(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, variables) for k, v in value.items()}
+    return value
+
+
+def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
+    """The HTTP request of a step: body encoded as JSON unless the step gives a string."""
+    body = substitute(step.body, variables)
+    data: bytes | None = None
+    if isinstance(body, str):
+        data = body.encode()
+    elif body is not None:
+        data = json.dumps(body).encode()
+    headers = dict(substitute(step.headers, variables))
+    if data is not None:
+        headers.setdefault("Content-Type", step.content_type)
+    headers.setdefault("Accept", JSON)
+    return {"method": step.method, "path": substitute(step.path, variables),
+            "query": substitute(step.query, variables), "headers": headers, "body": data}
+
+
+def _send(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> tuple[dict[str, Any], Answer]:
+    request = build_request(step, variables)
+    if step.until is None:
+        return request, endpoint.send(request, watch=step.watch)
+    until = step.until
+    last: list[Answer] = []
+
+    def reached() -> bool:
+        last[:] = [endpoint.send(request, watch=step.watch)]
+        got = normalise.lookup(normalise.normalise(last[0], step, variables), until.path)
+        if got != until.value:
+            raise NotYet(f"{until.path} is {got!r}, waiting for {until.value!r}")
+        return True
+
+    # On timeout the last answer is recorded as it stands: the other server's shows what was expected.
+    with contextlib.suppress(WaitTimeout):
+        wait_until(reached, what=f"{endpoint.name}: {step.name}", timeout=until_timeout(until.timeout),
+                   poll=UNTIL_POLL)
+    return request, last[0]
+
+
+def _save(step: Step, answer: Answer, variables: dict[str, str]) -> None:
+    for name, path in step.save.items():
+        value = normalise.lookup(answer.body, path)
+        if value is not None:
+            variables[name] = str(value)
+
+
+def setup_namespace(endpoint: Endpoint, namespace: str) -> Answer:
+    """Create the scenario's namespace and its `default` ServiceAccount (kube-apiserver's
+    ServiceAccount admission refuses pods until it exists; kube-controller-manager would create it)."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    answer = endpoint.send(build_request(Step("namespace", "POST", "/api/v1/namespaces", ns), {}))
+    if answer.code != 201:
+        return answer
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+    answer = endpoint.send(build_request(Step("sa", "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", sa), {}))
+    return Answer(201) if answer.code in (201, 409) else answer
+
+
+def run_scenario(endpoint: Endpoint, scenario: Scenario) -> list[StepRecord]:
+    """Every step of `scenario` in order; if its namespace cannot be made, every step records why."""
+    variables = {"ns": scenario.namespace}
+    ready = setup_namespace(endpoint, scenario.namespace)
+    if ready.code != 201:
+        failed = Answer(0, f"scenario setup failed: namespace {scenario.namespace}: {ready.code} {ready.body}")
+        return [StepRecord(step, build_request(step, variables), failed, variables) for step in scenario.steps]
+    records = []
+    for step in scenario.steps:
+        request, answer = _send(endpoint, step, variables)
+        _save(step, answer, variables)
+        records.append(StepRecord(step, request, answer, variables))
+    return records
+
+
+def run_corpus(endpoint: Endpoint, scenarios: Iterable[Scenario]) -> dict[str, list[StepRecord]]:
+    """Records by scenario name."""
+    return {scenario.name: run_scenario(endpoint, scenario) for scenario in scenarios}

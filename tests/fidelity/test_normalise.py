@@ -1,0 +1,118 @@
+"""The normaliser and the differ (pure): what each rule hides, and that it hides nothing else."""
+
+from __future__ import annotations
+
+from lwsconf.fidelity import diff, normalise
+from lwsconf.fidelity.model import Answer, Step
+
+
+def view(body: object, saved: dict[str, str] | None = None, step: Step | None = None, code: int = 200) -> dict:
+    return normalise.normalise(Answer(code, body), step or Step("s"), saved or {})
+
+
+def cm(**meta: object) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", **meta}, "data": {"k": "v"}}
+
+
+def test_server_metadata_keeps_presence_not_value() -> None:
+    a = view(cm(uid="1111", resourceVersion="5", creationTimestamp="2026-01-01T00:00:00Z"))
+    b = view(cm(uid="2222", resourceVersion="812", creationTimestamp="2026-12-02T10:00:00Z"))
+    assert a == b
+    assert diff.differences(a, view(cm(resourceVersion="5"))) == [
+        'body.metadata.creationTimestamp: "<server>" != (absent)', 'body.metadata.uid: "<server>" != (absent)']
+
+
+def test_real_values_are_compared() -> None:
+    other = cm(uid="1")
+    other["data"] = {"k": "w"}
+    assert diff.differences(view(cm(uid="1")), view(other)) == ['body.data.k: "v" != "w"']
+    assert diff.differences(view(cm(), code=200), view(cm(), code=201)) == ["code: 200 != 201"]
+
+
+def test_saved_values_read_as_their_names_even_inside_messages() -> None:
+    uid_a, uid_b = "6f1c0a2e-0000-4000-8000-000000000001", "0b7d9e11-0000-4000-8000-000000000002"
+    msg = "Precondition failed: UID in precondition: {}, UID in object meta: x"
+    a = view({"kind": "Status", "message": msg.format(uid_a)}, {"uid": uid_a})
+    b = view({"kind": "Status", "message": msg.format(uid_b)}, {"uid": uid_b})
+    assert a == b and "${uid}" in a["body"]["message"]
+
+
+def test_generated_name_suffix_and_cluster_ip() -> None:
+    a = {"metadata": {"name": "cfg-ab1c2", "generateName": "cfg-"}, "spec": {"clusterIP": "10.0.0.7",
+                                                                           "clusterIPs": ["10.0.0.7"]}}
+    b = {"metadata": {"name": "cfg-zz9x8", "generateName": "cfg-"}, "spec": {"clusterIP": "127.96.0.3",
+                                                                           "clusterIPs": ["127.96.0.3"]}}
+    assert view(a) == view(b)
+    headless = {"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}}
+    assert view(headless)["body"]["spec"]["clusterIP"] == "None"
+    not_generated = {"metadata": {"name": "cfg-toolong", "generateName": "cfg-"}}
+    assert view(not_generated)["body"]["metadata"]["name"] == "cfg-toolong"
+
+
+def test_managed_fields_lose_only_their_time() -> None:
+    entry = {"manager": "m", "operation": "Update", "time": "2026-01-01T00:00:00Z", "fieldsV1": {"f:data": {}}}
+    a = view(cm(managedFields=[entry]))
+    b = view(cm(managedFields=[{**entry, "time": "2027-01-01T00:00:00Z"}]))
+    assert a == b
+    c = view(cm(managedFields=[{**entry, "manager": "other"}]))
+    assert diff.differences(a, c) == ['body.metadata.managedFields.0.manager: "m" != "other"']
+
+
+def test_resource_versions_in_messages() -> None:
+    a = view({"kind": "Status", "message": "too old resource version: 1 (57)"})
+    b = view({"kind": "Status", "message": "too old resource version: 1 (9120)"})
+    assert a == b
+    assert view({"kind": "Status", "message": "not found"}) != view({"kind": "Status", "message": "gone"})
+
+
+def test_periodic_bookmarks_collapse_but_initial_events_end_is_kept() -> None:
+    mark = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}
+    end = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9",
+                                                       "annotations": {"k8s.io/initial-events-end": "true"}}}}
+    added = {"type": "ADDED", "object": cm()}
+    one = normalise.normalise(Answer(200, None, events=[added, mark, mark, mark]), Step("w"), {})
+    two = normalise.normalise(Answer(200, None, events=[added, mark]), Step("w"), {})
+    assert one == two
+    with_end = normalise.normalise(Answer(200, None, events=[added, end, mark]), Step("w"), {})
+    assert with_end != two and len(with_end["events"]) == 3
+    none = normalise.normalise(Answer(200, None, events=[added]), Step("w"), {})
+    assert none != two, "whether a bookmark came at all is still compared"
+
+
+def test_controller_events_compare_names_in_order_without_modified() -> None:
+    def ev(t: str, name: str) -> dict:
+        return {"type": t, "object": {"metadata": {"name": name}}}
+    step = Step("w", events="names")
+    a = normalise.normalise(Answer(200, events=[ev("ADDED", "web-0"), ev("MODIFIED", "web-0"), ev("ADDED", "web-1")]),
+                            step, {})
+    b = normalise.normalise(Answer(200, events=[ev("ADDED", "web-0"), ev("ADDED", "web-1"), ev("MODIFIED", "web-1")]),
+                            step, {})
+    assert a == b == {"code": 200, "events": ["ADDED web-0", "ADDED web-1"]}
+    c = normalise.normalise(Answer(200, events=[ev("ADDED", "web-1"), ev("ADDED", "web-0")]), step, {})
+    assert c != a, "order is behaviour"
+
+
+def test_vary_paths_are_dropped_on_both_sides_only_where_named() -> None:
+    step = Step("s", vary=("body.status",))
+    a = view({**cm(), "status": {"x": 1}}, step=step)
+    b = view({**cm(), "status": {"x": 2}}, step=step)
+    assert a == b and a["body"]["status"] == "<varies>"
+
+
+def test_list_metadata_and_warnings() -> None:
+    a = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "5", "continue": "abc"},
+                                         "items": []}, ["299 a"]), Step("l"), {})
+    b = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "77",
+                                                                               "continue": "zzz"}, "items": []},
+                                   ["299 a"]), Step("l"), {})
+    assert a == b
+    c = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "77"}, "items": []}),
+                            Step("l"), {})
+    assert diff.differences(a, c) == ['body.metadata.continue: "<server>" != (absent)', 'warnings: ["299 a"] != (absent)']
+
+
+def test_differ_summary_is_bounded() -> None:
+    a = {f"k{i}": i for i in range(50)}
+    lines = diff.summary(a, {})
+    assert len(lines) == diff.MAX_LINES + 1 and lines[-1] == "... and 30 more"
+    assert diff.differences([1, 2], [1, 2, 3]) == ["(answer): [1, 2] != [1, 2, 3]"]

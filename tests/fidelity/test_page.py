@@ -1,0 +1,44 @@
+"""The page: totals line, differences listed with request and both answers, the kept part survives."""
+
+from __future__ import annotations
+
+from lwsconf.fidelity import compare, page
+from lwsconf.fidelity.model import Answer, Scenario, Step, StepRecord
+
+
+def records(answers: list[Answer]) -> list[StepRecord]:
+    steps = [Step(f"s{i}") for i in range(len(answers))]
+    return [StepRecord(s, {"method": "GET", "path": "/x", "query": {}, "headers": {}, "body": None}, a, {})
+            for s, a in zip(steps, answers, strict=True)]
+
+
+def results(accepted: dict[str, str] | None = None) -> list[compare.Result]:
+    scenario = Scenario("topic", "sc", (Step("s0"), Step("s1"), Step("s2")))
+    sim = records([Answer(200, {"a": 1}), Answer(404, {"reason": "NotFound"}), Answer(200, {"b": 1})])
+    real = records([Answer(200, {"a": 1}), Answer(404, {"reason": "NotFound"}), Answer(200, {"b": 2})])
+    return compare.compare([scenario], {"sc": sim}, {"sc": real}, accepted or {})
+
+
+def test_totals_count_only_identical_answers() -> None:
+    t = compare.totals(results())
+    assert (t.interactions, t.identical, t.accepted, t.different) == (3, 2, 0, 1)
+    assert t.line() == "fidelity: 3 interactions, 2 identical (66.7%)"
+    accepted = compare.totals(results({"topic/sc/s2": "because"}))
+    assert (accepted.identical, accepted.accepted, accepted.different) == (2, 1, 0)
+
+
+def test_page_lists_each_difference_and_keeps_what_follows_the_marker() -> None:
+    existing = "old generated text\n" + page.MARKER + "\n\n## Findings from running on real Kubernetes\n- one\n"
+    text = page.render(results({"topic/sc/s2": "because"}), kubernetes="1.37.2", seconds=3, when="today",
+                       existing=existing)
+    assert "old generated text" not in text
+    assert text.endswith("## Findings from running on real Kubernetes\n- one\n")
+    assert "### `topic/sc/s2`" in text and '`body.b: 1 != 2`' in text and "**Accepted:** because" in text
+    assert "GET /x" in text and "| topic | 3 | 2 | 1 | 0 |" in text
+
+
+def test_a_page_without_marker_keeps_only_the_findings_section() -> None:
+    assert page.kept_part("# title\nstuff\n## Findings from running on real Kubernetes\nx\n") == \
+        "## Findings from running on real Kubernetes\nx\n"
+    assert page.kept_part("# title\nstuff\n") == ""
+    assert page.kept_part(None) == ""
