@@ -19,10 +19,12 @@ from lwsconf.fidelity.corpus import (
     subresources,
     versions,
     watch,
+    webhooks,
 )
 from lwsconf.fidelity.model import Scenario
 
-MODULES = (crud, crd, patches, apply, selectors, versions, watch, deletion, subresources, policies, requests)
+MODULES = (crud, crd, patches, apply, selectors, versions, watch, deletion, subresources, policies, requests,
+           webhooks)
 
 
 def all_scenarios() -> list[Scenario]:

@@ -139,9 +139,9 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _r("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings",
        "MutatingAdmissionPolicyBinding", namespaced=False, categories=("api-extensions",), tracks_generation=True),
     _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
-       namespaced=False, categories=("api-extensions",)),
+       namespaced=False, categories=("api-extensions",), tracks_generation=True),
     _r("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
-       namespaced=False, categories=("api-extensions",)),
+       namespaced=False, categories=("api-extensions",), tracks_generation=True),
 )
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
