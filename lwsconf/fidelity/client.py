@@ -8,6 +8,7 @@ kube-apiserver names the field manager of a write without `fieldManager` after i
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -59,17 +60,20 @@ class Endpoint:
         except requests.RequestException as exc:
             return Answer(0, f"no answer: {type(exc).__name__}: {exc}")
         with reply:
-            warnings = [_warning_text(w) for w in reply.raw.headers.getlist("Warning")] if reply.raw else []
+            warnings = [t for w in reply.raw.headers.getlist("Warning") for t in warning_texts(w)] if reply.raw else []
             if watch and reply.status_code == 200:
                 return Answer(200, None, warnings, _events(reply))
             return Answer(reply.status_code, _decode(reply.content), warnings)
 
 
-def _warning_text(header: str) -> str:
-    """The text of a `299 - "text"` Warning header."""
-    parts = header.split(" ", 2)
-    text = parts[2] if len(parts) == 3 else header
-    return text.strip().strip('"').replace('\\"', '"')
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def warning_texts(header: str) -> list[str]:
+    """The texts of a Warning header: `299 - "text"`, several of them comma-separated when a server
+    joins them into one header (RFC 9110 allows either form)."""
+    found = [json.loads(f'"{m.group(1)}"') for m in _WARNING.finditer(header)]
+    return found or [header]
 
 
 def _decode(content: bytes) -> Any:

@@ -161,7 +161,7 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
                                              include_object=request.query.get("includeObject", "Metadata")))
     head = json.dumps({"kind": info.list_kind_name, "apiVersion": info.api_version, "metadata": meta},
                       separators=(",", ":")).encode()
-    body = head[:-1] + b',"items":[' + b",".join(ctx.storage.encoded(info, k) for k in keys) + b"]}"
+    body = head[:-1] + b',"items":[' + b",".join(ctx.storage.encoded_list_item(info, k) for k in keys) + b"]}"
     return json_response(body)
 
 

@@ -109,6 +109,16 @@ class Storage:
         obj = conversion.from_storage(info, self.db.table(info.storage_key).objects[k])
         return json.dumps(obj, separators=(",", ":")).encode()
 
+    def encoded_list_item(self, info: resources.ResourceInfo, k: store.ObjKey) -> bytes:
+        """The JSON of one object as an item of a list: built-in kinds without apiVersion and kind,
+        as kube-apiserver's typed lists encode them (the list's own TypeMeta names the kind);
+        custom resources (unstructured in kube-apiserver) keep theirs."""
+        if info.is_custom:
+            return self.encoded(info, k)
+        obj = conversion.from_storage(info, self.db.table(info.storage_key).objects[k])
+        return json.dumps({key: value for key, value in obj.items() if key not in ("apiVersion", "kind")},
+                          separators=(",", ":")).encode()
+
     # --- helpers ----------------------------------------------------------------------------
 
     def check_namespace_open(self, namespace: str) -> None:
