@@ -1,0 +1,162 @@
+"""Upstream's manager as a child process of ours, out of cluster, on loopback only.
+
+`ManagerProcess(binary, kubeconfig).start()` makes a private folder holding a serving certificate for
+127.0.0.1 (our own CA, `lwsconf.controlplane.pki`; controller-runtime reads `tls.crt`/`tls.key` from the
+configured certDir), a kubeconfig (the one under test, its context made current) and upstream's
+configuration file (kind Configuration, config.lws.x-k8s.io/v1alpha1) with internal certificate
+management off, the webhook server, metrics and health probes on free 127.0.0.1 ports, leader election
+on (the Lease goes to `lws-system`, which upstream's utils.GetOperatorNamespace falls back to out of
+cluster). It then waits, with a named timeout, for /readyz; a manager that exits fails at once with its
+log tail. The process runs in its own session with PR_SET_PDEATHSIG (`controlplane.process`), so it
+dies with us however we die; `stop()` (SIGTERM, then SIGKILL) and the exit hook remove the folder.
+`restart()` is the LWSControllerRestart tests' stop-and-start.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from lwsconf import shutdown
+from lwsconf.controlplane import pki
+from lwsconf.controlplane.local import free_port
+from lwsconf.controlplane.process import Component
+from lwsconf.waits.core import NotYet, Terminal, wait_until
+
+PROBE_TIMEOUT = 5.0
+LEASE_NAMESPACE = "lws-system"
+"""Where upstream's manager keeps its leader-election Lease when not in a pod (pkg/utils/utils.go)."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    webhook: int
+    metrics: int
+    health: int
+
+    @classmethod
+    def free(cls) -> Ports:
+        return cls(webhook=free_port(), metrics=free_port(), health=free_port())
+
+
+def configuration(ports: Ports, cert_dir: Path) -> dict[str, object]:
+    """Upstream's configuration file for an out-of-cluster manager on loopback."""
+    return {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
+            "leaderElection": {"leaderElect": True},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
+            "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"}}
+
+
+def own_kubeconfig(source: Path, context: str | None) -> str:
+    """The kubeconfig text with `context` made current (controller-runtime takes no context flag)."""
+    data = yaml.safe_load(source.read_text())
+    if context:
+        data["current-context"] = context
+    return str(yaml.safe_dump(data))
+
+
+class ManagerError(Exception):
+    """The manager did not start or became unready; the message carries its log tail."""
+
+
+class ManagerProcess:
+    """One upstream manager; `start()`, `restart()`, `stop()`; `ca` is what the webhooks are trusted by."""
+
+    def __init__(self, binary: Path, kubeconfig: Path, context: str | None = None, *,
+                 ready_timeout: float = 60.0) -> None:
+        self.binary, self.source_kubeconfig, self.context = binary, kubeconfig, context
+        self.ready_timeout = ready_timeout
+        self.folder = Path()
+        self.ports = Ports(0, 0, 0)
+        self.ca = b""
+        self.component: Component | None = None
+        self._hook = self._last_resort
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://127.0.0.1:{self.ports.webhook}"
+
+    def start(self) -> ManagerProcess:
+        shutdown.run_id()
+        self.folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("lws")))
+        shutdown.at_exit(self._hook)
+        try:
+            with shutdown.deferred("starting upstream's LWS manager"):
+                self._prepare()
+                self._launch()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _prepare(self) -> None:
+        certs = self.folder / "certs"
+        certs.mkdir(mode=0o700)
+        authority = pki.Authority(certs, name="lwsconf-lws-webhook-ca")
+        authority.issue("tls", "lws-webhook-service", server_ips=("127.0.0.1",), server_names=("localhost",))
+        self.ca = authority.pair.cert.read_bytes()
+        self.ports = Ports.free()
+        (self.folder / "kubeconfig").write_text(own_kubeconfig(self.source_kubeconfig, self.context))
+        (self.folder / "config.yaml").write_text(yaml.safe_dump(configuration(self.ports, certs)))
+
+    @property
+    def argv(self) -> list[str]:
+        return [str(self.binary), f"--config={self.folder / 'config.yaml'}",
+                f"--kubeconfig={self.folder / 'kubeconfig'}", "--zap-log-level=info", "--zap-devel=false"]
+
+    def _launch(self) -> None:
+        self.component = Component("lws-manager", self.argv, self.folder / "manager.log", cwd=self.folder)
+        wait_until(self._ready, what=f"upstream's LWS manager to answer /readyz on 127.0.0.1:{self.ports.health}",
+                   timeout=self.ready_timeout, poll=0.2, describe=self.describe)
+
+    def _ready(self) -> bool:
+        self.check_alive()
+        url = f"http://127.0.0.1:{self.ports.health}/readyz"
+        try:
+            with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT):  # noqa: S310 - our loopback URL
+                return True
+        except urllib.error.HTTPError as exc:
+            raise NotYet(f"{url} answered {exc.code}") from None
+        except OSError as exc:
+            raise NotYet(f"{url}: {exc}") from None
+
+    def check_alive(self) -> None:
+        """Terminal (for a wait) when the manager has exited, with its log tail."""
+        if self.component is not None and self.component.exited() is not None:
+            raise Terminal(self.describe())
+
+    def describe(self) -> str:
+        return self.component.describe() if self.component is not None else "upstream's LWS manager is not started"
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.component.tail(lines) if self.component is not None else ""
+
+    def restart(self) -> None:
+        """Stop the process and start a new one with the same configuration, certificate and ports."""
+        if self.component is not None:
+            self.component.stop()
+            previous = self.folder / "manager.log"
+            previous.rename(self.folder / "manager.previous.log")
+        self._launch()
+
+    def stop(self) -> None:
+        """Stop the manager (SIGTERM, then SIGKILL) and remove its folder (idempotent)."""
+        with shutdown.deferred("stopping upstream's LWS manager"):
+            if self.component is not None:
+                self.component.stop()
+            if self.folder != Path():
+                shutil.rmtree(self.folder, ignore_errors=True)
+            shutdown.remove_at_exit(self._hook)
+
+    def _last_resort(self) -> None:
+        if self.component is not None:
+            self.component.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,118 @@
+"""Upstream's manager against a cluster for the length of a block: build, install, start, wait, remove.
+
+`upstream_local(spec, kubeconfig, context, timeouts, out)` is what `--lws-impl=upstream-local:SPEC`
+runs: build the manager (`build.ensure`, skipped when up to date), read upstream's CRDs and webhook
+configurations from its module folder, install the CRDs, start the manager (`ManagerProcess`), point the
+webhook configurations at it and wait, under the LwsAvailable timeout, until a dry-run LeaderWorkerSet
+create is admitted. Every failure on the way is one `UpstreamError` whose message ends with the
+manager's log tail when the manager is involved; everything set up is removed again, in reverse order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from kubernetes import client, config
+
+from lwsconf.controlplane import build as gobuild
+from lwsconf.timeouts import Timeouts
+from lwsconf.upstream import build, install, manifests, source
+from lwsconf.upstream.manager import LEASE_NAMESPACE, ManagerProcess
+from lwsconf.waits import core
+
+PROBE_NAMESPACE = "default"
+
+
+class UpstreamError(Exception):
+    """--lws-impl=upstream-local could not be set up; the message says why and what to do."""
+
+
+@dataclass
+class Running:
+    """Upstream running against the cluster: what it was built from, the process, the objects installed."""
+
+    built: build.Built
+    manager: ManagerProcess
+    api: client.ApiClient
+    timeouts: Timeouts
+    webhooks: list[dict[str, Any]]
+    how: str = "stop upstream's LWS manager process (SIGTERM), start it again and wait until its webhooks answer"
+
+    def wait_admitting(self, timeout: float) -> None:
+        """Until a dry-run LeaderWorkerSet create passes the webhooks; UpstreamError with the log tail."""
+        def check() -> None:
+            self.manager.check_alive()
+            install.admits_dry_run(self.api, PROBE_NAMESPACE, self.timeouts.request_timeout)
+            install.calls_webhooks(self.api, PROBE_NAMESPACE, self.timeouts.request_timeout)
+
+        try:
+            core.wait_until(check, what="upstream's webhooks to admit a dry-run LeaderWorkerSet create and refuse an invalid one",
+                            timeout=timeout, poll=0.25, describe=self.manager.describe)
+        except (core.WaitTimeout, core.Terminal) as exc:
+            raise UpstreamError(f"{exc}\nRaise the limit with --timeout-overrides LwsAvailable:SECONDS.") from None
+
+    def restart(self) -> None:
+        """The LWSControllerRestart tests' restart: a new process, then the webhooks answer again."""
+        try:
+            self.manager.restart()
+        except (core.WaitTimeout, core.Terminal) as exc:
+            raise UpstreamError(str(exc)) from None
+        self.wait_admitting(self.timeouts.controller_restart)
+
+
+def _api(kubeconfig: Path, context: str | None) -> client.ApiClient:
+    api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig), context=context)
+    return api
+
+
+@contextlib.contextmanager
+def upstream_local(spec: str | None, kubeconfig: Path, context: str | None, timeouts: Timeouts,
+                   out: TextIO) -> Iterator[Running]:
+    """Upstream running against the cluster for the block; all of it removed afterwards."""
+    try:
+        built = build.ensure(spec, out)
+        crds = manifests.crds(built.facts.dir)
+    except (source.SourceError, gobuild.BuildError, manifests.ManifestError) as exc:
+        raise UpstreamError(f"--lws-impl=upstream-local:{spec or ''}: {exc}") from None
+    api = _api(kubeconfig, context)
+    try:
+        foreign = install.foreign_crd(api)
+        if foreign:
+            raise UpstreamError(f"--lws-impl=upstream-local: {foreign}")
+        refused = install.protobuf_refused(api, PROBE_NAMESPACE, timeouts.request_timeout)
+        if refused:
+            raise UpstreamError(f"--lws-impl=upstream-local: this cluster does not read Kubernetes' protobuf "
+                                f"encoding ({refused}), in which upstream's manager (controller-runtime's client) "
+                                f"writes built-in kinds: run it on a real API server (--cluster=local, kind or "
+                                f"kubeconfig)")
+        with _installed(api, built, crds, kubeconfig, context, timeouts) as running:
+            yield running
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def _installed(api: client.ApiClient, built: build.Built, crds: list[dict[str, Any]], kubeconfig: Path,
+               context: str | None, timeouts: Timeouts) -> Iterator[Running]:
+    manager = ManagerProcess(built.binary, kubeconfig, context, ready_timeout=timeouts.lws_available)
+    webhooks: list[dict[str, Any]] = []
+    try:
+        install.install_crds(api, crds, timeouts.create, timeouts.poll_interval)
+        install.ensure_namespace(api, LEASE_NAMESPACE)
+        manager.start()
+        webhooks = manifests.webhook_configurations(built.facts.dir, manager.webhook_url, manager.ca)
+        install.install_webhooks(api, webhooks)
+        running = Running(built, manager, api, timeouts, webhooks)
+        running.wait_admitting(timeouts.lws_available)
+        yield running
+    except (core.WaitTimeout, core.Terminal, install.InstallError, manifests.ManifestError) as exc:
+        raise UpstreamError(f"--lws-impl=upstream-local: {exc}") from None
+    finally:
+        install.remove_webhooks(api, webhooks)
+        manager.stop()
+        install.remove_crds(api, crds)
