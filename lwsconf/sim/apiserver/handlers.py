@@ -283,7 +283,27 @@ async def delete(ctx: ServerContext, request: web.Request, target: routing.Targe
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     if not opts.dry_run:
         hooks.after_write(ctx, target.info, result)
+    if target.info.key not in RETURNS_DELETED_OBJECT and not result["metadata"].get("deletionTimestamp"):
+        return json_response(deleted_status(target, result), headers=_warning_headers(warnings))
     return render_object(ctx, request, target, result, warnings=warnings)
+
+
+RETURNS_DELETED_OBJECT = {("", "pods"), ("", "services"), ("", "namespaces")}
+"""Kinds whose REST storage sets ReturnDeletedObject: a delete that removes one at once answers the
+object; every other kind answers a Success Status naming it (kube-apiserver's Store.finalizeDelete).
+A delete that only marks the object (finalizers, graceful pod deletion) answers the object for all."""
+
+
+def deleted_status(target: routing.Target, obj: dict[str, Any]) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": target.name, "kind": target.info.plural,
+                               "uid": obj["metadata"].get("uid", "")}
+    if target.info.group:
+        details["group"] = target.info.group
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
+    return {"Warning": ", ".join(f"299 - {warning_text(w)}" for w in warnings)} if warnings else None
 
 
 async def _delete_options(request: web.Request) -> DeleteOptions:
