@@ -14,6 +14,8 @@ Parts (each module's docstring says more):
 * `lifecycle`, `paths`, `settings`, `stages/` - the stage interpreter and the stage sets;
 * `agent` (`NodeAgent`), `podworker`, `containers`, `prober`, `status`, `state`, `admission`,
   `nodeobj`, `lease`, `events`, `logserver`, `agentlogs` - the kubelet itself;
+* `streamserver`, `agentstreams`, `execsession`, `kubelettls` - the kubelet port's exec, attach and
+  port-forward over WebSocket (protocols in `lwsconf.streaming`), served over HTTPS with logs;
 * `nodechaos` - node faults switched on by annotations on the Node (cut off, NotReady, slow);
 * `fleet` (`NodeFleet`) - every agent of a cluster, in the shape `SimCluster` runs controllers.
 
