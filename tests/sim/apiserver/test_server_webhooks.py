@@ -191,7 +191,7 @@ def test_validating_webhook_sees_what_mutating_webhooks_made(sim_api: SimAPI, se
         if path == "/mutate":
             return json_patch({"op": "add", "path": "/data/stamp", "value": "1"})
         ok = review["request"]["object"]["data"].get("stamp") == "1"
-        return None if ok else {"allowed": False, "result": {"message": "not stamped"}}
+        return None if ok else {"allowed": False, "status": {"message": "not stamped"}}
     server.handler = handler
     install(sim_api, MWC, "stamp", hook("stamp.example.com", url_config(server, "/mutate")))
     install(sim_api, VWC, "check", hook("check.example.com", url_config(server, "/validate")))
@@ -204,7 +204,7 @@ def test_validating_webhook_sees_what_mutating_webhooks_made(sim_api: SimAPI, se
 
 def test_denial_keeps_the_webhooks_code_and_reason_and_prefixes_its_message(sim_api: SimAPI,
                                                                             server: WebhookServer) -> None:
-    server.handler = lambda path, review: {"allowed": False, "result": {"code": 403, "reason": "Forbidden",
+    server.handler = lambda path, review: {"allowed": False, "status": {"code": 403, "reason": "Forbidden",
                                                                          "message": "owner label required"}}
     install(sim_api, VWC, "deny", hook("deny.example.com", url_config(server)))
     reply = create_cm(sim_api, configmap("c6"))
@@ -216,7 +216,7 @@ def test_denial_keeps_the_webhooks_code_and_reason_and_prefixes_its_message(sim_
 
 
 def test_denial_without_result_is_400_without_explanation(sim_api: SimAPI, server: WebhookServer) -> None:
-    server.handler = lambda path, review: {"allowed": False, "result": {"code": 200}}
+    server.handler = lambda path, review: {"allowed": False, "status": {"code": 200}}
     install(sim_api, MWC, "deny", hook("deny.example.com", url_config(server)))
     reply = create_cm(sim_api, configmap("c7"))
     assert reply.status_code == 400, describe(reply)
@@ -387,7 +387,7 @@ def test_dry_run_reaches_side_effect_free_webhooks_with_dry_run_true(sim_api: Si
 
 
 def test_delete_is_sent_with_the_old_object_and_can_be_denied(sim_api: SimAPI, server: WebhookServer) -> None:
-    server.handler = lambda path, review: {"allowed": False, "result": {"message": "keep it"}}
+    server.handler = lambda path, review: {"allowed": False, "status": {"message": "keep it"}}
     assert create_cm(sim_api, configmap("c15", {"k": "v"})).status_code == 201
     install(sim_api, VWC, "nodelete", hook("nodelete.example.com", url_config(server),
                                            rules=[rule(operations=("DELETE",))]))
@@ -576,3 +576,15 @@ def test_scale_and_binding_subresources_reach_validating_webhooks_with_their_own
             for _, r in server.reviews]
     assert seen == [("Scale", "scale", "UPDATE"), ("Binding", "binding", "CREATE")], seen
     assert server.reviews[0][1]["request"]["object"]["spec"]["replicas"] == 3
+
+
+def test_a_patch_that_does_not_apply_is_a_500_whatever_the_failure_policy(sim_api: SimAPI,
+                                                                         server: WebhookServer) -> None:
+    """`callAttrMutatingHook`: `patchObj.Apply` errors are `apierrors.NewInternalError`, not a failed call."""
+    server.handler = lambda path, review: json_patch({"op": "remove", "path": "/data/missing"})
+    install(sim_api, MWC, "bad-patch", hook("bp.example.com", url_config(server), failurePolicy="Ignore"))
+    reply = create_cm(sim_api, configmap("c23"))
+    assert reply.status_code == 500, describe(reply)
+    words = "error in remove for path: '/data/missing': Unable to remove nonexistent key: missing: missing value"
+    assert reply.json()["message"] == f"Internal error occurred: {words}", reply.json()
+    assert reply.json()["details"]["causes"] == [{"message": words}], reply.json()

@@ -52,11 +52,14 @@ class WebhookServer:
                     "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                     "response": {"uid": review["request"]["uid"], "allowed": True, **answer}}
                 data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                    pass  # the API server gave up (timeoutSeconds): nobody reads the answer
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- quiet in tests
                 pass

@@ -18,7 +18,8 @@ Both: a dry-run request to a webhook whose `sideEffects` is not None/NoneOnDryRu
 failurePolicy; a failed call (unreachable, timeout, TLS, invalid answer) fails the request with 500 under
 `failurePolicy: Fail` and is skipped under Ignore; a denial always fails it with the webhook's Status;
 warnings are collected in call order for the response's Warning headers. A patch that does not apply, or any
-patch on a request without an object (DELETE), is a 500 whatever the failurePolicy, as in kube-apiserver.
+patch on a request without an object (DELETE), is a 500 whatever the failurePolicy, as in kube-apiserver;
+patches are applied with json-patch v4's rules and words (`patching`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwsconf.sim.apiserver import admission_policies, errors, patch, resources, store
+from lwsconf.sim.apiserver import admission_policies, errors, resources, store
 from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest
-from lwsconf.sim.apiserver.webhooks import client, config, matching, review
+from lwsconf.sim.apiserver.webhooks import client, config, matching, patching, review
 from lwsconf.sim.apiserver.webhooks.matching import Webhook
 from lwsconf.sim.apiserver.webhooks.review import CallFailed
 
@@ -174,12 +175,14 @@ class _Mutating:
     def _apply(self, hook: Webhook, form: PolicyRequest, ops: list[Any], state: _Round) -> bool:
         """Apply a webhook's patch to the object in the form it was sent; returns whether it changed."""
         if form.obj is None or state.obj is None:
-            raise errors.internal(f'Internal error occurred: admission webhook "{hook.name}" attempted to modify '
-                                  "the object, which is not supported for this operation")
+            raise review.internal(f'admission webhook "{hook.name}" attempted to modify the object, which is not '
+                                  "supported for this operation")
         try:
-            patched = patch.json_patch(form.obj, ops)
-        except errors.StatusError as exc:
-            raise errors.internal(f"Internal error occurred: {exc.message}") from None
+            patched = patching.apply(form.obj, ops)
+        except patching.PatchFailed as exc:
+            raise review.internal(str(exc)) from None
+        if not isinstance(patched, dict):
+            raise review.internal("the patched object is not a JSON object")
         if patched == form.obj:
             return False
         other = self._form_info(form)

@@ -11,7 +11,8 @@ admission.k8s.io/v1` and `kind: AdmissionReview`, a mutating webhook's `patch` a
 a validating webhook neither. A violation is a failed call (`received invalid webhook response: ...`),
 which `failurePolicy` decides about.
 
-Statuses: a denial is the webhook's own `result` with its code (at least 400) and reason, the message
+Statuses: a denial is the webhook's own `response.status` (Go's `AdmissionResponse.Result`) with its code (at
+least 400) and reason (left out when empty, as Go's omitempty does), the message
 `admission webhook "NAME" denied the request: <message or reason>` or `... denied the request without
 explanation` (`errors/statuserror.go` `ToStatusErr`); a failed call under `failurePolicy: Fail` is a 500
 InternalError `Internal error occurred: failed calling webhook "NAME": <why>` (`apierrors.NewInternalError`
@@ -101,7 +102,7 @@ def verify(uid: str, version: str, mutating: bool, body: Any) -> Answer:
             raise CallFailed("received invalid webhook response: expected webhook response of "
                              f"admission.k8s.io/v1, Kind=AdmissionReview, got {got}")
     patch = _patch(response, version, mutating)
-    result = response.get("result") if isinstance(response.get("result"), dict) else None
+    result = response.get("status") if isinstance(response.get("status"), dict) else None  # `Result`, json "status"
     warnings = [w for w in f.as_list(response.get("warnings")) if isinstance(w, str)]
     return Answer(response.get("allowed") is True, result, patch, warnings)
 
@@ -145,14 +146,28 @@ def denied(hook_name: str, result: dict[str, Any] | None) -> errors.StatusError:
     details = f.as_dict(result.get("details"))
     causes = [errors.Cause(f.as_str(c.get("field")), f.as_str(c.get("message")), f.as_str(c.get("reason")))
               for _, c in f.dicts(details.get("causes"))]
-    return errors.StatusError(code, reason, text, kind=f.as_str(details.get("kind")) or None,
-                              name=f.as_str(details.get("name")) or None, group=f.as_str(details.get("group")) or None,
-                              causes=causes)
+    return _WebhookStatus(code, reason, text, kind=f.as_str(details.get("kind")) or None,
+                          name=f.as_str(details.get("name")) or None, group=f.as_str(details.get("group")) or None,
+                          causes=causes)
+
+
+class _WebhookStatus(errors.StatusError):
+    """A webhook's own Status: an empty reason is left out of the body (`omitempty`), not sent as ""."""
+
+    def to_status(self) -> dict[str, Any]:
+        body = super().to_status()
+        if not body.get("reason"):
+            body.pop("reason", None)
+        return body
 
 
 def call_failed(hook_name: str, why: str) -> errors.StatusError:
     """`apierrors.NewInternalError(&ErrCallingWebhook{...})` (failing closed)."""
-    text = f'failed calling webhook "{hook_name}": {why}'
+    return internal(f'failed calling webhook "{hook_name}": {why}')
+
+
+def internal(text: str) -> errors.StatusError:
+    """`apierrors.NewInternalError`: 500, `Internal error occurred: <text>`, one cause holding the text."""
     return errors.StatusError(500, "InternalError", f"Internal error occurred: {text}",
                               causes=[admission_policies.MessageCause("", text, "")])
 
