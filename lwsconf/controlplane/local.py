@@ -1,16 +1,23 @@
-"""A real etcd + kube-apiserver on loopback, from the binaries `lwsconf controlplane build` made.
+"""A real control plane on loopback, from the binaries `lwsconf controlplane build` made.
 
-`LocalControlPlane(release).start()` makes a private folder (certificates, etcd's data, logs,
-kubeconfig), starts etcd on two free 127.0.0.1 ports and waits for its /health, then kube-apiserver
-and waits for its /readyz: TLS with a fresh CA, client-certificate auth, service-account keys, the
-service range envtest uses, `--advertise-address` and `--bind-address` 127.0.0.1 (it cannot find an
-address on a machine without a default route), and `--endpoint-reconciler-type=none`, since 1.37
-refuses a loopback advertise address for the `kubernetes` Service's endpoints (kubernetes/kubernetes
-#138102): that Service has no endpoints, and the backend's kube-proxy is to map it to the API server.
-Each wait has a named timeout and fails with the component's log tail; a component that exits while
-being waited for fails the wait at once. `stop()` ends the API server, then etcd, and removes the
-folder; an exit hook does the same should the process exit without it. Nothing listens or connects
-outside 127.0.0.0/8 (ClusterIPs come from SERVICE_RANGE, but nothing of ours routes to them yet).
+`LocalControlPlane(release, binaries, service_range=...).start()` makes a private folder (certificates,
+etcd's data, logs, kubeconfigs), then starts, each as its own process and each waited for with a named
+timeout: etcd on two free 127.0.0.1 ports (/health), kube-apiserver (/readyz; TLS with a fresh CA,
+client-certificate auth, service-account keys, `--advertise-address`/`--bind-address` 127.0.0.1, the
+caller's loopback Service range), kube-controller-manager and kube-scheduler (/healthz on their own loopback secure
+ports, each with its own client certificate and kubeconfig). Flags are in `flags`. A wait that fails
+shows the component's log tail; a component that exits while waited for fails the wait at once, and
+`dead()` names those that exited later (the caller reports them with `describe()`). `stop()` ends the
+components in reverse order and removes the folder; an exit hook does the same should the process exit
+without it. Nothing listens or connects outside 127.0.0.0/8.
+
+The `kubernetes` Service has no endpoints: `--endpoint-reconciler-type=none` (1.37 refuses a loopback
+advertise address for them, kubernetes/kubernetes#138102), and writing them ourselves is refused too:
+Endpoints and EndpointSlices reject loopback addresses (422 "may not be in the loopback range"). So
+in-pod clients cannot reach the API server through that Service here (docs/sim-fidelity.md, findings).
+
+There are no nodes here: `lwsconf.localcluster` adds the simulated ones (it may import the simulator;
+this package may not).
 """
 
 from __future__ import annotations
@@ -30,15 +37,14 @@ from pathlib import Path
 import yaml
 
 from lwsconf import shutdown
-from lwsconf.controlplane import build, pki
+from lwsconf.controlplane import build, flags, pki
 from lwsconf.controlplane.process import Component
 from lwsconf.controlplane.versions import Release
 from lwsconf.waits.core import NotYet, Terminal, wait_until
 
-SERVICE_RANGE = "10.0.0.0/24"
-"""kube-apiserver's ClusterIP range (envtest's default); its first address is the `kubernetes` Service."""
-KUBERNETES_SERVICE_IP = "10.0.0.1"
-SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+SERVICE_RANGE = "127.95.128.0/17"
+"""ClusterIPs of a control plane started without a range: loopback, outside every range the sim reserves
+(127.96-127.255 are pod networks, 127.96.0.0/16 a bare sim API server's); nothing binds them then."""
 PROBE_TIMEOUT = 5.0
 """Seconds one health request may take."""
 
@@ -47,13 +53,18 @@ PROBE_TIMEOUT = 5.0
 class StartTimeouts:
     """How long each component may take to become ready (a loaded 2-core machine starts them slowly).
 
-    Overridable by LWSCONF_LOCAL_ETCD_READY and LWSCONF_LOCAL_APISERVER_READY (seconds).
+    Overridable by LWSCONF_LOCAL_<FIELD> in seconds (LWSCONF_LOCAL_ETCD_READY, ..._APISERVER_READY,
+    ..._CONTROLLER_MANAGER_READY, ..._SCHEDULER_READY).
     """
 
     etcd_ready: float = 60.0
     """etcd answers /health with {"health":"true"}."""
     apiserver_ready: float = 180.0
     """kube-apiserver answers /readyz with 200 (its post-start hooks, RBAC bootstrap, done)."""
+    controller_manager_ready: float = 120.0
+    """kube-controller-manager answers /healthz with 200."""
+    scheduler_ready: float = 120.0
+    """kube-scheduler answers /healthz with 200."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> StartTimeouts:
@@ -80,71 +91,42 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def etcd_argv(binary: Path, data: Path, client_port: int, peer_port: int) -> list[str]:
-    client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
-    return [str(binary), "--name", "lwsconf", "--data-dir", str(data),
-            "--listen-client-urls", client, "--advertise-client-urls", client,
-            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"lwsconf={peer}", "--initial-cluster-state", "new",
-            "--unsafe-no-fsync", "--log-level", "warn"]
-
-
-def apiserver_argv(binary: Path, folder: Path, etcd_port: int, port: int, serving: pki.Pair,
-                   ca: pki.Pair, sa: pki.Pair, kubelet_client: pki.Pair) -> list[str]:
-    return [str(binary), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-            f"--secure-port={port}",
-            f"--cert-dir={folder}", f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
-            f"--client-ca-file={ca.cert}",
-            f"--service-account-key-file={sa.cert}", f"--service-account-signing-key-file={sa.key}",
-            f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-            f"--service-cluster-ip-range={SERVICE_RANGE}",
-            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
-            "--allow-privileged=true", "--profiling=false",
-            f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}"]
-
-
-def kubeconfig(server: str, ca: pki.Pair, user: pki.Pair) -> dict[str, object]:
-    """A kubeconfig with the CA and the client certificate inline (one file to hand around)."""
-    import base64
-
-    def b64(path: Path) -> str:
-        return base64.b64encode(path.read_bytes()).decode()
-
-    return {"apiVersion": "v1", "kind": "Config", "current-context": "lwsconf-local",
-            "clusters": [{"name": "lwsconf-local",
-                          "cluster": {"server": server, "certificate-authority-data": b64(ca.cert)}}],
-            "users": [{"name": "lwsconf-admin", "user": {"client-certificate-data": b64(user.cert),
-                                                          "client-key-data": b64(user.key)}}],
-            "contexts": [{"name": "lwsconf-local", "context": {"cluster": "lwsconf-local", "user": "lwsconf-admin"}}]}
-
-
 class LocalControlPlane:
-    """etcd + kube-apiserver of one pinned release on loopback; `start()`, then `stop()`."""
+    """etcd, kube-apiserver, kube-controller-manager and kube-scheduler of one pinned release on loopback.
+
+    Args:
+        service_range: the loopback ClusterIP range (each cluster its own, so parallel ones never share a
+            ClusterIP); its first address is the `kubernetes` Service's.
+    """
 
     def __init__(self, release: Release, binaries: dict[str, Path], *,
-                 timeouts: StartTimeouts | None = None) -> None:
+                 timeouts: StartTimeouts | None = None, service_range: str = SERVICE_RANGE) -> None:
         self.release, self.binaries = release, binaries
         self.timeouts = timeouts or StartTimeouts.from_env()
+        self.service_range = service_range
         self.folder = Path()
         self.components: list[Component] = []
         self.url = ""
+        self.port = 0
         self.kubeconfig = Path()
+        self.ca_pem = b""
+        self.admin: pki.Pair | None = None
         self._hook = self._last_resort
 
     @classmethod
-    def from_cache(cls, release: Release, timeouts: StartTimeouts | None = None) -> LocalControlPlane:
+    def from_cache(cls, release: Release, timeouts: StartTimeouts | None = None, *,
+                   service_range: str = SERVICE_RANGE) -> LocalControlPlane:
         binaries = build.installed(release)
         if binaries is None:
             raise StartError(f"no Kubernetes {release.kubernetes} control plane is built: run "
                              f"`lwsconf controlplane build --kubernetes-version {release.kubernetes}` "
                              f"(needs Go), or use --cluster=sim")
-        return cls(release, binaries, timeouts=timeouts)
+        return cls(release, binaries, timeouts=timeouts, service_range=service_range)
 
     def start(self) -> LocalControlPlane:
-        """Start etcd then kube-apiserver; on any failure everything started is stopped again."""
+        """Start every component in order; on any failure everything started is stopped again."""
         shutdown.run_id()  # every component carries the run's LWSCONF_RUN_ID
-        self.folder = Path(tempfile.mkdtemp(prefix="lwsconf-local-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("local")))
         shutdown.at_exit(self._hook)
         try:
             with shutdown.deferred("starting the local control plane"):
@@ -158,27 +140,71 @@ class LocalControlPlane:
         pki_dir = self.folder / "pki"
         pki_dir.mkdir(mode=0o700)
         ca = pki.Authority(pki_dir)
-        serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", KUBERNETES_SERVICE_IP),
+        sa = pki.service_account_keys(pki_dir)
+        self.ca_pem = ca.pair.cert.read_bytes()
+        self.admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
+        self._start_etcd_and_apiserver(ca, sa)
+        self.kubeconfig = self._write_kubeconfig("kubeconfig", ca.pair, self.admin, "lwsconf-admin")
+        self._start_controllers(ca, sa)
+
+    def _start_etcd_and_apiserver(self, ca: pki.Authority, sa: pki.Pair) -> None:
+        pki_dir = self.folder / "pki"
+        service_ip = flags.kubernetes_service_ip(self.service_range)
+        serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", service_ip),
                            server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                                          "kubernetes.default.svc.cluster.local"))
-        admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
         kubelet_client = ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                   org="system:masters")
-        sa = pki.service_account_keys(pki_dir)
-        etcd_port, peer_port, port = free_port(), free_port(), free_port()
-        etcd = self._launch("etcd", etcd_argv(self.binaries["etcd"], self.folder / "etcd", etcd_port, peer_port))
+        etcd_port, peer_port, self.port = free_port(), free_port(), free_port()
+        etcd = self._launch("etcd", flags.etcd_argv(self.binaries["etcd"], self.folder / "etcd", etcd_port,
+                                                    peer_port))
         wait_until(lambda: self._etcd_healthy(etcd, etcd_port), what=f"etcd on 127.0.0.1:{etcd_port} to be healthy",
                    timeout=self.timeouts.etcd_ready, poll=0.2, describe=etcd.describe)
-        apiserver = self._launch("kube-apiserver", apiserver_argv(self.binaries["kube-apiserver"], pki_dir, etcd_port,
-                                                                  port, serving, ca.pair, sa, kubelet_client))
-        self.url = f"https://127.0.0.1:{port}"
-        context = ssl.create_default_context(cafile=str(ca.pair.cert))
-        context.load_cert_chain(str(admin.cert), str(admin.key))
-        wait_until(lambda: self._apiserver_ready(apiserver, context), what=f"kube-apiserver at {self.url}/readyz",
+        apiserver = self._launch("kube-apiserver", flags.apiserver_argv(
+            self.binaries["kube-apiserver"], pki_dir, etcd_port, self.port, serving, ca.pair, sa, kubelet_client,
+            service_range=self.service_range))
+        self.url = f"https://127.0.0.1:{self.port}"
+        context = self.ssl_context()
+        wait_until(lambda: self._healthy(apiserver, f"{self.url}/readyz", context),
+                   what=f"kube-apiserver at {self.url}/readyz",
                    timeout=self.timeouts.apiserver_ready, poll=0.5, describe=apiserver.describe)
-        self.kubeconfig = self.folder / "kubeconfig"
-        self.kubeconfig.touch(mode=0o600)
-        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url, ca.pair, admin)))
+
+    def _start_controllers(self, ca: pki.Authority, sa: pki.Pair) -> None:
+        """kube-controller-manager and kube-scheduler, started together and then each waited for."""
+        kcm_user = ca.issue("controller-manager", "system:kube-controller-manager")
+        scheduler_user = ca.issue("scheduler", "system:kube-scheduler")
+        kcm_config = self._write_kubeconfig("controller-manager.conf", ca.pair, kcm_user,
+                                            "system:kube-controller-manager")
+        scheduler_config = self._write_kubeconfig("scheduler.conf", ca.pair, scheduler_user, "system:kube-scheduler")
+        kcm_port, scheduler_port = free_port(), free_port()
+        for name in ("controller-manager", "scheduler"):
+            (self.folder / name).mkdir(mode=0o700)
+        kcm = self._launch("kube-controller-manager", flags.controller_manager_argv(
+            self.binaries["kube-controller-manager"], self.folder / "controller-manager", kcm_port, kcm_config,
+            ca.pair, sa))
+        scheduler = self._launch("kube-scheduler", flags.scheduler_argv(
+            self.binaries["kube-scheduler"], self.folder / "scheduler", scheduler_port, scheduler_config))
+        unverified = ssl.create_default_context()  # their serving certificates are self-signed at start
+        unverified.check_hostname = False
+        unverified.verify_mode = ssl.CERT_NONE
+        for component, port, timeout in ((kcm, kcm_port, self.timeouts.controller_manager_ready),
+                                         (scheduler, scheduler_port, self.timeouts.scheduler_ready)):
+            url = f"https://127.0.0.1:{port}/healthz"
+            wait_until(lambda c=component, u=url: self._healthy(c, u, unverified),  # type: ignore[misc]
+                       what=f"{component.name} at {url}", timeout=timeout, poll=0.5, describe=component.describe)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """Trusts the cluster CA and presents the admin certificate."""
+        assert self.admin is not None, "start() first"
+        context = ssl.create_default_context(cadata=self.ca_pem.decode())
+        context.load_cert_chain(str(self.admin.cert), str(self.admin.key))
+        return context
+
+    def _write_kubeconfig(self, name: str, ca: pki.Pair, user: pki.Pair, user_name: str) -> Path:
+        path = self.folder / name
+        path.touch(mode=0o600)
+        path.write_text(yaml.safe_dump(flags.kubeconfig(self.url, ca, user, user_name)))
+        return path
 
     def _launch(self, name: str, argv: list[str]) -> Component:
         component = Component(name, argv, self.folder / f"{name}.log", cwd=self.folder)
@@ -204,8 +230,8 @@ class LocalControlPlane:
             raise NotYet(f"etcd /health said {body.strip()}")
         return True
 
-    def _apiserver_ready(self, apiserver: Component, context: ssl.SSLContext) -> bool:
-        self._probe(apiserver, f"{self.url}/readyz", context)
+    def _healthy(self, component: Component, url: str, context: ssl.SSLContext) -> bool:
+        self._probe(component, url, context)
         return True
 
     def dead(self) -> list[Component]:
@@ -213,7 +239,7 @@ class LocalControlPlane:
         return [c for c in self.components if c.exited() is not None]
 
     def stop(self) -> None:
-        """Stop the API server, then etcd, and remove the folder (idempotent)."""
+        """Stop the components in reverse order (etcd last) and remove the folder (idempotent)."""
         with shutdown.deferred("stopping the local control plane"):
             for component in reversed(self.components):
                 component.stop()

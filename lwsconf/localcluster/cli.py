@@ -1,9 +1,11 @@
-"""`lwsconf local up|down`: a real etcd + kube-apiserver on loopback (work in progress, issue 14).
+"""`lwsconf local up|down`: the real control plane with the simulated nodes on loopback (issue 14).
 
     lwsconf local up [--kubernetes-version V] [--kubeconfig PATH]   run it in the foreground until Ctrl-C
     lwsconf local down                                              stop the one `up` is running
 
-`up` writes the kubeconfig (client-certificate auth, cluster-admin) and a state file naming its own pid
+`up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the simulated nodes
+(`cluster.LocalCluster`), waits for every node to be Ready, then writes the kubeconfig
+(client-certificate auth, cluster-admin) and a state file naming its own pid
 beside it; it stops on Ctrl-C, SIGTERM or `down`, and also when a component exits on its own (printing
 which one and its log tail, exit status 1). `down` sends SIGTERM to that pid and waits for it to exit.
 Exit status 2 with one line for what a user can fix (nothing built, bad version, nothing running).
@@ -20,8 +22,9 @@ import threading
 from pathlib import Path
 
 from lwsconf import shutdown
-from lwsconf.controlplane import versions
-from lwsconf.controlplane.local import LocalControlPlane, StartError
+from lwsconf.controlplane import build, versions
+from lwsconf.controlplane.local import StartError
+from lwsconf.localcluster.cluster import LocalCluster
 from lwsconf.waits.core import NotYet, WaitTimeout, wait_until
 
 DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "local" / "kubeconfig"
@@ -33,7 +36,7 @@ DOWN_TIMEOUT = 60.0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lwsconf local", description="a real etcd + kube-apiserver on loopback")
+    parser = argparse.ArgumentParser(prog="lwsconf local", description="a real control plane with simulated nodes on loopback")
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C or `lwsconf local down`")
     up.add_argument("--kubernetes-version", default=None,
@@ -52,7 +55,12 @@ def _state_path(kubeconfig: Path) -> Path:
 
 def _up(args: argparse.Namespace) -> int:
     try:
-        cluster = LocalControlPlane.from_cache(versions.resolve(args.kubernetes_version))
+        release = versions.resolve(args.kubernetes_version)
+        if build.installed(release) is None:
+            raise StartError(f"no Kubernetes {release.kubernetes} control plane is built: run "
+                             f"`lwsconf controlplane build --kubernetes-version {release.kubernetes}` "
+                             f"(needs Go), or use --cluster=sim")
+        cluster = LocalCluster(release)
     except (versions.UnknownVersion, StartError, ValueError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 2
@@ -60,7 +68,8 @@ def _up(args: argparse.Namespace) -> int:
     written: list[Path] = []
     try:
         cluster.start()
-        print(f"kube-apiserver {cluster.release.kubernetes} listening on {cluster.url}", flush=True)
+        print(f"kube-apiserver {cluster.release.kubernetes} listening on {cluster.url}; "
+              f"{len(cluster.node_names)} simulated nodes Ready after {cluster.ready_seconds:.1f} s", flush=True)
         args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         args.kubeconfig.write_bytes(cluster.kubeconfig.read_bytes())
         args.kubeconfig.chmod(0o600)
@@ -69,10 +78,10 @@ def _up(args: argparse.Namespace) -> int:
         state.write_text(json.dumps({"pid": os.getpid(), "url": cluster.url, "kubernetes": cluster.release.kubernetes}))
         written.append(state)
         print(f"kubeconfig written to {args.kubeconfig}", flush=True)
-        print(f"try: KUBECONFIG={args.kubeconfig} kubectl get namespaces   (Ctrl-C or `lwsconf local down` to stop)",
+        print(f"try: KUBECONFIG={args.kubeconfig} kubectl get nodes   (Ctrl-C or `lwsconf local down` to stop)",
               flush=True)
         return _watch(cluster)
-    except WaitTimeout as exc:
+    except (WaitTimeout, StartError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -84,7 +93,7 @@ def _up(args: argparse.Namespace) -> int:
             path.unlink(missing_ok=True)
 
 
-def _watch(cluster: LocalControlPlane) -> int:
+def _watch(cluster: LocalCluster) -> int:
     """Stay up until a signal (KeyboardInterrupt) or a component exits on its own (status 1)."""
     idle = threading.Event()  # never set: its timed wait is the watchdog's pause, and a signal interrupts it
     while True:
@@ -116,7 +125,7 @@ def _down(args: argparse.Namespace) -> int:
 
     try:
         wait_until(gone, what=f"`lwsconf local up` (pid {pid}) to stop", timeout=DOWN_TIMEOUT, poll=0.2)
-    except WaitTimeout as exc:
+    except (WaitTimeout, StartError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 1
     print("local control plane stopped")

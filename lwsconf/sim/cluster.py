@@ -12,16 +12,15 @@ of the API server, exactly as kube-controller-manager is, and share no Python st
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 from lwsconf import _loopthread, kubeclient, shutdown
+from lwsconf.sim import supervisor
 from lwsconf.sim.apiserver import app
 from lwsconf.sim.nodes import fleet as fleet_mod
 from lwsconf.sim.nodes import ipam, layout
@@ -31,9 +30,8 @@ log = logging.getLogger("lwsconf.sim")
 STOP_GRACE = 30.0
 """Seconds `SimCluster.stop` waits for controllers and node agents before leaving them behind."""
 
-Runner = Callable[[asyncio.Event], Awaitable[None]]
-ControllerFactory = Callable[[kubeclient.Client], Runner]
-"""Given a client of the API server (the controller's own), an async `run(stop_event)`."""
+Runner = supervisor.Runner
+ControllerFactory = supervisor.ControllerFactory
 
 
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
@@ -89,9 +87,7 @@ class SimCluster:
         self.pod_network: ipam.PodNetwork | None = None if pod_network is None else ipam.PodNetwork.parse(pod_network)
         self._reservation: ipam.PodNetworkReservation | None = None
         self.fleet: fleet_mod.NodeFleet | None = None
-        self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._clients: list[kubeclient.Client] = []
+        self._supervisor: supervisor.Supervisor | None = None
 
     @property
     def url(self) -> str:
@@ -117,22 +113,9 @@ class SimCluster:
             self.fleet = fleet_mod.NodeFleet(self._node_specs, pod_network=self.pod_network,
                                              stage_set=self._stage_set, seed=self._seed)
             controllers += self.fleet.controllers()
-        for name, factory in controllers:
-            client = kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name)
-            self._clients.append(client)
-            self._tasks.append(asyncio.create_task(self._supervise(name, factory, client), name=name))
-
-    async def _supervise(self, name: str, factory: ControllerFactory, client: kubeclient.Client) -> None:
-        """Keep a controller running: a crash is logged and a fresh instance started after a pause."""
-        while not self._stop.is_set():
-            try:
-                await factory(client)(self._stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("controller %s crashed; restarting in 1 s", name)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=1.0)
+        self._supervisor = supervisor.Supervisor(
+            lambda name: kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name))
+        self._supervisor.start(controllers)
 
     async def stop(self) -> None:
         """Stop controllers and node agents, then the API server; bounded, and slow parts are named.
@@ -142,18 +125,9 @@ class SimCluster:
         loop's final cancellation (and the runtime's exit hook), so a stuck one cannot hang the run.
         """
         started = time.monotonic()
-        self._stop.set()
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
-            if pending:
-                log.warning("simulated cluster: still stopping after %.0f s, left behind: %s", STOP_GRACE,
-                            ", ".join(sorted(t.get_name() for t in pending)))
-        self._tasks.clear()
-        for client in self._clients:
-            await client.close()
-        self._clients.clear()
+        if self._supervisor is not None:
+            await self._supervisor.stop(STOP_GRACE)
+            self._supervisor = None
         await self.apiserver.stop()
         if self.fleet is not None:
             self.fleet.close()

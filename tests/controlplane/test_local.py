@@ -9,12 +9,15 @@ kubeconfig and state file are removed.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import queue
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -23,11 +26,12 @@ from kubernetes import client, config
 
 from lwsconf import shutdown
 from lwsconf.controlplane import build, local, versions
+from lwsconf.localcluster.cluster import NODES_READY
 from lwsconf.waits.core import NotYet, wait_until
 
 from .test_binaries import REQUIRE_ENV
 
-UP_TIMEOUT = local.StartTimeouts().etcd_ready + local.StartTimeouts().apiserver_ready
+UP_TIMEOUT = sum(getattr(local.StartTimeouts(), f.name) for f in dataclasses.fields(local.StartTimeouts)) + NODES_READY
 """Seconds `lwsconf local up` may take to print its kubeconfig line (the sum of its own named timeouts)."""
 EXIT_TIMEOUT = 90.0
 """Seconds `up` may take to exit after `down` (stop timeouts of two components, plus slack)."""
@@ -81,8 +85,8 @@ def _is_loopback(address: str, *, unspecified_ok: bool = False) -> bool:
 def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path,
                                                                      release: versions.Release) -> None:
     _binaries_or_skip(release)
-    rid, tmpdir, kubeconfig = secrets.token_hex(6), tmp_path / "tmp", tmp_path / "local" / "kubeconfig"
-    tmpdir.mkdir()
+    # A short TMPDIR of its own: the GPU nodes' device-plugin sockets live under it (107-byte path limit).
+    rid, tmpdir, kubeconfig = secrets.token_hex(6), Path(tempfile.mkdtemp(prefix="lt")), tmp_path / "local" / "kubeconfig"
     env = {**os.environ, shutdown.RUN_ID_ENV: rid, "TMPDIR": str(tmpdir)}
     up = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "local", "up", "--kubeconfig", str(kubeconfig),
                            "--kubernetes-version", release.kubernetes], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -104,6 +108,9 @@ def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: P
                    poll=0.2, describe=lambda: "".join(seen))
         api = config.new_client_from_config(config_file=str(kubeconfig))
         names = {ns.metadata.name for ns in client.CoreV1Api(api).list_namespace().items}
+        nodes = client.CoreV1Api(api).list_node().items
+        assert len(nodes) == 6 and all(
+            [c.status for c in n.status.conditions if c.type == "Ready"] == ["True"] for n in nodes)
         assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
         version = client.VersionApi(api).get_code()
         assert version.git_version == f"v{release.kubernetes}"
@@ -112,7 +119,8 @@ def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: P
         api.close()
         pids = [p.pid for p in shutdown.marked_processes(rid)]
         sockets = _tcp_sockets(pids)
-        assert len(pids) >= 3 and len(sockets) >= 3, (pids, sockets)  # up, etcd, kube-apiserver and their sockets
+        # up, etcd, kube-apiserver, kube-controller-manager, kube-scheduler and their sockets
+        assert len(pids) >= 5 and len(sockets) >= 5, (pids, sockets)
         assert [s for s in sockets if not (_is_loopback(s[0]) and _is_loopback(s[1], unspecified_ok=True))] == []
     finally:
         down = subprocess.run([sys.executable, "-m", "lwsconf.cli", "local", "down", "--kubeconfig", str(kubeconfig)],
@@ -125,6 +133,8 @@ def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: P
     assert down.returncode == 0, down.stderr
     assert up.returncode == 0, "".join(seen)
     assert shutdown.marked_processes(rid) == []
-    assert list(tmpdir.iterdir()) == []
+    # lwsconf-podnet is the machine-wide folder of pod-network lock files (ipam), meant to outlive runs
+    assert [p.name for p in tmpdir.iterdir() if p.name != "lwsconf-podnet"] == []
+    shutil.rmtree(tmpdir)
     assert not kubeconfig.exists()
     assert not (kubeconfig.parent / "local-up.json").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from lwsconf.controlplane import local, pki, versions
+from lwsconf.controlplane import flags, local, pki, versions
 from lwsconf.waits.core import WaitTimeout
 
 
@@ -25,21 +25,33 @@ def _script(path: Path, body: str) -> Path:
 
 def test_every_address_in_the_flags_is_loopback(tmp_path: Path) -> None:
     pair = pki.Pair(tmp_path / "c", tmp_path / "k")
-    argv = local.apiserver_argv(Path("/bin/kube-apiserver"), tmp_path, 2379, 6443, pair, pair, pair, pair)
-    flags = dict(a.removeprefix("--").split("=", 1) for a in argv[1:])
-    assert flags["bind-address"] == flags["advertise-address"] == "127.0.0.1"
-    assert flags["etcd-servers"] == "http://127.0.0.1:2379"
-    assert flags["secure-port"] == "6443"
-    assert flags["service-cluster-ip-range"] == local.SERVICE_RANGE
-    assert flags["authorization-mode"] == "Node,RBAC"
-    etcd = local.etcd_argv(Path("/bin/etcd"), tmp_path / "data", 2379, 2380)
+    argv = flags.apiserver_argv(Path("/bin/kube-apiserver"), tmp_path, 2379, 6443, pair, pair, pair, pair,
+                                service_range="127.77.128.0/17")
+    given = dict(a.removeprefix("--").split("=", 1) for a in argv[1:])
+    assert given["bind-address"] == given["advertise-address"] == "127.0.0.1"
+    assert given["etcd-servers"] == "http://127.0.0.1:2379"
+    assert given["secure-port"] == "6443"
+    assert given["service-cluster-ip-range"] == "127.77.128.0/17"
+    assert given["authorization-mode"] == "Node,RBAC"
+    assert given["enable-admission-plugins"] == "NodeRestriction"
+    etcd = flags.etcd_argv(Path("/bin/etcd"), tmp_path / "data", 2379, 2380)
     urls = [etcd[i + 1] for i, a in enumerate(etcd) if a.endswith("-urls")]
     assert urls and all(u.startswith("http://127.0.0.1:") for u in urls)
+    for component in (flags.controller_manager_argv(Path("/bin/kcm"), tmp_path, 10257, tmp_path / "kc", pair, pair),
+                      flags.scheduler_argv(Path("/bin/sched"), tmp_path, 10259, tmp_path / "kc")):
+        given = dict(a.removeprefix("--").split("=", 1) for a in component[1:])
+        assert given["bind-address"] == "127.0.0.1" and given["leader-elect"] == "false"
+    kcm = dict(a.removeprefix("--").split("=", 1) for a in flags.controller_manager_argv(
+        Path("/bin/kcm"), tmp_path, 10257, tmp_path / "kc", pair, pair)[1:])
+    assert kcm["use-service-account-credentials"] == "true" and kcm["allocate-node-cidrs"] == "false"
+    assert kcm["controllers"].startswith("*,") and kcm["secure-port"] == "10257"
+    assert ipaddress.ip_network(local.SERVICE_RANGE).is_loopback
+    assert flags.kubernetes_service_ip("127.77.128.0/17") == "127.77.128.1"
 
 
 def test_certificates_chain_to_the_ca_with_the_service_names(tmp_path: Path) -> None:
     ca = pki.Authority(tmp_path)
-    serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", local.KUBERNETES_SERVICE_IP),
+    serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", "127.77.128.1"),
                        server_names=("localhost", "kubernetes.default.svc"))
     admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
     ca_cert = x509.load_pem_x509_certificate(ca.pair.cert.read_bytes())
@@ -47,7 +59,7 @@ def test_certificates_chain_to_the_ca_with_the_service_names(tmp_path: Path) -> 
     server_cert.verify_directly_issued_by(ca_cert)
     alt = server_cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert alt.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1"),
-                                                        ipaddress.ip_address("10.0.0.1")]
+                                                        ipaddress.ip_address("127.77.128.1")]
     assert "kubernetes.default.svc" in alt.get_values_for_type(x509.DNSName)
     admin_cert = x509.load_pem_x509_certificate(admin.cert.read_bytes())
     admin_cert.verify_directly_issued_by(ca_cert)
@@ -92,7 +104,7 @@ def test_etcd_that_never_answers_times_out_by_name(tmp_path: Path, monkeypatch: 
 
 def test_up_without_a_build_says_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from lwsconf.controlplane import local_cli
+    from lwsconf.localcluster import cli as local_cli
 
     monkeypatch.setenv("LWSCONF_CACHE_DIR", str(tmp_path))
     assert local_cli.main(["up", "--kubernetes-version", "1.36", "--kubeconfig", str(tmp_path / "kc")]) == 2
