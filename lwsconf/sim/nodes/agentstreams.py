@@ -71,7 +71,11 @@ class AgentStreams:
                     return chunk
                 await asyncio.sleep(FOLLOW_POLL)  # polling the file, as the log server follows it
 
-        return AttachTarget(follow=follow)
+        launch = process.launch if isinstance(process, runtime.Process) else None
+        if launch is None or not launch.stdin:
+            return AttachTarget(follow=follow)
+        return AttachTarget(follow=follow, stdin=process.write_stdin,
+                            end_stdin=process.close_stdin if launch.stdin_once else None)
 
     def pod_address(self, namespace: str, pod: str) -> tuple[str, str]:
         worker = self._worker(namespace, pod)

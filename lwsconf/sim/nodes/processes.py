@@ -80,7 +80,8 @@ class ProcessLauncher:
             namespace=namespace, pod_name=str(meta.get("name")), pod_uid=uid, container=str(container.get("name")),
             argv=argv, env=environment, pod_ip=pod_ip, hostname=_hostname(pod), mounts=mounts,
             working_dir=str(container.get("workingDir") or ""), log_path=log_path,
-            hosts_path=self._hosts_file(pod, pod_ip), read_only=volumes.read_only_mounts(pod, container))
+            hosts_path=self._hosts_file(pod, pod_ip), read_only=volumes.read_only_mounts(pod, container),
+            stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")))
         try:
             process: nodectx.Process = await self.runtime.start(launch)
         except (OSError, ValueError) as exc:

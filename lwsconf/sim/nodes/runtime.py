@@ -78,6 +78,10 @@ class ContainerLaunch:
     log_path: Path
     hosts_path: Path | None
     read_only: Collection[str] = ()
+    stdin: bool = False
+    """The container asked for a stdin (`stdin: true`): a pipe that `kubectl attach -i` writes to."""
+    stdin_once: bool = False
+    """`stdinOnce: true`: the pipe closes when the first attach that sent stdin ends."""
 
 
 class UnsupportedCommand(ValueError):
@@ -268,6 +272,19 @@ class Process:
         """SIGKILL the whole group now (synchronous; `wait()` collects the status)."""
         self._signal(signal.SIGKILL)
 
+    async def write_stdin(self, data: bytes) -> None:
+        """Bytes for the container's stdin (`stdin: true`); ignored without one or once it closed."""
+        pipe = self._proc.stdin
+        if pipe is None or pipe.is_closing():
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            pipe.write(data)
+            await pipe.drain()
+
+    def close_stdin(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+
     def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signum)
@@ -399,7 +416,8 @@ class ProcessRuntime:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab") as log_file:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path), stdin=subprocess.DEVNULL,
+                sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path),
+                stdin=subprocess.PIPE if launch.stdin else subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
                 env={"PATH": os.environ.get("PATH", DEFAULT_PATH), shutdown.RUN_ID_ENV: shutdown.run_id()})
         process = Process(launch, proc, self.mode, env, cdir)

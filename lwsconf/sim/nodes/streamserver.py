@@ -8,7 +8,9 @@ WebSocket unchanged. Paths and query as kube-apiserver builds them (pkg/registry
 
 Once the WebSocket is up, a request that cannot be served (no such pod or container, a container the
 sim emulates without a process, a command the sim will not run) ends with a `Failure` on the error
-channel, which kubectl prints as it is. A SPDY upgrade (kubectl before 1.30, or a client-go SPDY
+channel, which kubectl prints as it is. Attach follows the container's output from now on and, when
+the container has `stdin: true`, writes the client's stdin to it (closing it at the end with
+`stdinOnce`); without one the client's stdin is dropped, as container runtimes drop it. A SPDY upgrade (kubectl before 1.30, or a client-go SPDY
 executor) is refused before upgrading, with the same error when there is one and otherwise a message
 naming the fix; a request without any upgrade gets 400 `Upgrade request required` as from a kubelet.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -51,10 +54,15 @@ class ExecTarget:
 
 @dataclass(frozen=True)
 class AttachTarget:
-    """A running container's output (new bytes of its log) and whether it still runs."""
+    """A running container's output (new bytes of its log) and, with `stdin: true`, its stdin."""
 
     follow: Callable[[], Awaitable[bytes]]
     """Waits for and returns the next output; b"" once the container ended."""
+    stdin: Callable[[bytes], Awaitable[None]] | None = None
+    """Writes to the container's stdin; None when it has none (the client's stdin is then dropped, as
+    container runtimes do)."""
+    end_stdin: Callable[[], None] | None = None
+    """`stdinOnce`: closes the container's stdin when this attach ends."""
 
 
 class Targets(Protocol):
@@ -157,13 +165,10 @@ class StreamServer:
                                       ", ".join(channels.PROTOCOLS))
         try:
             target = self._targets.attach_target(ns, pod, container)
-            if opts.stdin:
-                raise StreamNotAvailable("attaching stdin is not supported by the sim's containers (their "
-                                         "stdin is /dev/null); attach without -i to follow the output")
         except StreamNotAvailable as exc:
             await _finish(ws, channels.failure(str(exc)))
             return ws
-        await run_attach(ws, ws.ws_protocol or channels.V4, target)
+        await run_attach(ws, ws.ws_protocol or channels.V4, target if opts.stdin else AttachTarget(target.follow))
         return ws
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
@@ -180,6 +185,8 @@ class StreamServer:
         async def dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
             if not ip:
                 raise OSError(f"pod {ns}/{pod} is not running on this node")
+            if not ipaddress.ip_address(ip).is_loopback:  # the sim's pod IPs always are; never dial out
+                raise OSError(f"pod IP {ip} is outside 127.0.0.0/8: the sim only connects to loopback addresses")
             return await asyncio.open_connection(ip, port)
 
         await serve_tunnel(ws, dial, pod, uid)
@@ -235,12 +242,21 @@ async def _from_client(ws: web.WebSocketResponse, protocol: str, session: ExecSe
 
 
 async def run_attach(ws: web.WebSocketResponse, protocol: str, target: AttachTarget) -> None:
-    """The container's new output on stdout until it ends (Success) or the client leaves."""
-    async def drain() -> None:
-        async for _ in ws:
-            pass
+    """The container's new output on stdout until it ends (Success) or the client leaves; its stdin."""
+    async def from_client() -> None:
+        async for msg in ws:
+            if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
+                continue
+            with contextlib.suppress(channels.ProtocolError):
+                parsed = channels.parse(msg.data, protocol)
+                if isinstance(parsed, channels.Data) and parsed.channel == channels.STDIN and target.stdin:
+                    await target.stdin(parsed.data)
+                elif parsed == channels.Closed(channels.STDIN) and target.end_stdin:
+                    target.end_stdin()
+        if target.end_stdin:
+            target.end_stdin()
 
-    inbound = asyncio.create_task(drain())
+    inbound = asyncio.create_task(from_client())
     follow = asyncio.create_task(_follow(ws, target))
     done, _ = await asyncio.wait({inbound, follow}, return_when=asyncio.FIRST_COMPLETED)
     for task in (inbound, follow):

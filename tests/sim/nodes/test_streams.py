@@ -114,8 +114,6 @@ def test_requests_that_cannot_be_served_say_why(tmp_path: Path) -> None:
             assert "is emulated by the simulator and has no process" in status_of(got)["message"]
             got = await channel_session(sim, "p", [("command", "bash"), ("stdout", "true")])
             assert "the sim does not run ['bash']" in status_of(got)["message"]
-            got = await channel_session(sim, "p", [("stdout", "true"), ("stdin", "true")], sub="attach")
-            assert "attaching stdin is not supported" in status_of(got)["message"]
 
             answers = await _plain(sim, "p", "exec", cmd("print(1)", "stdout"), {"Connection": "Upgrade",
                                                                                   "Upgrade": "SPDY/3.1"})
@@ -155,6 +153,13 @@ def test_attach_follows_the_containers_output(tmp_path: Path) -> None:
                     if seen.count(b"tick") >= 3:
                         break
             assert seen.count(b"tick") >= 3
+
+            shout = "import sys\nfor line in sys.stdin:\n    print(line.upper(), end='', flush=True)"
+            await start_pod(sim, python_pod("shout", shout, readinessProbe=None, stdin=True, stdinOnce=True))
+            got = await channel_session(sim, "shout", [("stdin", "true"), ("stdout", "true")], sub="attach",
+                                        send=[channels.frame(channels.STDIN, b"hi\n"), channels.close_signal(0)])
+            assert got.get(channels.STDOUT) == b"HI\n", got
+            assert status_of(got)["status"] == "Success", "stdinOnce: stdin closed, the program ended, attach too"
 
     ks.run(scenario, timeout=120)
 
