@@ -54,6 +54,9 @@ class BareControlPlane(LocalControlPlane):
     two scripted requests (the sim side runs none either)."""
 
     def _start(self) -> None:
+        if not hasattr(LocalControlPlane, "_start_controllers"):
+            super()._start()  # a control plane that starts etcd + kube-apiserver only
+            return
         pki_dir = self.folder / "pki"
         pki_dir.mkdir(mode=0o700)
         ca = pki.Authority(pki_dir)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from lwsconf.fidelity.corpus import (
     apply,
+    controllers,
     crd,
     crud,
     deletion,
@@ -24,7 +25,7 @@ from lwsconf.fidelity.corpus import (
 from lwsconf.fidelity.model import Scenario
 
 MODULES = (crud, crd, patches, apply, selectors, versions, watch, deletion, subresources, policies, requests,
-           webhooks)
+           webhooks, controllers)
 
 
 def all_scenarios() -> list[Scenario]:
