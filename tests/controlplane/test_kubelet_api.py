@@ -1,0 +1,75 @@
+"""kubectl logs, exec and port-forward on the local cluster: through the real kube-apiserver to our node agents.
+
+kube-apiserver 1.36+ proxies kubectl's WebSocket unchanged to a kubelet whose Node declares
+`ExtendWebSocketsToKubelet` (our agents do), over HTTPS to the Node's InternalIP
+(`--kubelet-preferred-address-types=InternalIP`, controlplane/flags.py) and kubelet port, with its
+kubelet client certificate; our agents serve the channel protocol and the SPDY port-forward tunnel.
+The pod is scheduled by the real kube-scheduler. Skips when the release (with its kubectl) is not built;
+LWSCONF_REQUIRE_GO=1 turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from lwsconf.controlplane import build, versions
+from lwsconf.localcluster.cluster import LocalCluster
+from lwsconf.waits.core import NotYet, wait_until
+from tests.sim.nodes.test_kubectl_streams import _port_forward, kubectl
+from tests.sim.nodes.test_streams import HTTP_SERVER, python_pod
+
+from .test_local import _binaries_or_skip
+
+POD_READY = 120.0
+"""Seconds the pod may take to be scheduled, started and Ready (real scheduler, a loaded machine)."""
+ACCOUNT_READY = 60.0
+"""Seconds kube-controller-manager may take to create the namespace's default ServiceAccount."""
+
+
+def _run(binary: Path, kubeconfig: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    return asyncio.run(kubectl(binary, kubeconfig, *args, stdin=stdin))
+
+
+@pytest.mark.slow
+@pytest.mark.kubectl
+@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Release) -> None:
+    _binaries_or_skip(release)
+    binaries = build.installed(release)
+    assert binaries is not None
+    kubectl_bin = binaries["kubectl"]
+    with LocalCluster(release) as cluster:
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+
+        def account() -> bool:
+            if not [a for a in core.list_namespaced_service_account("default").items if a.metadata.name == "default"]:
+                raise NotYet("no ServiceAccount default/default yet")
+            return True
+
+        wait_until(account, what="ServiceAccount default/default", timeout=ACCOUNT_READY, poll=0.5)
+        core.create_namespaced_pod("default", python_pod("p", HTTP_SERVER))
+
+        def ready() -> str:
+            pod = core.read_namespaced_pod("p", "default")
+            conditions = {c.type: c.status for c in pod.status.conditions or ()}
+            if conditions.get("Ready") != "True":
+                raise NotYet(f"phase {pod.status.phase}, node {pod.spec.node_name}, conditions {conditions}")
+            return str(pod.spec.node_name)
+
+        node = wait_until(ready, what="pod default/p Ready", timeout=POD_READY, poll=0.5)
+        assert node in cluster.node_names
+        config_path = cluster.kubeconfig
+        code, out, err = _run(kubectl_bin, config_path, "logs", "p")
+        assert (code, out) == (0, "serving\n"), err
+        code, out, err = _run(kubectl_bin, config_path, "exec", "p", "--", "python", "-c", "print(1)")
+        assert (code, out) == (0, "1\n"), err
+        code, out, err = _run(kubectl_bin, config_path, "exec", "p", "--", "python", "-c", "import sys; sys.exit(7)")
+        assert code == 7 and "command terminated with exit code 7" in err, (code, out, err)
+        code, out, err = _run(kubectl_bin, config_path, "exec", "-i", "p", "--", "python", "-c",
+                              "import sys; print(sys.stdin.read()[::-1], end='')", stdin=b"stressed")
+        assert (code, out) == (0, "desserts"), err
+        asyncio.run(_port_forward(kubectl_bin, config_path))
