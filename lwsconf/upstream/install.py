@@ -105,11 +105,22 @@ def remove_webhooks(api: client.ApiClient, configurations: list[dict[str, Any]])
             delete[body["kind"]](body["metadata"]["name"])
 
 
-def remove_crds(api: client.ApiClient, crds: list[dict[str, Any]]) -> None:
+def remove_crds(api: client.ApiClient, crds: list[dict[str, Any]], timeout: float, poll: float) -> None:
+    """Delete the CRDs and wait until they are gone (their objects are deleted first, behind a finalizer),
+    so that a next install on the same cluster does not meet a terminating CRD."""
     ext = client.ApiextensionsV1Api(api)
-    for body in crds:
+    names = [body["metadata"]["name"] for body in crds]
+    for name in names:
         with contextlib.suppress(client.ApiException):
-            ext.delete_custom_resource_definition(body["metadata"]["name"])
+            ext.delete_custom_resource_definition(name)
+
+    def gone() -> None:
+        listed = observe.raw(ext.list_custom_resource_definition(_preload_content=False))
+        left = {str(c["metadata"]["name"]) for c in listed.get("items") or []} & set(names)
+        if left:
+            raise core.NotYet(f"CRDs still present: {', '.join(sorted(left))}")
+
+    core.wait_until(gone, what=f"upstream's CRDs {', '.join(names)} to be deleted", timeout=timeout, poll=poll)
 
 
 def probe_lws() -> dict[str, Any]:

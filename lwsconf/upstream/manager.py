@@ -129,9 +129,10 @@ class ManagerProcess:
             raise NotYet(f"{url}: {exc}") from None
 
     def check_alive(self) -> None:
-        """Terminal (for a wait) when the manager has exited, with its log tail."""
-        if self.component is not None and self.component.exited() is not None:
-            raise Terminal(self.describe())
+        """Terminal (for a wait, whose `describe` adds the log tail) when the manager has exited."""
+        code = self.component.exited() if self.component is not None else None
+        if code is not None:
+            raise Terminal(f"upstream's LWS manager exited with status {code}")
 
     def describe(self) -> str:
         return self.component.describe() if self.component is not None else "upstream's LWS manager is not started"

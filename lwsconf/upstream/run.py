@@ -115,4 +115,4 @@ def _installed(api: client.ApiClient, built: build.Built, crds: list[dict[str, A
     finally:
         install.remove_webhooks(api, webhooks)
         manager.stop()
-        install.remove_crds(api, crds)
+        install.remove_crds(api, crds, timeouts.delete, max(timeouts.poll_interval, 0.25))
