@@ -29,6 +29,9 @@ from tests.sim.apiserver.webhook_server import WebhookServer, json_patch
 
 REQUIRE_ENV = "LWSCONF_REQUIRE_GO"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_EVENT_DEFAULTS = ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedSource", "eventTime")
+"""Null/empty Event fields kube-apiserver's defaulting fills and the sim leaves out: a general Event difference
+(the corpus shows it for core Events too), so left out of the Event a webhook is sent."""
 _SERVER_STAMPED = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
 
 
@@ -88,6 +91,12 @@ def _scenarios(server: WebhookServer) -> list[Scenario]:
             "live-reinvoke", hook("first.example.com", "/first", reinvocationPolicy="IfNeeded"),
             hook("second.example.com", "/second")),
             create("reinvoked", cms, configmap("c1"))),
+        scenario("live-equivalent", corpus.validating("live-equivalent", hook(
+            "events.example.com", "/allow",
+            rules=[corpus.rule("events", group="events.k8s.io", operations=("CREATE",))])),
+            create("core-event-sent-as-events-v1", f"{CORE}/events", {
+                "apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"}, "reason": "Test", "message": "m",
+                "type": "Normal", "involvedObject": {"kind": "Pod", "name": "p", "namespace": "${ns}"}})),
         scenario("live-delete", corpus.validating("live-delete", hook(
             "del.example.com", "/deny", rules=[corpus.rule(operations=("DELETE",))])),
             create("create", cms, configmap("c1")), delete("delete-denied", f"{cms}/c1")),
@@ -97,7 +106,11 @@ def _scenarios(server: WebhookServer) -> list[Scenario]:
 GENERAL: dict[str, tuple[str, ...]] = {
     # A dry-run create answers without a resourceVersion on kube-apiserver, the sim gives one: a general
     # difference (the corpus' dryRun topic shows it), not a webhook one.
-    "webhooks-live/live-patch/dry-run-patched": ("body", "metadata", "resourceVersion"),
+    "webhooks-live/live-patch/dry-run-patched": ("body.metadata.resourceVersion",),
+    # Core Event fields kube-apiserver answers as null or empty and the sim leaves out (the corpus shows it).
+    "webhooks-live/live-equivalent/core-event-sent-as-events-v1": (
+        "body.eventTime", "body.firstTimestamp", "body.lastTimestamp", "body.reportingComponent",
+        "body.reportingInstance", "body.source"),
 }
 """Differences that are not about webhooks, dropped from the answers of the steps named."""
 
@@ -105,12 +118,13 @@ GENERAL: dict[str, tuple[str, ...]] = {
 def _view(answer: Any, ident: str) -> str:
     """A normalised answer without managedFields, each request's random uid masked (a failed uid check names it)."""
     answer = json.loads(json.dumps(answer))
-    *parents, last = GENERAL.get(ident, ("", ""))
-    node = answer
-    for key in parents:
-        node = node.get(key, {}) if isinstance(node, dict) else {}
-    if isinstance(node, dict):
-        node.pop(last, None)
+    for path in GENERAL.get(ident, ()):
+        *parents, last = path.split(".")
+        node = answer
+        for key in parents:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(last, None)
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -130,7 +144,7 @@ def _reviews(server: WebhookServer) -> list[tuple[str, dict[str, Any]]]:
         for key in ("object", "oldObject"):
             if isinstance(request.get(key), dict):
                 meta = {k: v for k, v in request[key]["metadata"].items() if k not in _SERVER_STAMPED}
-                request[key] = {**request[key], "metadata": meta}
+                request[key] = {k: v for k, v in request[key].items() if k not in _EVENT_DEFAULTS} | {"metadata": meta}
         out.append((path.split("?")[0], {**review, "request": request}))
     server.reviews.clear()
     return out
@@ -162,4 +176,4 @@ def test_webhook_calls_answer_as_kube_apiserver_does(tmp_path: Path) -> None:
     assert different == {}, different
     assert len(sim_reviews) == len(real_reviews) > 10, (len(sim_reviews), len(real_reviews))
     for sim_review, real_review in zip(sim_reviews, real_reviews, strict=True):
-        assert sim_review == real_review
+        assert json.dumps(sim_review, sort_keys=True, indent=1) == json.dumps(real_review, sort_keys=True, indent=1)
