@@ -103,6 +103,9 @@ STRUCTS: dict[str, dict[str, PatchField]] = {
     "NodeSpec": {"podCIDRs": PatchField(as_set=True)},
     "NodeStatus": {"conditions": _BY_TYPE, "addresses": _BY_TYPE},
     "Namespace": _CONDITIONS_ONLY, "PersistentVolumeClaim": _CONDITIONS_ONLY,
+    # admissionregistration/v1: `webhooks` is patchStrategy merge, patchMergeKey name (listType map).
+    "MutatingWebhookConfiguration": {"metadata": _META, "webhooks": _BY_NAME},
+    "ValidatingWebhookConfiguration": {"metadata": _META, "webhooks": _BY_NAME},
 }
 
 

@@ -588,3 +588,15 @@ def test_a_patch_that_does_not_apply_is_a_500_whatever_the_failure_policy(sim_ap
     words = "error in remove for path: '/data/missing': Unable to remove nonexistent key: missing: missing value"
     assert reply.json()["message"] == f"Internal error occurred: {words}", reply.json()
     assert reply.json()["details"]["causes"] == [{"message": words}], reply.json()
+
+
+def test_strategic_merge_patch_merges_webhooks_by_name(sim_api: SimAPI) -> None:
+    """`Webhooks []MutatingWebhook` is `patchStrategy:"merge" patchMergeKey:"name"` in k8s.io/api."""
+    install(sim_api, MWC, "smp", hook("a.example.com", {"url": "https://127.0.0.1:1/a"}),
+            hook("b.example.com", {"url": "https://127.0.0.1:1/b"}))
+    change = {"webhooks": [{"name": "b.example.com", "timeoutSeconds": 5}]}
+    reply = sim_api.request("PATCH", f"{MWC}/smp", data=json.dumps(change),
+                            headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert reply.status_code == 200, describe(reply)
+    hooks = {h["name"]: h["timeoutSeconds"] for h in reply.json()["webhooks"]}
+    assert hooks == {"a.example.com": 10, "b.example.com": 5}, reply.json()
