@@ -126,7 +126,7 @@ def _controllerrevision(obj: dict[str, Any], old: dict[str, Any] | None) -> None
 # --- core/v1 --------------------------------------------------------------------------------------
 
 def _pod(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    pods.default_pod(obj)
+    pods.default_pod(obj, creating=old is None)
 
 
 def _service(obj: dict[str, Any], old: dict[str, Any] | None) -> None:

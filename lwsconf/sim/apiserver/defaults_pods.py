@@ -25,8 +25,13 @@ _QOS_RESOURCES = ("cpu", "memory")
 _DEFAULT_MODE = 0o644
 
 
-def default_pod(obj: dict[str, Any]) -> None:
-    """Everything a Pod create gets: spec defaults, admission plugins and the initial status."""
+def default_pod(obj: dict[str, Any], *, creating: bool = True) -> None:
+    """Everything a Pod create gets: spec defaults, admission plugins and the initial status.
+
+    The `default` service account comes from the ServiceAccount admission plugin, which acts on CREATE
+    only: an update whose spec omits serviceAccountName changes it and is refused as an immutable pod
+    field, as on kube-apiserver (serviceAccount and serviceAccountName are copied into each other by
+    defaulting on every write)."""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
@@ -35,8 +40,9 @@ def default_pod(obj: dict[str, Any]) -> None:
     if spec.get("hostNetwork") is True:
         _host_ports(spec)
     spec.setdefault("enableServiceLinks", True)
-    spec["serviceAccountName"] = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-    spec["serviceAccount"] = spec["serviceAccountName"]
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or ("default" if creating else "")
+    if account:
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
     if spec.get("priorityClassName") in (None, ""):
         spec.setdefault("priority", 0)
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
