@@ -8,7 +8,10 @@ passes a `Mutation`), then it is validated (built-ins through `validation`; cust
 by structural schema validation and `x-kubernetes-validations` CEL rules, transition rules seeing the
 old object). Every rejection is a 422 Invalid listing each field cause, or a 400 for strict-decoding
 errors. `enforce_policies` then runs the ValidatingAdmissionPolicies (`admission_policies`), which the
-handlers call after the kind hooks, just before storage. No I/O here.
+handlers call after the kind hooks, just before storage. `admit` is `prepare` (decoding, defaults, mutating
+policies) then `validate`; when webhooks are configured the handlers call the two halves themselves, with the
+mutating webhooks (`webhooks.steps`) between them, as kube-apiserver runs its mutating admission plugins
+before the strategy's validation. No I/O here.
 """
 
 from __future__ import annotations
