@@ -124,8 +124,25 @@ def test_requests_that_cannot_be_served_say_why(tmp_path: Path) -> None:
             assert answers[0] == 400 and "container nope is not valid for pod p" in answers[1], answers
             answers = await _plain(sim, "p", "exec", [("stdout", "true")], {})
             assert "at least one command" in answers[1], answers
+            await _kubelet_refusals(sim)
 
     ks.run(scenario, timeout=120)
+
+
+async def _kubelet_refusals(sim: ks.Sim) -> None:
+    """The kubelet port itself (what a real kube-apiserver proxies an old kubectl's SPDY request to)."""
+    node = await sim.client.get(ks.NODES, "cpu-0")
+    ip = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"][0]
+    port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    assert node["status"]["declaredFeatures"] == ["ExtendWebSocketsToKubelet"]
+    spdy = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"}
+    async with aiohttp.ClientSession() as session:
+        for path, code, words in (("/exec/default/p/main?output=1&command=ls", 400, "WebSocket only"),
+                                  ("/exec/default/gone/main?output=1&command=ls", 404, "pod does not exist"),
+                                  ("/portForward/default/p", 400, "SPDY/3.1+portforward.k8s.io")):
+            async with session.post(f"https://{ip}:{port}{path}", ssl=False, headers=spdy) as response:
+                text = await response.text()
+                assert response.status == code and words in text, (path, response.status, text)
 
 
 async def _plain(sim: ks.Sim, pod: str, sub: str, query: Sequence[tuple[str, str]],
