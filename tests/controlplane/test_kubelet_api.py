@@ -1,4 +1,4 @@
-"""kubectl logs, exec and port-forward on the local cluster: through the real kube-apiserver to our node agents.
+"""kubectl logs, exec, port-forward and attach on the local cluster: through the real kube-apiserver to our node agents.
 
 kube-apiserver 1.36+ proxies kubectl's WebSocket unchanged to a kubelet whose Node declares
 `ExtendWebSocketsToKubelet` (our agents do), over HTTPS to the Node's InternalIP
@@ -19,7 +19,7 @@ from kubernetes import client, config
 from lwsconf.controlplane import build, versions
 from lwsconf.localcluster.cluster import LocalCluster
 from lwsconf.waits.core import NotYet, wait_until
-from tests.sim.nodes.test_kubectl_streams import _port_forward, kubectl
+from tests.sim.nodes.test_kubectl_streams import TICKER, _port_forward, attach_sees_ticks, kubectl
 from tests.sim.nodes.test_streams import HTTP_SERVER, python_pod
 
 from .test_local import _binaries_or_skip
@@ -53,8 +53,8 @@ def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Rel
         wait_until(account, what="ServiceAccount default/default", timeout=ACCOUNT_READY, poll=0.5)
         core.create_namespaced_pod("default", python_pod("p", HTTP_SERVER))
 
-        def ready() -> str:
-            pod = core.read_namespaced_pod("p", "default")
+        def ready(name: str = "p") -> str:
+            pod = core.read_namespaced_pod(name, "default")
             conditions = {c.type: c.status for c in pod.status.conditions or ()}
             if conditions.get("Ready") != "True":
                 raise NotYet(f"phase {pod.status.phase}, node {pod.spec.node_name}, conditions {conditions}")
@@ -73,3 +73,6 @@ def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Rel
                               "import sys; print(sys.stdin.read()[::-1], end='')", stdin=b"stressed")
         assert (code, out) == (0, "desserts"), err
         asyncio.run(_port_forward(kubectl_bin, config_path))
+        core.create_namespaced_pod("default", python_pod("ticker", TICKER, readinessProbe=None))
+        wait_until(lambda: ready("ticker"), what="pod default/ticker Ready", timeout=POD_READY, poll=0.5)
+        asyncio.run(attach_sees_ticks(kubectl_bin, config_path, "ticker"))

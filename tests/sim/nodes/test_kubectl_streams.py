@@ -71,8 +71,30 @@ def test_kubectl_exec_and_port_forward(tmp_path: Path, release: versions.Release
             code, out, err = await kubectl(binary, config, "logs", "p")
             assert (code, out) == (0, "serving\n"), err
             await _port_forward(binary, config)
+            await start_pod(sim, python_pod("ticker", TICKER, readinessProbe=None))
+            await attach_sees_ticks(binary, config, "ticker")
 
     ks.run(scenario, timeout=240)
+
+
+TICKER = "import itertools, time\nfor n in itertools.count():\n    print('tick', n, flush=True)\n    time.sleep(0.2)"
+
+
+async def attach_sees_ticks(binary: Path, config: Path, pod: str) -> None:
+    """`kubectl attach POD` prints the container's new output lines (two ticks), until stopped."""
+    proc = await asyncio.create_subprocess_exec(str(binary), "--kubeconfig", str(config), "attach", pod,
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[bytes] = []
+    try:
+        assert proc.stdout is not None
+        while sum(line.startswith(b"tick") for line in lines) < 2:
+            line = await asyncio.wait_for(proc.stdout.readline(), KUBECTL_TIMEOUT)
+            assert line, f"kubectl attach ended after {lines!r}"
+            lines.append(line)
+    finally:
+        proc.terminate()
+        _, err = await proc.communicate()
+    assert b"error" not in err.lower(), err.decode()[-2000:]
 
 
 async def _port_forward(binary: Path, config: Path) -> None:
