@@ -16,6 +16,11 @@ from urllib.parse import quote
 
 from kubernetes import client
 
+from lwsconf.waits import portforward
+
+ADDRESS_NOT_ALLOWED = "address not allowed"
+"""kube-apiserver's answer to `pods/NAME/proxy` for a pod whose IP is loopback or link-local."""
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -55,9 +60,17 @@ def _get(api: client.ApiClient, path: str, query: dict[str, str] | None, timeout
 
 def pod_get(api: client.ApiClient, namespace: str, pod: str, port: int, path: str = "/", *,
             query: dict[str, str] | None = None, timeout: float = 10.0) -> Reply:
-    """GET http://<pod>:<port><path> through `pods/<pod>:<port>/proxy`."""
+    """GET http://<pod>:<port><path> through `pods/<pod>:<port>/proxy`, else `pods/<pod>/portforward`.
+
+    kube-apiserver refuses to proxy to a pod IP that is not global unicast (400 "address not allowed");
+    the pods of our simulated nodes have loopback IPs, so on `--cluster=local` the same GET goes through
+    port-forwarding instead (`portforward`): the API server hands it to the node's kubelet API.
+    """
     target = quote(f"{pod}:{port}", safe=":")
-    return _get(api, f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", query, timeout)
+    reply = _get(api, f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", query, timeout)
+    if reply.status == 400 and isinstance(reply.body, dict) and reply.body.get("message") == ADDRESS_NOT_ALLOWED:
+        return Reply(*portforward.http_get(api, namespace, pod, port, path, query, timeout))
+    return reply
 
 
 def service_get(api: client.ApiClient, namespace: str, service: str, port: int | str, path: str = "/", *,

@@ -21,14 +21,14 @@ import asyncio
 import contextlib
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import WSMsgType, web
 
 from lwsconf.sim.nodes.execsession import ExecSession
-from lwsconf.streaming import channels, options, portforward
+from lwsconf.streaming import channels, options, portforward, portforward_channels
 from lwsconf.streaming.spdy.session import Session
 
 SPDY_REFUSED = ("this kubelet serves exec, attach and port-forward over WebSocket only ({protocols}), not "
@@ -173,10 +173,15 @@ class StreamServer:
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         ns, pod = request.match_info["namespace"], request.match_info["pod"]
-        ws = await self._open(request, (portforward.TUNNEL_PROTOCOL,))
+        try:  # the channel protocol names its ports in the query; the SPDY tunnel per stream
+            ports = portforward_channels.ports_from_query(request.query.items()) if channels.V4 in offered(
+                request) else []
+        except portforward_channels.BadPorts as exc:
+            return _status(400, str(exc))
+        ws = await self._open(request, (portforward.TUNNEL_PROTOCOL, channels.V4))
         if ws is None:
             return await self._refuse(request, lambda: self._targets.pod_address(ns, pod),
-                                      portforward.TUNNEL_PROTOCOL)
+                                      f"{portforward.TUNNEL_PROTOCOL} or {channels.V4}")
         try:
             ip, uid = self._targets.pod_address(ns, pod)
         except StreamNotAvailable:
@@ -189,7 +194,10 @@ class StreamServer:
                 raise OSError(f"pod IP {ip} is outside 127.0.0.0/8: the sim only connects to loopback addresses")
             return await asyncio.open_connection(ip, port)
 
-        await serve_tunnel(ws, dial, pod, uid)
+        if ws.ws_protocol == channels.V4:
+            await serve_channel_forward(ws, dial, ports, pod, uid)
+        else:
+            await serve_tunnel(ws, dial, pod, uid)
         return ws
 
 
@@ -269,6 +277,24 @@ async def run_attach(ws: web.WebSocketResponse, protocol: str, target: AttachTar
 async def _follow(ws: web.WebSocketResponse, target: AttachTarget) -> None:
     while chunk := await target.follow():
         await ws.send_bytes(channels.frame(channels.STDOUT, chunk))
+
+
+async def serve_channel_forward(ws: web.WebSocketResponse, dial: portforward.Dial, ports: list[int], pod: str,
+                                uid: str) -> None:
+    """Port-forward as WebSocket channels (the official Python client), see `portforward_channels`."""
+    async def send(data: bytes) -> None:
+        if not ws.closed:
+            await ws.send_bytes(data)
+
+    async def messages() -> AsyncIterator[bytes]:
+        async for msg in ws:
+            if msg.type == WSMsgType.BINARY:
+                yield bytes(msg.data)
+
+    try:
+        await portforward_channels.serve(send, messages(), dial, ports, pod, uid)
+    finally:
+        await ws.close()
 
 
 async def serve_tunnel(ws: web.WebSocketResponse, dial: portforward.Dial, pod: str, uid: str) -> None:
