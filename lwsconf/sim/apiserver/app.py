@@ -210,6 +210,7 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.ctx.webhooks.close()
 
     def write_kubeconfig(self, path: Path) -> Path:
         return kubeconfig.write(path, server=self.url, token=self.token, ca_pem=self.ca_pem)

@@ -9,6 +9,7 @@ Every review received is kept in `reviews` (path, review) for the tests to asser
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import ssl
 import threading
@@ -41,6 +42,7 @@ class WebhookServer:
         owner = self
 
         class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as webhook servers (controller-runtime's) do
             def do_POST(self) -> None:  # noqa: N802 -- http.server's name
                 length = int(self.headers.get("Content-Length") or 0)
                 review = json.loads(self.rfile.read(length))
@@ -52,14 +54,11 @@ class WebhookServer:
                     "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                     "response": {"uid": review["request"]["uid"], "allowed": True, **answer}}
                 data = json.dumps(body).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-                    pass  # the API server gave up (timeoutSeconds): nobody reads the answer
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                # One write: no Nagle/delayed-ACK stall on keep-alive. A broken pipe means the API server gave up
+                # (timeoutSeconds): nobody reads the answer.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                    self.wfile.write(head.encode() + data)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- quiet in tests
                 pass

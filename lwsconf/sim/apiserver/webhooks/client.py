@@ -112,7 +112,25 @@ def _tls(ca_bundle: str) -> ssl.SSLContext:
         raise CallFailed(f"could not get REST client: unable to load root certificates: {exc}") from None
 
 
-async def post(db: store.Store, hook: dict[str, Any], body: dict[str, Any]) -> Any:
+class Connections:
+    """One HTTP client for every webhook call of a server, so connections to a webhook are kept alive and reused
+    (kube-apiserver caches a client per webhook configuration, `ClientManager.HookClient`); closed with the server."""
+
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def post(connections: Connections, db: store.Store, hook: dict[str, Any], body: dict[str, Any]) -> Any:
     """POST the review to the webhook; the decoded JSON answer, or CallFailed saying why not as Go's client would."""
     client_config = f.as_dict(hook.get("clientConfig"))
     where = endpoint(client_config)
@@ -122,7 +140,7 @@ async def post(db: store.Store, hook: dict[str, Any], body: dict[str, Any]) -> A
     try:
         async with asyncio.timeout(timeout):
             dial = f"{resolve(db, client_config, where)}?timeout={timeout}s"
-            status, data = await _exchange(dial, body, context, where.server_name)
+            status, data = await _exchange(connections.session(), dial, body, context, where.server_name)
     except TimeoutError:
         raise CallFailed(f'failed to call webhook: Post "{shown}": context deadline exceeded') from None
     except _Unresolved as exc:
@@ -144,11 +162,11 @@ async def post(db: store.Store, hook: dict[str, Any], body: dict[str, Any]) -> A
         raise CallFailed(f"failed to call webhook: the response is not JSON: {exc}") from None
 
 
-async def _exchange(url: str, body: dict[str, Any], context: ssl.SSLContext, server_name: str) -> tuple[int, bytes]:
-    async with aiohttp.ClientSession() as session, session.post(
-            url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json",
-                                                          "Accept": "application/json"},
-            ssl=context, server_hostname=server_name) as reply:
+async def _exchange(session: aiohttp.ClientSession, url: str, body: dict[str, Any], context: ssl.SSLContext,
+                    server_name: str) -> tuple[int, bytes]:
+    async with session.post(url, data=json.dumps(body).encode(),
+                            headers={"Content-Type": "application/json", "Accept": "application/json"},
+                            ssl=context, server_hostname=server_name) as reply:
         return reply.status, await reply.read()
 
 

@@ -65,6 +65,11 @@ class Webhooks:
 
     def __init__(self) -> None:
         self._cache = matching.WebhookCache()
+        self._connections = client.Connections()
+
+    async def close(self) -> None:
+        """Close the connections kept open to webhooks (the API server is stopping)."""
+        await self._connections.close()
 
     @staticmethod
     def configured(db: store.Store) -> bool:
@@ -83,7 +88,7 @@ class Webhooks:
         state = _Round(req.obj)
         if not hooks or matching.is_exempt(req):
             return req.obj, []
-        runner = _Mutating(db, registry, info, req, normalize)
+        runner = _Mutating(self._connections, db, registry, info, req, normalize)
         await runner.round(hooks, state, reinvoking=False)
         if state.again and state.obj is not None:
             again = reinvoke(state.obj)
@@ -103,7 +108,7 @@ class Webhooks:
         calls = matching.calls(db, registry, hooks, info, req)
         if not calls:
             return []
-        answers = await asyncio.gather(*(_validate_one(db, c) for c in calls))
+        answers = await asyncio.gather(*(_validate_one(self._connections, db, c) for c in calls))
         warnings = [w for ws, _ in answers for w in ws]
         failure = next((e for _, e in answers if e is not None), None)
         if failure is not None:
@@ -111,10 +116,11 @@ class Webhooks:
         return warnings
 
 
-async def _validate_one(db: store.Store, call: matching.Call) -> tuple[list[str], errors.StatusError | None]:
+async def _validate_one(connections: client.Connections, db: store.Store,
+                        call: matching.Call) -> tuple[list[str], errors.StatusError | None]:
     hook = call.webhook
     try:
-        answer = await _call(db, hook, call.request, mutating=False)
+        answer = await _call(connections, db, hook, call.request, mutating=False)
     except CallFailed as exc:
         return [], None if hook.failure_policy == "Ignore" else review.call_failed(hook.name, str(exc))
     except errors.StatusError as exc:
@@ -122,21 +128,23 @@ async def _validate_one(db: store.Store, call: matching.Call) -> tuple[list[str]
     return answer.warnings, None if answer.allowed else review.denied(hook.name, answer.result)
 
 
-async def _call(db: store.Store, hook: Webhook, form: PolicyRequest, *, mutating: bool) -> review.Answer:
+async def _call(connections: client.Connections, db: store.Store, hook: Webhook, form: PolicyRequest, *,
+                mutating: bool) -> review.Answer:
     """One call: dry-run check, review, POST, verification (CallFailed for what failurePolicy decides)."""
     if form.dry_run and not review.supports_dry_run(hook.spec):
         raise review.dry_run_unsupported(hook.name)
     version = review.review_version(hook.spec)
     uid = review.new_uid()
-    body = await client.post(db, hook.spec, review.request_body(version, form, uid))
+    body = await client.post(connections, db, hook.spec, review.request_body(version, form, uid))
     return review.verify(uid, version, mutating, body)
 
 
 class _Mutating:
     """One request's mutating webhook calls."""
 
-    def __init__(self, db: store.Store, registry: resources.Registry, info: resources.ResourceInfo,
-                 req: PolicyRequest, normalize: Normalize) -> None:
+    def __init__(self, connections: client.Connections, db: store.Store, registry: resources.Registry,
+                 info: resources.ResourceInfo, req: PolicyRequest, normalize: Normalize) -> None:
+        self.connections = connections
         self.db, self.registry, self.info, self.req, self.normalize = db, registry, info, req, normalize
 
     async def round(self, hooks: list[Webhook], state: _Round, *, reinvoking: bool) -> None:
@@ -157,7 +165,7 @@ class _Mutating:
         failure: CallFailed | None = None
         changed = False
         try:
-            answer = await _call(self.db, hook, form, mutating=True)
+            answer = await _call(self.connections, self.db, hook, form, mutating=True)
             state.warnings += answer.warnings
             if not answer.allowed:
                 raise review.denied(hook.name, answer.result)
