@@ -150,6 +150,8 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
         after = _parse_continue(token)
         keys = [k for k in keys if k > after]
     meta: dict[str, Any] = {"resourceVersion": str(ctx.db.rv)}
+    if target.info.is_custom:  # unstructured lists always carry the (empty) continue token
+        meta["continue"] = ""
     limit = context.int_query(request, "limit")
     if limit is not None and 0 < limit < len(keys):  # limit <= 0 means no limit, as in kube-apiserver
         meta["continue"] = _continue_token(ctx.db.rv, keys[limit - 1])

@@ -140,6 +140,10 @@ class Storage:
             self.check_namespace_open(meta["namespace"])
         if not meta.get("name"):
             meta["name"] = self._free_generated_name(info, meta)
+            if info.key == ("", "namespaces"):  # the namespace strategy labels it with its (generated) name
+                labels = meta.setdefault("labels", {})
+                if isinstance(labels, dict):
+                    labels["kubernetes.io/metadata.name"] = meta["name"]
         if self.db.get(info.storage_key, meta.get("namespace", ""), meta["name"]) is not None:
             raise errors.already_exists(info.plural, info.group, meta["name"])
         for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):

@@ -20,3 +20,25 @@ def test_builtin_list_items_have_no_type_meta(sim_api: SimAPI) -> None:
     assert "apiVersion" not in item and "kind" not in item and item["data"] == {"k": "v"}
     got = sim_api.request("GET", "/api/v1/namespaces/default/configmaps/a").json()
     assert (got["apiVersion"], got["kind"]) == ("v1", "ConfigMap"), "a single object keeps its TypeMeta"
+
+
+def test_custom_resource_lists_keep_type_meta_and_an_empty_continue(sim_api: SimAPI) -> None:
+    """kube-apiserver serves custom resources unstructured: items keep apiVersion/kind, and the list's
+    metadata always has `continue` ("" on the last page). Found by `lwsconf fidelity` crd/*/list-*."""
+    from tests.sim.apiserver.test_server_crds import GROUP, PLURAL, VERSION, widget, widget_crd
+
+    assert sim_api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                           json=widget_crd()).status_code == 201
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+    assert sim_api.request("GET", path).json()["metadata"]["continue"] == ""
+    assert sim_api.request("POST", path, json=widget("w1")).status_code == 201
+    listed = sim_api.request("GET", path).json()
+    assert listed["metadata"]["continue"] == "" and listed["items"][0]["kind"] == "Widget"
+
+
+def test_a_generated_namespace_name_is_its_name_label(sim_api: SimAPI) -> None:
+    """The namespace strategy labels a namespace `kubernetes.io/metadata.name=<name>` after the name is
+    generated. Found by `lwsconf fidelity` crud/crud-cluster-scoped/namespace-create-generate."""
+    created = sim_api.request("POST", "/api/v1/namespaces", json={
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "gen-"}}).json()
+    assert created["metadata"]["labels"] == {"kubernetes.io/metadata.name": created["metadata"]["name"]}
