@@ -10,5 +10,6 @@ serve the same protocols to the sim API server and to a real one. Pure protocol 
 * `channels` - the channel protocol: channel ids, frames, the error channel's `Status` (exit codes);
 * `options` - which streams a request asks for (kubelet and API-server query forms);
 * `spdy/` - SPDY/3.1 frames, header blocks and a server session, enough for port-forward;
-* `portforward` - the port-forward protocol over a SPDY session (error/data stream pairs).
+* `portforward` - the port-forward protocol over a SPDY session (error/data stream pairs);
+* `portforward_channels` - port-forward as v4 channels, what the official Python client speaks.
 """

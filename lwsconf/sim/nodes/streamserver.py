@@ -4,7 +4,8 @@ Served on the kubelet port beside `/containerLogs` (`logserver.LogServer`), wher
 and a real kube-apiserver (1.36+, for a Node declaring `ExtendWebSocketsToKubelet`) proxy kubectl's
 WebSocket unchanged. Paths and query as kube-apiserver builds them (pkg/registry/core/pod/strategy.go):
 `/exec/NS/POD/CONTAINER?command=..&input=1&output=1&error=1&tty=1`, `/attach/NS/POD/CONTAINER?...`,
-`/portForward/NS/POD`. Exec and attach speak `channels` (v5, v4); port-forward the SPDY tunnel.
+`/portForward/NS/POD`. Exec and attach speak `channels` (v5, v4); port-forward the SPDY tunnel
+(kubectl) or, for the official Python client, v4 channels (`portforward_channels`).
 
 Once the WebSocket is up, a request that cannot be served (no such pod or container, a container the
 sim emulates without a process, a command the sim will not run) ends with a `Failure` on the error
