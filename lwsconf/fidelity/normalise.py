@@ -65,6 +65,15 @@ def object_metadata(d: dict[str, Any]) -> None:
             meta[key] = SERVER
 
 
+def status_details_uid(d: dict[str, Any]) -> None:
+    """Rule `status-details-uid`: the uid a Status's details name (a delete's Success Status) is a
+    placeholder, for the same reason as an object's uid; name, group and kind are compared."""
+    if d.get("kind") == "Status" and isinstance(d.get("details"), dict):
+        uid = d["details"].get("uid")
+        if isinstance(uid, str) and uid and not uid.startswith("${"):
+            d["details"]["uid"] = SERVER
+
+
 def managed_fields_time(d: dict[str, Any]) -> None:
     """Rule `managed-fields-time`: managedFields entries keep manager, operation, apiVersion,
     subresource and fieldsV1; their `time` is the clock."""
@@ -143,7 +152,7 @@ def message_numbers(value: Any) -> Any:
 
 
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
-    object_metadata, managed_fields_time, generated_name, cluster_ip, list_metadata, condition_times)
+    object_metadata, status_details_uid, managed_fields_time, generated_name, cluster_ip, list_metadata, condition_times)
 
 
 def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:

@@ -116,3 +116,11 @@ def test_differ_summary_is_bounded() -> None:
     lines = diff.summary(a, {})
     assert len(lines) == diff.MAX_LINES + 1 and lines[-1] == "... and 30 more"
     assert diff.differences([1, 2], [1, 2, 3]) == ["(answer): [1, 2] != [1, 2, 3]"]
+
+
+def test_status_details_uid_is_server_generated_but_the_rest_is_compared() -> None:
+    def status(uid: str, name: str = "a") -> dict:
+        return {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                "details": {"name": name, "kind": "configmaps", "uid": uid}}
+    assert view(status("1111")) == view(status("2222"))
+    assert diff.differences(view(status("1")), view(status("1", "b"))) == ['body.details.name: "a" != "b"']
