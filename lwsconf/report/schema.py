@@ -79,16 +79,23 @@ class Implementation:
     url: str
     version: str
     contact: tuple[str, ...] = ()
+    source: tuple[tuple[str, str], ...] = ()
+    """What exactly ran, when lwsconf built and ran it (--lws-impl=upstream-local): module, version or the
+    checkout's commit and dirty flag, module checksum, how it ran. Empty otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"organization": self.organization, "project": self.project, "url": self.url,
-                "version": self.version, "contact": list(self.contact)}
+        out: dict[str, Any] = {"organization": self.organization, "project": self.project, "url": self.url,
+                               "version": self.version, "contact": list(self.contact)}
+        return out | ({"source": dict(self.source)} if self.source else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "implementation") -> Implementation:
+        source = data.get("source") or {}
+        if not isinstance(source, Mapping) or not all(isinstance(v, str) for v in source.values()):
+            raise ValueError(f"{where}.source: expected a mapping of strings, got {source!r}")
         return cls(_get(data, "organization", str, where), _get(data, "project", str, where),
                    _get(data, "url", str, where), _get(data, "version", str, where),
-                   _strings(data, "contact", where))
+                   _strings(data, "contact", where), tuple((str(k), v) for k, v in source.items()))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ class Facts:
 
     def record(self) -> dict[str, object]:
         """The report's `implementation` details: version or commit+dirty, checksum, how it ran."""
-        out: dict[str, object] = {"module": versions.MODULE, "version": self.version, "source": str(self.dir),
+        out: dict[str, object] = {"module": versions.MODULE, "version": self.version, "files": str(self.dir),
                                   "how": "run out of cluster by lwsconf"}
         if self.checksum:
             out["checksum"] = self.checksum

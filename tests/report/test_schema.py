@@ -62,7 +62,10 @@ def full_report(report: schema.Report) -> schema.Report:
     first = replace(report.tests[0], case_id="V15-subgroup-larger-than-size")
     profile = replace(report.profiles[0], result=schema.Result.INTERRUPTED, interrupted_tests=(first.name,),
                       statistics=replace(report.profiles[0].statistics, interrupted=1))
+    source = (("module", "sigs.k8s.io/lws"), ("version", "v0.9.0"), ("checksum", "h1:abc="),
+              ("how", "run out of cluster by lwsconf"))
     return replace(report, tests=(first, *report.tests[1:]), profiles=(profile, *report.profiles[1:]),
+                   implementation=replace(report.implementation, source=source),
                    environment=replace(report.environment, simulated=("node image", "GPUs")),
                    interrupted=True, stop_reason="KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)",
                    run_error="implementation reference never became ready: WaitTimeout: CRD not Established")

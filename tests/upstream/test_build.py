@@ -77,7 +77,7 @@ def test_a_pinned_release_is_built_inside_our_module_then_skipped(fake_go: Path,
     assert built.binary.read_text() == "manager built from sigs.k8s.io/lws/cmd"
     assert built.facts.record() == {
         "module": "sigs.k8s.io/lws", "version": "v0.9.0", "how": "run out of cluster by lwsconf",
-        "source": str(tmp_path / "modcache" / "sigs.k8s.io" / "lws@v0.9.0"), "checksum": "h1:abc=",
+        "files": str(tmp_path / "modcache" / "sigs.k8s.io" / "lws@v0.9.0"), "checksum": "h1:abc=",
         "commit": "f056f611ae7721f9983ac35f26bfbae8547fd9f3"}
     assert "lws v0.9.0: [1/1] manager ... built in" in out.getvalue()
     again = io.StringIO()
@@ -128,7 +128,7 @@ def test_a_checkout_is_built_where_it_is_and_records_commit_and_dirty(fake_go: P
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     built = build.ensure(str(repo), io.StringIO())
-    assert built.facts.record() == {"module": "sigs.k8s.io/lws", "version": "checkout", "source": str(repo.resolve()),
+    assert built.facts.record() == {"module": "sigs.k8s.io/lws", "version": "checkout", "files": str(repo.resolve()),
                                     "how": "run out of cluster by lwsconf", "commit": head, "dirty": dirty}
     calls = [line for line in fake_go.read_text().splitlines() if line.startswith("build ")]
     suffix = "-dirty" if dirty else ""
