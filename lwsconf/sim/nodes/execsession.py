@@ -6,7 +6,8 @@ shimmed), so an exec sees what the container sees. Without a tty, stdout and std
 pipes and stdin a pipe only when the client sends it (else /dev/null, so a command reading stdin
 ends at once as in a container without `-i`). With a tty the command gets a pseudo-terminal on all
 three (stderr merged, as a terminal does), and resize events set its window size. The command is its
-own process group; `kill` ends the group, and so does the end of the exec (the agent's stop included).
+own process group; `kill` ends the group, and so does the end of the exec (the agent's stop included),
+and the sim's exit hook (`shutdown.at_exit`) kills any session still running.
 """
 
 from __future__ import annotations
@@ -22,7 +23,19 @@ import subprocess
 import termios
 from collections.abc import Mapping, Sequence
 
+from lwsconf import shutdown
+
 _READ = 32 * 1024
+_live: set[ExecSession] = set()
+"""Sessions not yet waited for: killed by the exit hook should the sim end without ending them."""
+
+
+def _kill_leftovers() -> None:
+    for session in list(_live):
+        session.kill()
+
+
+shutdown.at_exit(_kill_leftovers)
 
 
 class ExecSession:
@@ -31,6 +44,7 @@ class ExecSession:
     def __init__(self, proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader,
                  stderr: asyncio.StreamReader | None, master: int | None) -> None:
         self._proc, self.stdout, self.stderr, self._master = proc, stdout, stderr, master
+        _live.add(self)
 
     @classmethod
     async def start(cls, command: Sequence[str], *, env: Mapping[str, str], cwd: str | None, stdin: bool,
@@ -85,6 +99,7 @@ class ExecSession:
         """The exit code (128+N when killed by signal N); the terminal is released."""
         code = await self._proc.wait()
         self.kill()  # what the command left in its group dies with it
+        _live.discard(self)
         if self._master is not None:
             asyncio.get_running_loop().remove_reader(self._master)
             with contextlib.suppress(OSError):

@@ -37,6 +37,10 @@ SPDY_REFUSED = ("this kubelet serves exec, attach and port-forward over WebSocke
                 "protocols")
 
 
+REAP_TIMEOUT = 5.0
+"""Seconds an exec'd command killed by its client's leaving may take to be reaped."""
+
+
 class StreamNotAvailable(Exception):
     """What the kubelet says when a stream request cannot be served; `code` is its HTTP status."""
 
@@ -228,6 +232,8 @@ async def run_exec(ws: web.WebSocketResponse, protocol: str, opts: options.Strea
         inbound.cancel()
         await asyncio.gather(inbound, return_exceptions=True)
         session.kill()
+        with contextlib.suppress(TimeoutError):  # reaped, and its terminal released
+            await asyncio.wait_for(session.wait(), REAP_TIMEOUT)
 
 
 async def _from_client(ws: web.WebSocketResponse, protocol: str, session: ExecSession) -> None:

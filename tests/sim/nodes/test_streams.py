@@ -103,6 +103,39 @@ def test_exec_streams_output_exit_codes_stdin_and_a_terminal(tmp_path: Path) -> 
     ks.run(scenario, timeout=120)
 
 
+def _processes_with(token: str) -> list[int]:
+    """PIDs whose command line holds `token` (to see that an exec'd command is gone)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_client_leaving_kills_its_command(tmp_path: Path) -> None:
+    token = f"lwsconf-exec-token-{tmp_path.name}"
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await start_pod(sim, python_pod("p", HTTP_SERVER))
+            query = [("command", "python"), ("command", "-c"),
+                     ("command", "import sys, time; print('ready', flush=True); time.sleep(600)"),
+                     ("command", token), ("stdout", "true")]
+            async with aiohttp.ClientSession() as session, session.ws_connect(
+                    _url(sim, "p", "exec", query), protocols=[channels.V5], **_connect_args(sim)) as ws:
+                first = await ws.receive_bytes(timeout=30)
+                assert first == channels.frame(channels.STDOUT, b"ready\n")
+                assert _processes_with(token), "the command runs while the client is there"
+            await ks.until(lambda: asyncio.sleep(0, _processes_with(token)), lambda pids: not pids,
+                           "the exec'd command killed once its client left", timeout=15)
+
+    ks.run(scenario, timeout=120)
+
+
 def test_requests_that_cannot_be_served_say_why(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
