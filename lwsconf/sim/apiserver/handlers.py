@@ -85,7 +85,13 @@ def mutation(ctx: ServerContext, request: web.Request, target: routing.Target, o
 
 async def admit(ctx: ServerContext, request: web.Request, target: routing.Target, operation: str,
                 obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
-    """Mutating admission (policies, then webhooks) and validation of a CREATE or UPDATE, `obj` in place."""
+    """Mutating admission (policies, then webhooks) and validation of a CREATE or UPDATE, `obj` in place.
+
+    NamespaceLifecycle comes first, as the first of kube-apiserver's mutating admission plugins: a CREATE in a
+    missing or terminating namespace is refused before any policy or webhook sees it.
+    """
+    if operation == "CREATE" and target.info.namespaced and target.namespace:
+        ctx.storage.check_namespace_open(target.namespace)
     how = mutation(ctx, request, target, operation)
     warnings = ctx.admission.prepare(target.info, obj, old, field_validation=context.field_validation(request),
                                      mutation=how)

@@ -600,3 +600,12 @@ def test_strategic_merge_patch_merges_webhooks_by_name(sim_api: SimAPI) -> None:
     assert reply.status_code == 200, describe(reply)
     hooks = {h["name"]: h["timeoutSeconds"] for h in reply.json()["webhooks"]}
     assert hooks == {"a.example.com": 10, "b.example.com": 5}, reply.json()
+
+
+def test_a_create_in_a_missing_namespace_is_refused_before_any_webhook(sim_api: SimAPI, server: WebhookServer) -> None:
+    """NamespaceLifecycle is the first mutating admission plugin (`lifecycle.Admit`): 404, no webhook called."""
+    install(sim_api, VWC, "all", hook("all.example.com", url_config(server)))
+    reply = sim_api.request("POST", "/api/v1/namespaces/nowhere/configmaps", json=configmap("c24"))
+    assert reply.status_code == 404, describe(reply)
+    assert reply.json()["message"] == 'namespaces "nowhere" not found'
+    assert server.reviews == []
