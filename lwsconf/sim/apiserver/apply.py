@@ -358,7 +358,7 @@ def _conflicts(obj: dict[str, Any], config: dict[str, Any], mine: set[Path], ent
 
 
 def _conflict_error(conflicts: list[tuple[Path, int]], entries: list[dict[str, Any]]) -> errors.StatusError:
-    """409 worded as the apiserver's `getConflictMessage`, plus what to do about it."""
+    """409 worded as the apiserver's `getConflictMessage` (kubectl adds the advice to use --force-conflicts)."""
     owners = [json.dumps(str(entries[i].get("manager"))) for _, i in conflicts]
     causes = [errors.Cause(render(path), f"conflict with {owner}", reason="FieldManagerConflict")
               for (path, _), owner in zip(conflicts, owners, strict=True)]
@@ -369,8 +369,4 @@ def _conflict_error(conflicts: list[tuple[Path, int]], entries: list[dict[str, A
         for owner in sorted(set(owners)):
             lines += [f"conflicts with {owner}:", *(f"- {c.field}" for c in causes if c.message.endswith(owner))]
         summary = "\n".join(lines)
-    return errors.StatusError(
-        409, "Conflict",
-        f"{summary}\nAnother field manager applied different values for these fields. To take them over, "
-        "re-run with --force-conflicts (force=true in the API); otherwise drop them from your configuration "
-        "or apply the current values.", causes=causes)
+    return errors.StatusError(409, "Conflict", summary, causes=causes)

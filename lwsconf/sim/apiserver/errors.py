@@ -36,6 +36,8 @@ class StatusError(Exception):
     group: str | None = None
     causes: list[Cause] = field(default_factory=list)
     retry_after_seconds: int | None = None
+    empty_details: bool = False
+    """Render `details: {}` when there is nothing in it (kube-apiserver's NewNotFound of a path does)."""
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.message)
@@ -61,7 +63,7 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
-        if details:
+        if details or self.empty_details:
             body["details"] = details
         return body
 

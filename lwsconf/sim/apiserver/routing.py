@@ -33,7 +33,8 @@ class Target:
 
 
 def _page_not_found(path: str) -> errors.StatusError:
-    return errors.StatusError(404, "NotFound", f"the server could not find the requested resource ({path})")
+    """kube-apiserver's answer for a resource path it does not serve, word for word (`path` unused)."""
+    return errors.StatusError(404, "NotFound", "the server could not find the requested resource", empty_details=True)
 
 
 def group_version(segments: list[str]) -> tuple[str, str, list[str]] | None:

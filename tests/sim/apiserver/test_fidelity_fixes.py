@@ -1,0 +1,16 @@
+"""Answers the differential corpus (`lwsconf fidelity`, against kube-apiserver 1.37.2) found the sim
+giving differently; each test names the corpus interaction and the kube-apiserver behaviour."""
+
+from __future__ import annotations
+
+from tests.conftest import SimAPI
+
+
+def test_unknown_resource_is_the_plain_not_found_status(sim_api: SimAPI) -> None:
+    """requests/bad-requests/unknown-resource: kube-apiserver answers a path it does not serve with
+    NotFound "the server could not find the requested resource" and empty details."""
+    reply = sim_api.request("GET", "/api/v1/namespaces/default/frobnicators")
+    assert reply.status_code == 404
+    assert reply.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                            "message": "the server could not find the requested resource", "reason": "NotFound",
+                            "details": {}, "code": 404}
