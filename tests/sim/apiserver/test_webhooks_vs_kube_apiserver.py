@@ -77,6 +77,10 @@ def _scenarios(server: WebhookServer) -> list[Scenario]:
                  create("dry-run-patched", cms, configmap("c2"), query={"dryRun": "All"})),
         scenario("live-deny", corpus.validating("live-deny", hook("deny.example.com", "/deny")),
                  create("denied", cms, configmap("c1"))),
+        scenario("live-missing-namespace", corpus.validating("live-missing-namespace", corpus.webhook(
+            "nsless.example.com", url=server.url("/deny"), namespaceSelector={}) | {
+            "clientConfig": {"url": server.url("/deny"), "caBundle": server.ca_bundle}}),
+            create("refused-before-webhooks", "/api/v1/namespaces/fid-nowhere/configmaps", configmap("c1"))),
         scenario("live-deny-bare", corpus.mutating("live-deny-bare", hook("bare.example.com", "/deny-bare")),
                  create("denied-without-result", cms, configmap("c1"))),
         scenario("live-warn", corpus.validating("live-warn", hook("warn.example.com", "/warn")),
