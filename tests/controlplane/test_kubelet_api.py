@@ -3,7 +3,8 @@
 kube-apiserver 1.36+ proxies kubectl's WebSocket unchanged to a kubelet whose Node declares
 `ExtendWebSocketsToKubelet` (our agents do), over HTTPS to the Node's InternalIP
 (`--kubelet-preferred-address-types=InternalIP`, controlplane/flags.py) and kubelet port, with its
-kubelet client certificate; our agents serve the channel protocol and the SPDY port-forward tunnel.
+kubelet client certificate; our agents serve the channel protocol and the SPDY port-forward tunnel, and
+refuse an old kubectl's SPDY request with a message the API server passes on.
 The pod is scheduled by the real kube-scheduler. Skips when the release (with its kubectl) is not built;
 LWSCONF_REQUIRE_GO=1 turns the skip into a failure.
 """
@@ -11,7 +12,10 @@ LWSCONF_REQUIRE_GO=1 turns the skip into a failure.
 from __future__ import annotations
 
 import asyncio
+import http.client
+import ssl
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from kubernetes import client, config
@@ -32,6 +36,21 @@ ACCOUNT_READY = 60.0
 
 def _run(binary: Path, kubeconfig: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
     return asyncio.run(kubectl(binary, kubeconfig, *args, stdin=stdin))
+
+
+def _spdy_exec(url: str, context: ssl.SSLContext) -> tuple[int, str]:
+    """An old kubectl's SPDY exec request: kube-apiserver proxies it to our kubelet, which refuses it and
+    the refusal reaches the client (the apiserver echoes a kubelet's non-101 answer)."""
+    parsed = urlparse(url)
+    conn = http.client.HTTPSConnection(parsed.hostname or "127.0.0.1", parsed.port, context=context, timeout=60)
+    try:
+        conn.request("POST", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true",
+                     headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                              "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
+        response = conn.getresponse()
+        return response.status, response.read().decode(errors="replace")
+    finally:
+        conn.close()
 
 
 @pytest.mark.slow
@@ -73,6 +92,9 @@ def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Rel
                               "import sys; print(sys.stdin.read()[::-1], end='')", stdin=b"stressed")
         assert (code, out) == (0, "desserts"), err
         asyncio.run(_port_forward(kubectl_bin, config_path))
+        assert cluster.controlplane is not None
+        status, body = _spdy_exec(cluster.url, cluster.controlplane.ssl_context())
+        assert status == 400 and "WebSocket only" in body and "kubectl 1.31" in body, (status, body)
         core.create_namespaced_pod("default", python_pod("ticker", TICKER, readinessProbe=None))
         wait_until(lambda: ready("ticker"), what="pod default/ticker Ready", timeout=POD_READY, poll=0.5)
         asyncio.run(attach_sees_ticks(kubectl_bin, config_path, "ticker"))
