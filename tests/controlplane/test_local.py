@@ -15,6 +15,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,9 +82,11 @@ def _is_loopback(address: str, *, unspecified_ok: bool = False) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stop", ["down", "ctrl-c"])
 @pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
-def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path,
-                                                                     release: versions.Release) -> None:
+def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path, release: versions.Release,
+                                                                     stop: str) -> None:
+    """Stopped by `lwsconf local down` (SIGTERM) or by Ctrl-C (SIGINT, as a terminal sends it to `up`)."""
     _binaries_or_skip(release)
     # A short TMPDIR of its own: the GPU nodes' device-plugin sockets live under it (107-byte path limit).
     rid, tmpdir, kubeconfig = secrets.token_hex(6), Path(tempfile.mkdtemp(prefix="lt")), tmp_path / "local" / "kubeconfig"
@@ -123,8 +126,12 @@ def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: P
         assert len(pids) >= 5 and len(sockets) >= 5, (pids, sockets)
         assert [s for s in sockets if not (_is_loopback(s[0]) and _is_loopback(s[1], unspecified_ok=True))] == []
     finally:
-        down = subprocess.run([sys.executable, "-m", "lwsconf.cli", "local", "down", "--kubeconfig", str(kubeconfig)],
-                              env=env, capture_output=True, text=True, timeout=EXIT_TIMEOUT)
+        if stop == "down":
+            down = subprocess.run([sys.executable, "-m", "lwsconf.cli", "local", "down", "--kubeconfig",
+                                   str(kubeconfig)], env=env, capture_output=True, text=True, timeout=EXIT_TIMEOUT)
+        else:
+            up.send_signal(signal.SIGINT)
+            down = subprocess.CompletedProcess([], 0, "", "")
         try:
             up.wait(timeout=EXIT_TIMEOUT)
         finally:
