@@ -76,11 +76,15 @@ def _check_upgrade(request: web.Request, kind: str) -> None:
     if "upgrade" not in request.headers.get("Connection", "").lower():
         raise errors.bad_request("Upgrade request required")
     wanted = request.headers.get("Upgrade", "").lower()
-    served = portforward.TUNNEL_PROTOCOL if kind == "portforward" else ", ".join(channels.PROTOCOLS)
+    served = (portforward.TUNNEL_PROTOCOL, channels.V4) if kind == "portforward" else channels.PROTOCOLS
     if wanted.startswith("spdy/"):
-        raise errors.bad_request(SPDY_REFUSED.format(kind=kind, protocols=served))
+        raise errors.bad_request(SPDY_REFUSED.format(kind=kind, protocols=", ".join(served)))
     if wanted != "websocket":
         raise errors.bad_request(f"upgrade to {request.headers.get('Upgrade')!r} is not served; use WebSocket")
+    offered = _offered(request)
+    if not any(p in served for p in offered):
+        raise errors.bad_request(f"none of the WebSocket subprotocols offered ({', '.join(offered) or 'none'}) "
+                                 f"is served for pods/{kind}; offer one of {', '.join(served)}")
 
 
 async def pod_stream(ctx: ServerContext, request: web.Request, target: routing.Target, kind: str) -> web.StreamResponse:

@@ -157,6 +157,10 @@ def test_requests_that_cannot_be_served_say_why(tmp_path: Path) -> None:
             assert answers[0] == 400 and "container nope is not valid for pod p" in answers[1], answers
             answers = await _plain(sim, "p", "exec", [("stdout", "true")], {})
             assert "at least one command" in answers[1], answers
+            answers = await _plain(sim, "p", "exec", cmd("print(1)", "stdout"),
+                                   {"Connection": "Upgrade", "Upgrade": "websocket",
+                                    "Sec-WebSocket-Protocol": "base64.channel.k8s.io"})
+            assert answers[0] == 400 and "offer one of v5.channel.k8s.io, v4.channel.k8s.io" in answers[1], answers
             await _kubelet_refusals(sim)
 
     ks.run(scenario, timeout=120)
@@ -240,5 +244,41 @@ def test_port_forward_tunnels_spdy_to_a_pod_port(tmp_path: Path) -> None:
                 await client.until(lambda: client.finished(error), "the refused port reported")
                 assert b"error forwarding port 8081 to pod web" in client.data_of(error)
                 reader.cancel()
+
+    ks.run(scenario, timeout=120)
+
+
+def test_the_official_python_client_execs_and_forwards(tmp_path: Path) -> None:
+    """kubernetes.stream offers v5 and v4 for exec (v4 chosen, no close signal) and port-forwards over v4."""
+    from kubernetes import client, config
+    from kubernetes.stream import portforward as client_portforward
+    from kubernetes.stream import stream
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path / "nodes", processes=True) as sim:
+            await start_pod(sim, python_pod("p", HTTP_SERVER))
+            kubeconfig = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+
+            def drive() -> tuple[str, int | None, bytes]:
+                core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+                out = stream(core.connect_get_namespaced_pod_exec, "p", ks.NS, command=["python", "-c", "print(2)"],
+                             stderr=True, stdin=False, stdout=True, tty=False)
+                failing = stream(core.connect_get_namespaced_pod_exec, "p", ks.NS,
+                                 command=["python", "-c", "import sys; sys.exit(4)"], stderr=True, stdin=False,
+                                 stdout=True, tty=False, _preload_content=False)
+                failing.run_forever(timeout=30)
+                forward = client_portforward(core.connect_get_namespaced_pod_portforward, "p", ks.NS, ports="8080")
+                sock = forward.socket(8080)
+                sock.settimeout(30)
+                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                forward.close()
+                return str(out), failing.returncode, answer
+
+            out, code, answer = await asyncio.to_thread(drive)
+            assert (out, code) == ("2\n", 4)
+            assert answer.startswith(b"HTTP/1.0 200"), answer[:200]
 
     ks.run(scenario, timeout=120)
