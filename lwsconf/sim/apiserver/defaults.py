@@ -74,7 +74,6 @@ def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             if not policy.get(when):
                 policy[when] = "Retain"
     spec.setdefault("revisionHistoryLimit", 10)
-    spec.setdefault("minReadySeconds", 0)
     _template_spec(spec)
     for claim in f.as_list(spec.get("volumeClaimTemplates")):
         if isinstance(claim, dict):
@@ -85,6 +84,7 @@ def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 
 def _deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    obj.setdefault("status", {})  # DeploymentStatus is a struct: kube-apiserver always writes `status: {}`
     spec = _spec(obj)
     spec.setdefault("replicas", 1)
     strategy = spec.setdefault("strategy", {})

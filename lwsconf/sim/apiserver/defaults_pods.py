@@ -51,6 +51,9 @@ def default_pod(obj: dict[str, Any], *, creating: bool = True) -> None:
     if isinstance(status, dict):
         status.setdefault("phase", "Pending")
         status.setdefault("qosClass", pod_qos_class(obj))
+        for condition in status.get("conditions") or []:
+            if isinstance(condition, dict):  # PodCondition.lastProbeTime is a metav1.Time value: null when unset
+                condition.setdefault("lastProbeTime", None)
 
 
 def default_pod_spec(spec: dict[str, Any]) -> None:

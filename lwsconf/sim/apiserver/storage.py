@@ -133,29 +133,38 @@ class Storage:
 
     # --- create -----------------------------------------------------------------------------
 
-    def create(self, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
-        """Stamp system metadata and store a new object (the caller has run admission)."""
+    def create(self, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool = False,
+               stamped: bool = False) -> dict[str, Any]:
+        """Stamp system metadata (unless `stamp_for_create` already did: `stamped`) and store a new object
+        (the caller has run admission)."""
         meta = obj["metadata"]
         if info.namespaced:
             self.check_namespace_open(meta["namespace"])
+        if not stamped:
+            self.stamp_for_create(info, obj)
+        if self.db.get(info.storage_key, meta.get("namespace", ""), meta["name"]) is not None:
+            raise errors.already_exists(info.plural, info.group, meta["name"])
+        for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(system_field, None)
+        if dry_run:  # nothing was stored, so there is no resourceVersion (kube-apiserver answers none)
+            return obj
+        return self._put(info, obj)
+
+    def stamp_for_create(self, info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
+        """`rest.BeforeCreate`'s part before validating admission: a name from `generateName`, then `uid`,
+        `creationTimestamp` and (for kinds that track it) `generation` 1, so validating admission policies and
+        webhooks see them, as on kube-apiserver; `create(stamped=True)` keeps them."""
+        meta = obj["metadata"]
         if not meta.get("name"):
             meta["name"] = self._free_generated_name(info, meta)
             if info.key == ("", "namespaces"):  # the namespace strategy labels it with its (generated) name
                 labels = meta.setdefault("labels", {})
                 if isinstance(labels, dict):
                     labels["kubernetes.io/metadata.name"] = meta["name"]
-        if self.db.get(info.storage_key, meta.get("namespace", ""), meta["name"]) is not None:
-            raise errors.already_exists(info.plural, info.group, meta["name"])
-        for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
-            meta.pop(system_field, None)
         meta["uid"] = objects.new_uid()
         meta["creationTimestamp"] = objects.now_rfc3339()
         if info.tracks_generation or info.is_custom:
             meta["generation"] = 1
-        if dry_run:
-            meta["resourceVersion"] = str(self.db.rv)
-            return obj
-        return self._put(info, obj)
 
     def _free_generated_name(self, info: resources.ResourceInfo, meta: dict[str, Any]) -> str:
         prefix = meta.get("generateName") or ""
@@ -210,7 +219,8 @@ class Storage:
         """Store an admitted update; finishing a deletion when the last finalizer went away."""
         if new == old:
             return old
-        if dry_run:
+        if dry_run:  # the answer carries the stored object's resourceVersion, as kube-apiserver's does
+            new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
             return new
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not self._blocks_removal(info, new):

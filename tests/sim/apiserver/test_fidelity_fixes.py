@@ -14,3 +14,44 @@ def test_unknown_resource_is_the_plain_not_found_status(sim_api: SimAPI) -> None
     assert reply.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                             "message": "the server could not find the requested resource", "reason": "NotFound",
                             "details": {}, "code": 404}
+
+
+CMS = "/api/v1/namespaces/default/configmaps"
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+              "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                  "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+
+
+def test_dry_run_create_has_no_resource_version_and_dry_run_update_keeps_the_stored_one(sim_api: SimAPI) -> None:
+    """requests/dry-run/create-dry and update-dry: nothing is stored by a dry run, so a created object
+    has no resourceVersion, and an updated one shows the stored object's."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    dry = sim_api.request("POST", CMS, json=cm, params={"dryRun": "All"}).json()
+    assert "resourceVersion" not in dry["metadata"]
+    stored = sim_api.request("POST", CMS, json=cm).json()
+    updated = sim_api.request("PUT", f"{CMS}/c", json={**cm, "data": {"a": "2"}}, params={"dryRun": "All"}).json()
+    assert updated["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert updated["data"] == {"a": "2"}
+
+
+def test_deployment_status_is_an_empty_object_and_statefulset_min_ready_seconds_is_omitted(sim_api: SimAPI) -> None:
+    """crud/crud-deployments/create and crud/crud-statefulsets/create: DeploymentStatus is a struct (always
+    written, `{}` when empty); StatefulSetSpec.minReadySeconds is omitempty and not defaulted."""
+    created = sim_api.request("POST", "/apis/apps/v1/namespaces/default/deployments", json=DEPLOYMENT).json()
+    assert created["status"] == {}
+    sts = {**DEPLOYMENT, "kind": "StatefulSet", "spec": {**DEPLOYMENT["spec"], "serviceName": "d"}}
+    created = sim_api.request("POST", "/apis/apps/v1/namespaces/default/statefulsets", json=sts).json()
+    assert "minReadySeconds" not in created["spec"]
+
+
+def test_pod_conditions_written_without_probe_time_read_back_null(sim_api: SimAPI) -> None:
+    """subresources/status-subresource/pod-status-ready: PodCondition.lastProbeTime is a metav1.Time
+    value, serialised as null when a client leaves it out."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert sim_api.request("POST", "/api/v1/namespaces/default/pods", json=pod).status_code == 201
+    patched = sim_api.request("PATCH", "/api/v1/namespaces/default/pods/p/status",
+                              data='{"status": {"conditions": [{"type": "Ready", "status": "True"}]}}',
+                              headers={"Content-Type": "application/strategic-merge-patch+json"}).json()
+    ready = next(c for c in patched["status"]["conditions"] if c["type"] == "Ready")
+    assert "lastProbeTime" in ready and ready["lastProbeTime"] is None
