@@ -3,6 +3,12 @@
 Each component writes to its own log file (its tail is what a failure shows). It runs in a session of
 its own, so a terminal's Ctrl-C reaches only us and we stop the components in order (the API server
 before etcd), and with PR_SET_PDEATHSIG, so that none outlives us even when we are killed with SIGKILL.
+
+The death signal is set by util-linux's `setpriv --pdeathsig KILL`, which execs the component, when it is on
+PATH; only without it by a `preexec_fn`, which runs Python in the forked child and is unsafe once this process
+has other threads (Python's subprocess documentation says so): started while a local cluster's node agents
+and kube-proxy ran on their threads, upstream's LWS manager died of SIGSEGV before its first instruction in
+3 of 6 starts, and in 0 of 6 through setpriv.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -32,10 +39,12 @@ class Component:
 
     def __init__(self, name: str, argv: Sequence[str], log: Path, cwd: Path) -> None:
         self.name, self.argv, self.log = name, tuple(argv), log
+        setpriv = shutil.which("setpriv")
+        launch = (setpriv, "--pdeathsig", "KILL", "--", *self.argv) if setpriv else self.argv
         with open(log, "wb") as out:  # the child keeps its own descriptor
-            self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+            self.proc = subprocess.Popen(launch, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=None if setpriv else _die_with_parent)
 
     @property
     def pid(self) -> int:
