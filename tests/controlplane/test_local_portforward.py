@@ -8,6 +8,9 @@ gets the probe's JSON, query string included. Skips when the release is not buil
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 from kubernetes import client, config
 
@@ -19,6 +22,7 @@ from lwsconf.waits.core import NotYet, wait_until
 
 from .test_local import _binaries_or_skip
 
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 POD_READY = 60.0
 """Seconds the probe pod may take to be Ready (scheduled by the real scheduler, started by our agent)."""
 
@@ -57,4 +61,23 @@ def test_pod_get_port_forwards_where_the_proxy_refuses_loopback(release: version
         assert body["pod"] == "p" and body["ip"] == core.read_namespaced_pod("p", "default").status.pod_ip
         assert body["ip"].startswith("127.")
         assert proxy.pod_get(api, "default", "p", workloads.PROBE_PORT, "/readyz").json() == {"ready": True}
+        _check_service_account_volume(api)
         api.close()
+
+
+def _check_service_account_volume(api: client.ApiClient) -> None:
+    """The projected kube-api-access volume kube-apiserver's admission added: a real token bound to the pod
+    (TokenRequest by our agent), the namespace, and the cluster CA from kube-root-ca.crt."""
+    def read(name: str) -> str:
+        reply = proxy.pod_get(api, "default", "p", workloads.PROBE_PORT, "/file",
+                              query={"path": f"{SA_DIR}/{name}"})
+        assert reply.ok, reply
+        return str(reply.json()["content"])
+
+    token = read("token")
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["sub"] == "system:serviceaccount:default:default", claims
+    assert claims["kubernetes.io"]["pod"]["name"] == "p", claims
+    assert read("namespace") == "default"
+    assert read("ca.crt").startswith("-----BEGIN CERTIFICATE-----")

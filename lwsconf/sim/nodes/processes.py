@@ -19,7 +19,7 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
-from lwsconf.sim.nodes import dns, env, nodectx, runtime, volumes
+from lwsconf.sim.nodes import dns, env, nodectx, runtime, satoken, volumes
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -67,12 +67,17 @@ class ProcessLauncher:
         await self._ensure_dns()
         configmaps, secrets, services = await self._objects(namespace)
         try:
+            token = await satoken.fetch(self.client, pod, container)
+        except errors.KubeClientError as exc:
+            raise nodectx.LaunchError("CreateContainerConfigError", f"cannot get the service account token: {exc}",
+                                      retry=True) from None
+        try:
             environment = env.resolve_env(pod, container, node_name=self.node_name, host_ip=self.host_ip,
                                           pod_ip=pod_ip, configmaps=configmaps, secrets=secrets, extra=extra_env,
                                           services=services, node_allocatable=self.allocatable)
             mounts = volumes.materialize(pod, container, root=self.pods_root / uid / "volumes",
                                          configmaps=configmaps, secrets=secrets, env=environment,
-                                         node_allocatable=self.allocatable)
+                                         node_allocatable=self.allocatable, service_account_token=token)
             argv = env.expand_argv(container, environment)
         except (env.EnvError, volumes.VolumeError) as exc:
             raise nodectx.LaunchError("CreateContainerConfigError", str(exc), retry=True) from None
