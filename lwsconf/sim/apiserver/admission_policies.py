@@ -18,9 +18,10 @@ Unauthorized 401, RequestEntityTooLarge 413) and one cause holding the message.
 `invocations` (which (policy, binding, param) evaluations a request calls for, and the configuration
 errors on the way) is shared with the MutatingAdmissionPolicies of `mutating_policies`.
 Requests on the policy and binding types themselves are exempt (`IsExemptAdmissionConfigurationResource`).
-Compiled policies are cached per (name, resourceVersion). Simplifications: the object a CREATE is
-checked with has no uid/creationTimestamp yet (storage stamps them after admission), and the request
-is always made by `system:admin` (the sim has one bearer token). No I/O here.
+Compiled policies are cached per (name, resourceVersion). The object a CREATE is checked with carries
+its uid, creationTimestamp and generated name, stamped before validating admission as kube-apiserver's
+`BeforeCreate` does (`Storage.stamp_for_create`). Simplification: the request is always made by
+`system:admin` (the sim has one bearer token). No I/O here.
 """
 
 from __future__ import annotations

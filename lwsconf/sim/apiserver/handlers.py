@@ -186,8 +186,9 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     warnings = await admit(ctx, request, target, "CREATE", obj, None)
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
+    ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
     warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
-    stored = ctx.storage.create(info, obj, dry_run=dry)
+    stored = ctx.storage.create(info, obj, dry_run=dry, stamped=True)
     if not dry:
         hooks.after_write(ctx, info, stored)
     return render_object(ctx, request, target, stored, status=201, warnings=warnings)
@@ -275,8 +276,9 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
     warnings = await admit(ctx, request, target, "CREATE", obj, None)
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
+    ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
     warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
-    stored = ctx.storage.create(info, obj, dry_run=dry)
+    stored = ctx.storage.create(info, obj, dry_run=dry, stamped=True)
     if not dry:
         hooks.after_write(ctx, info, stored)
     return render_object(ctx, request, target, stored, status=201, warnings=warnings)

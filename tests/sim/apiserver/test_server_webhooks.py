@@ -609,3 +609,19 @@ def test_a_create_in_a_missing_namespace_is_refused_before_any_webhook(sim_api: 
     assert reply.status_code == 404, describe(reply)
     assert reply.json()["message"] == 'namespaces "nowhere" not found'
     assert server.reviews == []
+
+
+def test_validating_webhooks_see_the_server_stamped_create_and_mutating_ones_do_not(sim_api: SimAPI,
+                                                                                   server: WebhookServer) -> None:
+    """`rest.BeforeCreate` (generated name, uid, creationTimestamp) runs after mutating and before validating
+    admission in kube-apiserver's create handler."""
+    install(sim_api, MWC, "m", hook("m.example.com", url_config(server, "/m")))
+    install(sim_api, VWC, "v", hook("v.example.com", url_config(server, "/v")))
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}, "data": {}}
+    reply = create_cm(sim_api, body)
+    assert reply.status_code == 201, describe(reply)
+    stored = reply.json()["metadata"]
+    seen = {path.split("?")[0]: r["request"]["object"]["metadata"] for path, r in server.reviews}
+    assert "uid" not in seen["/m"] and "creationTimestamp" not in seen["/m"] and "name" not in seen["/m"], seen
+    assert (seen["/v"]["name"], seen["/v"]["uid"], seen["/v"]["creationTimestamp"]) == (
+        stored["name"], stored["uid"], stored["creationTimestamp"]), (seen, stored)

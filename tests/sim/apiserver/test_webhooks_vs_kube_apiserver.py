@@ -4,8 +4,8 @@ The fidelity corpus (`lwsconf/fidelity/corpus/webhooks.py`) compares what needs 
 runs a real HTTPS webhook server on loopback and builds corpus scenarios pointing at it, then runs them on the
 sim and on the pinned kube-apiserver (etcd + kube-apiserver only, `lwsconf.fidelity.servers.real`) with the
 corpus' own runner, normaliser and differ. Compared: each answer (JSON-patched objects, denial Statuses,
-failed-call messages, Warning headers, reinvocation) and each AdmissionReview the webhook received (uid,
-userInfo and server-stamped metadata dropped). managedFields are left out of the answers: the sim keeps none
+failed-call messages, Warning headers, reinvocation) and each AdmissionReview the webhook received (uid and
+userInfo dropped, server-stamped metadata compared for presence). managedFields are left out of the answers: the sim keeps none
 for Update writes, a general difference the corpus reports on its own.
 
 Needs the control plane built (`lwsconf controlplane build`); skips saying so, unless LWSCONF_REQUIRE_GO=1.
@@ -32,7 +32,9 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _EVENT_DEFAULTS = ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedSource", "eventTime")
 """Null/empty Event fields kube-apiserver's defaulting fills and the sim leaves out: a general Event difference
 (the corpus shows it for core Events too), so left out of the Event a webhook is sent."""
-_SERVER_STAMPED = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
+_SERVER_STAMPED = ("uid", "resourceVersion", "creationTimestamp", "generation")
+"""Metadata each server stamps with its own values: compared for presence only (managedFields, which the sim
+keeps none of for Update writes, are left out)."""
 
 
 def _answer(path: str, review: dict[str, Any]) -> dict[str, Any] | None:
@@ -147,7 +149,8 @@ def _reviews(server: WebhookServer) -> list[tuple[str, dict[str, Any]]]:
         request.pop("userInfo")  # the sim's admin token vs the real server's client certificate
         for key in ("object", "oldObject"):
             if isinstance(request.get(key), dict):
-                meta = {k: v for k, v in request[key]["metadata"].items() if k not in _SERVER_STAMPED}
+                meta = {k: "<server>" if k in _SERVER_STAMPED else v
+                        for k, v in request[key]["metadata"].items() if k != "managedFields"}
                 request[key] = {k: v for k, v in request[key].items() if k not in _EVENT_DEFAULTS} | {"metadata": meta}
         out.append((path.split("?")[0], {**review, "request": request}))
     server.reviews.clear()
