@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from conformance import divergences
 from conformance.harness import LWSHarness
+from fixtures.plugin import option
+from lwsconf.conformance import spec_of
 from lwsconf.timeouts import Timeouts
+from lwsconf.upstream.versions import DEFAULT as DEFAULT_UPSTREAM
 
 
 def _optional_fixture(request: pytest.FixtureRequest, name: str) -> object | None:
@@ -32,3 +36,22 @@ def lws(request: pytest.FixtureRequest, implementation: object, api_client: clie
     return LWSHarness(api_client, namespace, timeout_config,
                       Path(str(artifacts)) if artifacts is not None else None,
                       controller=getattr(implementation, "controller", None))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests conformance/divergences.yaml lists for the implementation version under test: strict xfail,
+    the evidence as the reason (reported as KNOWN_DIVERGENCE)."""
+    which = divergences.implementation_version(str(option(config, "lws_impl")), DEFAULT_UPSTREAM.version)
+    if which is None:
+        return
+    try:
+        rows = divergences.expected(divergences.load(), *which)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for item in items:
+        spec = spec_of(item)
+        row = rows.get(spec.short_name) if spec is not None else None
+        if row is not None:
+            item.add_marker(pytest.mark.xfail(
+                strict=True, raises=AssertionError,
+                reason=f"known divergence of {which[0]} {which[1]} ({row.klass}): {row.evidence}"))

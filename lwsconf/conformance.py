@@ -39,6 +39,10 @@ class Outcome(StrEnum):
     NOT_SUPPORTED = "NOT_SUPPORTED"
     PROVISIONAL_SKIPPED = "PROVISIONAL_SKIPPED"
     INTERRUPTED = "INTERRUPTED"
+    KNOWN_DIVERGENCE = "KNOWN_DIVERGENCE"
+    """The test failed as expected against an implementation version listed in conformance/divergences.yaml:
+    that version departs from the contract, with the evidence as the reason (a strict expected failure, so a
+    version that no longer departs turns the test FAILED)."""
     """Never a test's own verdict: the report's, for a test selected to run that had not finished when the
     run stopped (Ctrl-C, SIGTERM, --fail-fast, or a run-wide error such as an implementation never ready)."""
 

@@ -52,7 +52,8 @@ def _statistics(tests: Sequence[schema.TestReport]) -> schema.Statistics:
     return schema.Statistics(passed=results.count(Outcome.SUCCEEDED), failed=results.count(Outcome.FAILED),
                              skipped=results.count(Outcome.SKIPPED),
                              not_supported=results.count(Outcome.NOT_SUPPORTED),
-                             interrupted=results.count(Outcome.INTERRUPTED))
+                             interrupted=results.count(Outcome.INTERRUPTED),
+                             known_divergences=results.count(Outcome.KNOWN_DIVERGENCE))
 
 
 def _names(tests: Sequence[schema.TestReport], *outcomes: Outcome) -> tuple[str, ...]:
@@ -74,11 +75,12 @@ def _result(stats: schema.Statistics, unrun_core: int, stop: RunStop) -> schema.
 
 
 def _summary(result: schema.Result, stats: schema.Statistics, unrun_core: int, stop: RunStop) -> str:
-    total = stats.passed + stats.failed + stats.skipped + stats.not_supported + stats.interrupted
+    total = stats.passed + stats.failed + stats.skipped + stats.not_supported + stats.interrupted + stats.known_divergences
     counted = f"{stats.passed} of {total} passed"
     extras = [f"{n} {what}" for n, what in ((stats.failed, "failed"), (stats.skipped, "skipped"),
                                             (stats.not_supported, "not supported"),
-                                            (stats.interrupted, "did not finish")) if n]
+                                            (stats.interrupted, "did not finish"),
+                                            (stats.known_divergences, "known divergence")) if n]
     detail = counted + (f" ({', '.join(extras)})" if extras else "")
     if stop.run_error:
         return f"Failed: the run failed as a whole: {stop.run_error}; {detail}."

@@ -133,6 +133,8 @@ def _fold(res: _Result, report: pytest.TestReport) -> None:
         return
     if report.failed:
         res.outcome, res.message = Outcome.FAILED, _message(report)
+    elif report.skipped and hasattr(report, "wasxfail"):  # strict xfail from conformance/divergences.yaml
+        res.outcome, res.message = Outcome.KNOWN_DIVERGENCE, _one_line(str(report.wasxfail))
     elif report.skipped:
         verdict = res.meta.verdict if report.when == "setup" else None
         res.outcome = verdict or Outcome.SKIPPED
@@ -320,6 +322,7 @@ class Collector:
         for p in self.report.profiles:
             s = p.statistics
             unfinished = f", {s.interrupted} did not finish" if s.interrupted else ""
+            unfinished += f", {s.known_divergences} known divergence(s)" if s.known_divergences else ""
             tr.write_line(f"{p.name}: {p.result.value} ({s.passed} passed, {s.failed} failed, {s.skipped} skipped, "
                           f"{s.not_supported} not supported{unfinished})")
         for feature in sorted(self.context.supported - self.supported()):

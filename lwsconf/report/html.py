@@ -32,7 +32,7 @@ border-bottom:1px solid #d0d7de;padding-bottom:4px}h3{font-size:15px;margin:0 0 
 .impl{color:#57606a;margin:0 0 10px}.impl a{color:#0969da}
 .badge{display:inline-block;border-radius:12px;padding:1px 10px;font-weight:600;font-size:12px;color:#fff;
 white-space:nowrap}
-.success,.SUCCEEDED{background:#1a7f37}.partial{background:#9a6700}.failure,.FAILED{background:#cf222e}
+.success,.SUCCEEDED{background:#1a7f37}.partial{background:#9a6700}.failure,.FAILED{background:#cf222e}.KNOWN_DIVERGENCE{background:#bc4c00}
 .SKIPPED,.PROVISIONAL_SKIPPED{background:#6e7781}.NOT_SUPPORTED{background:#8250df}
 .not-run,.interrupted,.INTERRUPTED{background:#bc4c00}
 .notice{background:#fff1e5;border:1px solid #bc4c00;border-radius:6px;padding:8px 12px;margin:8px 0;font-weight:600}

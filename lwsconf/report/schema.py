@@ -135,12 +135,16 @@ class Statistics:
     not_supported: int = 0
     interrupted: int = 0
     """Tests that had not finished when the run stopped (omitted from the document when 0)."""
+    known_divergences: int = 0
+    """Tests that failed as conformance/divergences.yaml expects (omitted from the document when 0)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"passed": self.passed, "failed": self.failed, "skipped": self.skipped,
                "notSupported": self.not_supported}
         if self.interrupted:
             out["interrupted"] = self.interrupted
+        if self.known_divergences:
+            out["knownDivergences"] = self.known_divergences
         return out
 
     @classmethod
@@ -148,7 +152,8 @@ class Statistics:
         passed, failed, skipped, not_supported = (_get(data, k, int, where)
                                                   for k in ("passed", "failed", "skipped", "notSupported"))
         interrupted = _get(data, "interrupted", int, where) if "interrupted" in data else 0
-        return cls(passed, failed, skipped, not_supported, interrupted)
+        known = _get(data, "knownDivergences", int, where) if "knownDivergences" in data else 0
+        return cls(passed, failed, skipped, not_supported, interrupted, known)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,11 @@ def render(report: schema.Report) -> str:
         out += ["", "**Failures**", "", "| Test | Profiles | Reason |", "| --- | --- | --- |"]
         out += [f"| `{t.name}` | {', '.join(t.profiles) or '-'} | {_md_cell(_reason(t.message))} |"
                 for t in failed]
+    known = [t for t in report.tests if t.result is Outcome.KNOWN_DIVERGENCE]
+    if known:
+        out += ["", "**Known divergences** (failed as conformance/divergences.yaml expects for this version)", "",
+                "| Test | Evidence |", "| --- | --- |"]
+        out += [f"| `{t.name}` | {_md_cell(t.message or '-')} |" for t in known]
     unrun = _unrun_core(report)
     if unrun:
         out += ["", "**Core tests not run**", ""]

@@ -123,3 +123,13 @@ def test_failed_and_skipped_lists_name_each_case() -> None:
     p = verdict(*cases, t("A", Feature.SCALING, Outcome.SUCCEEDED))
     assert (p.failed_tests, p.skipped_tests) == (("Rejects[V1]", "Rejects[V2]"), ("Rejects[V3]",))
     assert build.gate(replace(sample.report(), tests=tuple(cases)))[0].startswith("Rejects[V1] (LWS-CORE) failed")
+
+
+def test_a_known_divergence_is_counted_apart_and_passes_the_gate() -> None:
+    p = verdict(t("A", Feature.SCALING, Outcome.SUCCEEDED), t("K", Feature.LABELS, Outcome.KNOWN_DIVERGENCE))
+    assert (p.result, p.failed_tests) == (schema.Result.SUCCESS, ())
+    assert p.statistics == schema.Statistics(passed=1, known_divergences=1)
+    assert p.summary == "Succeeded: 1 of 2 passed (1 known divergence)."
+    assert schema.Statistics.from_dict(p.statistics.to_dict()) == p.statistics
+    report = replace(sample.report(), tests=(t("K", Feature.LABELS, Outcome.KNOWN_DIVERGENCE),))
+    assert build.gate(report) == []
