@@ -46,11 +46,24 @@ def nodes_ready_timeout(environ: dict[str, str] | None = None) -> float:
         raise ValueError(f"LWSCONF_LOCAL_NODES_READY={raw!r} is not a number of seconds") from exc
 
 
-def node_controllers(fleet: fleet_mod.NodeFleet) -> list[tuple[str, supervisor.ControllerFactory]]:
+def kubernetes_slice(apiserver_port: int) -> dict[str, object]:
+    """The `kubernetes` Service's endpoint as kube-proxy is to see it: the API server on 127.0.0.1.
+
+    kube-apiserver refuses to store it (loopback endpoint addresses are invalid), so our kube-proxy is
+    given it directly; in-pod clients then reach the API server through the Service's loopback ClusterIP.
+    """
+    return {"metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4", "ports": [{"name": "https", "port": apiserver_port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]}
+
+
+def node_controllers(fleet: fleet_mod.NodeFleet, apiserver_port: int) -> list[tuple[str, supervisor.ControllerFactory]]:
     """What runs beside a real control plane: kube-proxy and the fleet (agents, device plugins), no more."""
     from lwsconf.sim.controllers import kubeproxy
 
-    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c).run), *fleet.controllers()]
+    static = {("default", "kubernetes"): [kubernetes_slice(apiserver_port)]}
+    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c, static_slices=static).run), *fleet.controllers()]
 
 
 class LocalCluster:
@@ -106,10 +119,11 @@ class LocalCluster:
                                          seed=self._seed)
         self._loop.start()
         fleet = self.fleet
+        port = self.controlplane.port if self.controlplane is not None else 0
 
         async def run() -> None:
             self._supervisor = supervisor.Supervisor(self.client)
-            self._supervisor.start(node_controllers(fleet))
+            self._supervisor.start(node_controllers(fleet, port))
 
         self._loop.run(run())
 

@@ -10,6 +10,9 @@ agents run them. Skips when the release is not built (LWSCONF_REQUIRE_GO=1 fails
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,7 @@ def test_local_cluster_nodes_ready_and_sample_lws_available(release: versions.Re
             ready = [c.status for c in node.status.conditions if c.type == "Ready"]
             assert ready == ["True"], (node.metadata.name, node.status.conditions)
         assert client.VersionApi(api).get_code().git_version == f"v{release.kubernetes}"
+        _kubernetes_service_reaches_the_api_server(cluster, core, release)
         made = apply_manifests(api)
         assert "MutatingAdmissionPolicy/leaderworkerset-unique-leader-subdomain" in made, made
         custom = client.CustomObjectsApi(api)
@@ -101,3 +105,23 @@ def test_local_cluster_nodes_ready_and_sample_lws_available(release: versions.Re
         api.close()
     assert cluster.fleet is None and cluster.controlplane is not None and cluster.controlplane.components
     assert all(c.exited() is not None for c in cluster.controlplane.components)
+
+
+def _kubernetes_service_reaches_the_api_server(cluster: LocalCluster, core: client.CoreV1Api,
+                                               release: versions.Release) -> None:
+    """What an in-pod client does: https://<kubernetes ClusterIP>:443, verifying the serving certificate
+    (its SANs carry the ClusterIP); our kube-proxy forwards to the API server on 127.0.0.1."""
+    ip = core.read_namespaced_service("kubernetes", "default").spec.cluster_ip
+    assert ipaddress.ip_address(ip).is_loopback, ip
+    assert cluster.controlplane is not None
+    context = cluster.controlplane.ssl_context()
+
+    def version() -> str:
+        try:
+            with urllib.request.urlopen(f"https://{ip}:443/version", timeout=5, context=context) as reply:  # noqa: S310
+                return str(json.loads(reply.read())["gitVersion"])
+        except OSError as exc:
+            raise NotYet(f"{ip}:443: {exc}") from None
+
+    assert wait_until(version, what=f"the kubernetes Service {ip}:443 to answer", timeout=30, poll=0.5) == \
+        f"v{release.kubernetes}"

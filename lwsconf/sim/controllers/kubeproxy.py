@@ -147,6 +147,7 @@ class KubeProxy:
 
     Args:
         client: an API client for this controller alone.
+        static_slices: EndpointSlices per Service that the API does not hold (see the attribute).
         bind_retry: seconds between tries to bind an address that was taken.
         dial_timeouts: seconds for each successive try to reach an endpoint for one connection.
 
@@ -155,8 +156,13 @@ class KubeProxy:
     """
 
     def __init__(self, client: kc.Client, *, bind_retry: float = BIND_RETRY,
-                 dial_timeouts: tuple[float, ...] = fwd.DIAL_TIMEOUTS) -> None:
+                 dial_timeouts: tuple[float, ...] = fwd.DIAL_TIMEOUTS,
+                 static_slices: dict[ServiceKey, list[Obj]] | None = None) -> None:
         self.client = client
+        self.static_slices = dict(static_slices or {})
+        """(namespace, name) -> EndpointSlices taken as if the API served them: for a Service whose
+        endpoints the API server cannot hold (the real kube-apiserver refuses loopback endpoint addresses,
+        so `lwsconf.localcluster` gives `default/kubernetes` its API server's 127.0.0.1 port this way)."""
         self.bind_retry = bind_retry
         self.services = kubeclient.Informer(client, kc.SERVICES, label_selector=f"!{LABEL_SERVICE_PROXY_NAME}")
         self.slices = kubeclient.Informer(client, se.ENDPOINTSLICES, transform=slim_slice,
@@ -195,7 +201,8 @@ class KubeProxy:
     async def sync(self, key: ServiceKey) -> float | None:
         """Bring the listeners of Service `key` in line with the caches; a retry delay if a bind failed."""
         service = self.services.get(key[1], key[0])
-        want = {} if service is None else desired(service, list(self._slices.get(key, {}).values()))
+        slices = list(self._slices.get(key, {}).values()) + self.static_slices.get(key, [])
+        want = {} if service is None else desired(service, slices)
         for address in self._owned.get(key, set()) - set(want):
             if self._owner.get(address) == key:  # else another Service took this address over
                 del self._owner[address]
