@@ -77,7 +77,7 @@ class ExecSession:
         """Bytes for the command's stdin (ignored once it closed or exited)."""
         with contextlib.suppress(OSError, RuntimeError):
             if self._master is not None:
-                os.write(self._master, data)
+                await _write_all(self._master, data)
             elif self._proc.stdin is not None and not self._proc.stdin.is_closing():
                 self._proc.stdin.write(data)
                 await self._proc.stdin.drain()
@@ -110,6 +110,27 @@ class ExecSession:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a non-blocking fd, waiting for writability when its buffer is full."""
+    loop = asyncio.get_running_loop()
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            writable: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(fd, _resolve, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _pty_reader(master: int) -> asyncio.StreamReader:
