@@ -7,6 +7,9 @@ all shows as the write failing (failurePolicy Fail) or passing: rules and operat
 Equivalent, namespace and object selectors, `matchConditions` false or failing, dry run, DELETE, exemption of
 the configuration types. Every webhook is limited to its scenario's namespace (`namespaceSelector` on
 `kubernetes.io/metadata.name`) and its configuration deleted by the last step, so no other scenario meets it.
+kube-apiserver reads configurations through an informer, so a configuration is not in force the instant it is
+created: each scenario's configuration carries a probe webhook (labelled objects only, the others exclude
+them) and the `active` step waits until a dry-run create of a labelled object fails through it.
 Reference: kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/`.
 """
 
@@ -15,12 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from lwsconf.fidelity.corpus._build import ADMISSION, CORE, NS, configmap, create, delete, get, patch
-from lwsconf.fidelity.model import MERGE, Scenario, Step
+from lwsconf.fidelity.model import MERGE, Scenario, Step, Until
 
 MWC = f"{ADMISSION}/mutatingwebhookconfigurations"
 VWC = f"{ADMISSION}/validatingwebhookconfigurations"
 CLOSED = "https://127.0.0.1:1/hook"
 """A loopback port nothing listens on: the call fails with `connection refused` on both servers."""
+PROBE_LABEL = "fid-webhook-probe"
+NOT_PROBE = {"key": PROBE_LABEL, "operator": "DoesNotExist"}
+IN_NS = {"matchLabels": {"kubernetes.io/metadata.name": NS}}
+ACTIVE = Step("active", "POST", f"{CORE}/configmaps", configmap("probe", labels={PROBE_LABEL: "true"}),
+              query={"dryRun": "All"}, until=Until("code", 500, 30.0))
+"""Waits until the scenario's configuration is in force (its probe webhook fails the dry-run create)."""
 
 
 def rule(*resources: str, operations: tuple[str, ...] = ("CREATE", "UPDATE"), group: str = "",
@@ -30,10 +39,19 @@ def rule(*resources: str, operations: tuple[str, ...] = ("CREATE", "UPDATE"), gr
 
 
 def webhook(name: str, *, url: str = CLOSED, rules: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """A webhook on this scenario's namespace only."""
-    selector = {"matchLabels": {"kubernetes.io/metadata.name": NS}}
+    """A webhook on this scenario's namespace only, never on the probe object (see `ACTIVE`)."""
+    objects = dict(extra.pop("objectSelector", {}))
+    objects["matchExpressions"] = [*objects.get("matchExpressions", []), NOT_PROBE]
     return {"name": name, "clientConfig": {"url": url}, "rules": rules or [rule()], "sideEffects": "None",
-            "admissionReviewVersions": ["v1"], "namespaceSelector": selector, **extra}
+            "admissionReviewVersions": ["v1"], "namespaceSelector": IN_NS, "objectSelector": objects, **extra}
+
+
+def with_probe(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the probe webhook `ACTIVE` waits for (labelled ConfigMaps only, at a closed port)."""
+    probe = {"name": "probe.example.com", "clientConfig": {"url": CLOSED}, "rules": [rule(operations=("CREATE",))],
+             "sideEffects": "None", "admissionReviewVersions": ["v1"], "namespaceSelector": IN_NS,
+             "objectSelector": {"matchLabels": {PROBE_LABEL: "true"}}}
+    return {**config, "webhooks": [*config["webhooks"], probe]}
 
 
 def configuration(kind: str, name: str, *hooks: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +69,8 @@ def mutating(name: str, *hooks: dict[str, Any]) -> dict[str, Any]:
 
 def _scenario(name: str, collection: str, config: dict[str, Any], *steps: Step) -> Scenario:
     item = f"{collection}/{config['metadata']['name']}"
-    return Scenario("webhooks", name, (create("install", collection, config), *steps, delete("uninstall", item)))
+    return Scenario("webhooks", name, (create("install", collection, with_probe(config)), ACTIVE, *steps,
+                                       delete("uninstall", item)))
 
 
 def _invalid(name: str, change: dict[str, Any]) -> Step:

@@ -63,13 +63,13 @@ def _answer(path: str, review: dict[str, Any]) -> dict[str, Any] | None:
 
 def _scenarios(server: WebhookServer) -> list[Scenario]:
     def hook(name: str, path: str, **extra: Any) -> dict[str, Any]:
-        return corpus.webhook(name, url=server.url(path), **extra) | {
-            "clientConfig": {"url": server.url(path), "caBundle": server.ca_bundle}}
+        return corpus.webhook(name, **extra) | {"clientConfig": {"url": server.url(path), "caBundle": server.ca_bundle}}
 
     def scenario(name: str, config: dict[str, Any], *steps: Step) -> Scenario:
         collection = corpus.MWC if config["kind"] == "MutatingWebhookConfiguration" else corpus.VWC
         item = f"{collection}/{config['metadata']['name']}"
-        return Scenario("webhooks-live", name, (create("install", collection, config), *steps, delete("uninstall", item)))
+        return Scenario("webhooks-live", name, (create("install", collection, corpus.with_probe(config)), corpus.ACTIVE,
+                                                *steps, delete("uninstall", item)))
 
     cms = f"{CORE}/configmaps"
     return [
@@ -79,9 +79,8 @@ def _scenarios(server: WebhookServer) -> list[Scenario]:
                  create("dry-run-patched", cms, configmap("c2"), query={"dryRun": "All"})),
         scenario("live-deny", corpus.validating("live-deny", hook("deny.example.com", "/deny")),
                  create("denied", cms, configmap("c1"))),
-        scenario("live-missing-namespace", corpus.validating("live-missing-namespace", corpus.webhook(
-            "nsless.example.com", url=server.url("/deny"), namespaceSelector={}) | {
-            "clientConfig": {"url": server.url("/deny"), "caBundle": server.ca_bundle}}),
+        scenario("live-missing-namespace", corpus.validating("live-missing-namespace", hook(
+            "nsless.example.com", "/deny") | {"namespaceSelector": {}}),
             create("refused-before-webhooks", "/api/v1/namespaces/fid-nowhere/configmaps", configmap("c1"))),
         scenario("live-deny-bare", corpus.mutating("live-deny-bare", hook("bare.example.com", "/deny-bare")),
                  create("denied-without-result", cms, configmap("c1"))),
