@@ -98,8 +98,8 @@ def stale_resource_version(resource: str, group: str, name: str) -> StatusError:
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusError:
     summary = "; ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
     what = f"{kind}.{group}" if group else kind
-    return StatusError(422, "Invalid", f'{what} "{name}" is invalid: {summary}',
-                       kind=kind, name=name, group=group or None, causes=causes)
+    return StatusError(422, "Invalid", f'{what} "{name}" is invalid: {summary}',  # details name only when named
+                       kind=kind, name=name or None, group=group or None, causes=causes)
 
 
 def bad_request(message: str) -> StatusError:

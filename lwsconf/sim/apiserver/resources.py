@@ -99,7 +99,8 @@ def _r(group: str, version: str, plural: str, kind: str, namespaced: bool = True
     return ResourceInfo(group=group, version=version, plural=plural, kind=kind, namespaced=namespaced, **kw)
 
 
-_STS_SCALE = ScaleSpec(label_selector_path=".status.selector")
+_STS_SCALE = ScaleSpec(label_selector_path=".spec.selector")
+"""Deployments' and StatefulSets' Scale: kube-apiserver renders status.selector from spec.selector."""
 _EVENT_VERBS = ALL_VERBS
 
 BUILTINS: tuple[ResourceInfo, ...] = (

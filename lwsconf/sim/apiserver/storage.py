@@ -44,11 +44,17 @@ class DeleteOptions:
             raise errors.bad_request(f"DeleteOptions.preconditions must be an object with string uid and "
                                      f"resourceVersion, got {pre!r}")
         policy = body.get("propagationPolicy") or query.get("propagationPolicy")
-        if policy is None and (body.get("orphanDependents") or query.get("orphanDependents") == "true"):
+        orphan = body.get("orphanDependents", query.get("orphanDependents"))
+        if policy not in (None, "Background", "Foreground", "Orphan"):  # ValidateDeleteOptions' wording
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [errors.Cause(
+                "propagationPolicy", f'Unsupported value: {json.dumps(policy)}: supported values: "Foreground", '
+                '"Background", "Orphan", "nil"', "FieldValueNotSupported")])
+        if policy is not None and orphan is not None:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [errors.Cause(
+                "propagationPolicy", f"Invalid value: {json.dumps(policy)}: orphanDependents and deletionPropagation "
+                "cannot be both set")])
+        if policy is None and orphan in (True, "true"):
             policy = "Orphan"
-        if policy not in (None, "Background", "Foreground", "Orphan"):
-            raise errors.bad_request(
-                f"propagationPolicy {policy!r} is not supported: use Background, Foreground or Orphan")
         return DeleteOptions(policy, _grace_seconds(body, query), pre.get("uid"), pre.get("resourceVersion"),
                              _delete_dry_run(body, query))
 
@@ -274,6 +280,8 @@ class Storage:
         if not meta.get("deletionTimestamp") or grace < (meta.get("deletionGracePeriodSeconds") or 0):
             nmeta["deletionTimestamp"] = objects.now_rfc3339()
             nmeta["deletionGracePeriodSeconds"] = grace
+            if int(nmeta.get("generation") or 0) > 0:  # rest.BeforeDelete and markAsDeleting bump it
+                nmeta["generation"] = int(nmeta["generation"]) + 1
         if info.key == NAMESPACES:
             new.setdefault("status", {})["phase"] = "Terminating"
         if self._blocks_removal(info, new):
@@ -281,6 +289,8 @@ class Storage:
         if opts.dry_run:
             return old
         removed = self._remove(info, namespace, name)
+        if info.key == PODS:  # graceful deletion: the answer is the pod as marked (grace 0), as kube-apiserver's
+            return new
         return removed if removed is not None else old
 
     @staticmethod

@@ -55,3 +55,48 @@ def test_pod_conditions_written_without_probe_time_read_back_null(sim_api: SimAP
                               headers={"Content-Type": "application/strategic-merge-patch+json"}).json()
     ready = next(c for c in patched["status"]["conditions"] if c["type"] == "Ready")
     assert "lastProbeTime" in ready and ready["lastProbeTime"] is None
+
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def test_marking_for_deletion_bumps_generation_and_a_removed_pod_is_answered_as_marked(sim_api: SimAPI) -> None:
+    """deletion/delete-propagation/delete-orphan, crud/crud-pods/delete, deletion/delete-grace/*: setting
+    deletionTimestamp increments a tracked generation (rest.BeforeDelete, markAsDeleting), and a pod
+    deleted at once is answered with its deletionTimestamp and deletionGracePeriodSeconds 0."""
+    created = sim_api.request("POST", "/apis/apps/v1/namespaces/default/deployments", json=DEPLOYMENT).json()
+    assert created["metadata"]["generation"] == 1
+    marked = sim_api.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/d",
+                             json={"propagationPolicy": "Orphan"}).json()
+    assert marked["metadata"]["generation"] == 2 and marked["metadata"]["finalizers"] == ["orphan"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert sim_api.request("POST", PODS, json=pod).status_code == 201
+    gone = sim_api.request("DELETE", f"{PODS}/p").json()
+    assert gone["kind"] == "Pod" and gone["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert gone["metadata"]["deletionTimestamp"] and gone["metadata"]["generation"] == 2
+    assert sim_api.request("GET", f"{PODS}/p").status_code == 404
+
+
+def test_delete_options_errors_are_invalid_delete_options(sim_api: SimAPI) -> None:
+    """deletion/delete-propagation/bad-policy and orphan-and-orphan-dependents: ValidateDeleteOptions
+    answers 422 Invalid on DeleteOptions.meta.k8s.io, without a details name."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert sim_api.request("POST", CMS, json=cm).status_code == 201
+    bad = sim_api.request("DELETE", f"{CMS}/c", json={"propagationPolicy": "Sideways"})
+    assert bad.status_code == 422
+    assert bad.json()["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                                     '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"')
+    assert bad.json()["details"] == {"group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [
+        {"reason": "FieldValueNotSupported", "field": "propagationPolicy", "message": 'Unsupported value: "Sideways": '
+         'supported values: "Foreground", "Background", "Orphan", "nil"'}]}
+    both = sim_api.request("DELETE", f"{CMS}/c", json={"propagationPolicy": "Orphan", "orphanDependents": False})
+    assert both.status_code == 422 and "orphanDependents and deletionPropagation cannot be both set" in both.text
+    assert sim_api.request("GET", f"{CMS}/c").status_code == 200
+
+
+def test_deployment_scale_selector_comes_from_spec(sim_api: SimAPI) -> None:
+    """subresources/scale-subresource/get-scale: Scale.status.selector is spec.selector as a string."""
+    assert sim_api.request("POST", "/apis/apps/v1/namespaces/default/deployments", json=DEPLOYMENT).status_code == 201
+    scale = sim_api.request("GET", "/apis/apps/v1/namespaces/default/deployments/d/scale").json()
+    assert scale["status"] == {"replicas": 0, "selector": "a=b"}
