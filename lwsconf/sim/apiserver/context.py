@@ -256,17 +256,26 @@ def flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 
 
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+
+
+def _unsupported_option(request: web.Request, field: str, shown: str, supported: str) -> errors.StatusError:
+    """422 Invalid on the write's options kind, worded as kube-apiserver's options validation."""
+    return errors.invalid(_OPTIONS_KIND.get(request.method, "CreateOptions"), "meta.k8s.io", "", [errors.Cause(
+        field, f"Unsupported value: {shown}: supported values: {supported}", "FieldValueNotSupported")])
+
+
 def dry_run(request: web.Request) -> bool:
     value = request.query.get("dryRun")
     if value is None:
         return False
     if value != "All":
-        raise errors.bad_request(f"dryRun={value!r} is not supported: the only accepted value is All")
+        raise _unsupported_option(request, "dryRun", json.dumps([value]), '"All"')
     return True
 
 
 def field_validation(request: web.Request) -> str:
     value = request.query.get("fieldValidation", "Warn")  # the server default since 1.27
     if value not in ("Ignore", "Warn", "Strict"):
-        raise errors.bad_request(f"fieldValidation={value!r}: use Ignore, Warn or Strict")
+        raise _unsupported_option(request, "fieldValidation", json.dumps(value), '"", "Ignore", "Strict", "Warn"')
     return value

@@ -100,3 +100,18 @@ def test_deployment_scale_selector_comes_from_spec(sim_api: SimAPI) -> None:
     assert sim_api.request("POST", "/apis/apps/v1/namespaces/default/deployments", json=DEPLOYMENT).status_code == 201
     scale = sim_api.request("GET", "/apis/apps/v1/namespaces/default/deployments/d/scale").json()
     assert scale["status"] == {"replicas": 0, "selector": "a=b"}
+
+
+def test_unsupported_dry_run_and_field_validation_values_are_invalid_options(sim_api: SimAPI) -> None:
+    """requests/dry-run/bad-dry-run-value, requests/field-validation/bad-field-validation-value: 422
+    Invalid on CreateOptions.meta.k8s.io (UpdateOptions, PatchOptions for PUT and PATCH)."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    dry = sim_api.request("POST", CMS, json=cm, params={"dryRun": "Some"})
+    assert dry.status_code == 422
+    assert dry.json()["message"] == ('CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: '
+                                     'supported values: "All"')
+    loud = sim_api.request("POST", CMS, json=cm, params={"fieldValidation": "Loud"})
+    assert loud.status_code == 422
+    assert loud.json()["details"]["causes"] == [{"reason": "FieldValueNotSupported", "field": "fieldValidation",
+                                                 "message": 'Unsupported value: "Loud": supported values: "", '
+                                                            '"Ignore", "Strict", "Warn"'}]
