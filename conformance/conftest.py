@@ -50,7 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(str(exc)) from None
     for item in items:
         spec = spec_of(item)
-        row = rows.get(spec.short_name) if spec is not None else None
+        if spec is None:
+            continue
+        case = getattr(item, "callspec", None)  # a parametrised case is listed as ShortName[case-id]
+        row = rows.get(f"{spec.short_name}[{case.id}]") if case is not None else None
+        row = row or rows.get(spec.short_name)
         if row is not None:
             item.add_marker(pytest.mark.xfail(
                 strict=True, raises=AssertionError,

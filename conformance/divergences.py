@@ -17,7 +17,7 @@ class Divergence:
     implementation: str
     versions: tuple[str, ...]
     test: str
-    """The test's short name (@conformance short_name)."""
+    """The test's short name (@conformance short_name), or ShortName[case-id] for one parametrised case."""
     klass: str
     evidence: str
 
