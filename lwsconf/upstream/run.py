@@ -55,6 +55,17 @@ class Running:
         except (core.WaitTimeout, core.Terminal) as exc:
             raise UpstreamError(f"{exc}\nRaise the limit with --timeout-overrides LwsAvailable:SECONDS.") from None
 
+    def log_for(self, namespace: str) -> str:
+        """The manager's log lines that mention `namespace` (before and after any restart), for failure artifacts."""
+        lines = []
+        for name in ("manager.previous.log", "manager.log"):
+            try:
+                text = (self.manager.folder / name).read_text(errors="replace")
+            except OSError:
+                continue
+            lines += [line for line in text.splitlines() if namespace in line]
+        return "\n".join(lines) + "\n"
+
     def restart(self) -> None:
         """The LWSControllerRestart tests' restart: a new process, then the webhooks answer again."""
         try:

@@ -96,3 +96,16 @@ def test_a_manager_that_exits_fails_at_once_with_its_log_tail(fake: Path, kubeco
         proc.start()
     assert time.monotonic() - began < 20
     assert not proc.folder.exists()
+
+
+def test_failure_artifacts_get_the_manager_log_lines_about_the_namespace(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from lwsconf.timeouts import Timeouts
+    from lwsconf.upstream.run import Running
+
+    (tmp_path / "manager.previous.log").write_text('{"namespace":"ns-a","msg":"before"}\n{"namespace":"ns-b"}\n')
+    (tmp_path / "manager.log").write_text('{"msg":"other"}\n{"namespace":"ns-a","msg":"after"}\n')
+    running = Running(cast(Any, None), cast(Any, SimpleNamespace(folder=tmp_path)), cast(Any, None), Timeouts(), [])
+    assert running.log_for("ns-a") == '{"namespace":"ns-a","msg":"before"}\n{"namespace":"ns-a","msg":"after"}\n'
