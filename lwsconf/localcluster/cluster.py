@@ -59,11 +59,14 @@ def kubernetes_slice(apiserver_port: int) -> dict[str, object]:
 
 
 def node_controllers(fleet: fleet_mod.NodeFleet, apiserver_port: int) -> list[tuple[str, supervisor.ControllerFactory]]:
-    """What runs beside a real control plane: kube-proxy and the fleet (agents, device plugins), no more."""
+    """What runs beside a real control plane: kube-proxy, a volume provisioner (as kind has) and the fleet
+    (agents, device plugins), no more."""
+    from lwsconf.localcluster import provisioner
     from lwsconf.sim.controllers import kubeproxy
 
     static = {("default", "kubernetes"): [kubernetes_slice(apiserver_port)]}
-    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c, static_slices=static).run), *fleet.controllers()]
+    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c, static_slices=static).run),
+            ("local-path-provisioner", lambda c: provisioner.Provisioner(c).run), *fleet.controllers()]
 
 
 class LocalCluster:
