@@ -308,9 +308,12 @@ def _failure(rule: Rule, data: dict[str, Any], path: str) -> errors.Cause:
             message = text
     for is_key, name in rule.field_path:
         path = schema.key_path(path, name) if is_key else schema.child_path(path, name)
+    # kube-apiserver 1.37 shows a scalar's value and omits an object's or a list's ("Invalid value: msg").
+    node = data.get("self")
+    invalid = f"Invalid value: {message}" if isinstance(node, dict | list) else \
+        f"Invalid value: {schema.show(node)}: {message}"
     body = {"FieldValueForbidden": f"Forbidden: {message}", "FieldValueRequired": f"Required value: {message}",
-            "FieldValueDuplicate": f'Duplicate value: "{rule.node_type}"'}.get(
-                rule.reason, f'Invalid value: "{rule.node_type}": {message}')
+            "FieldValueDuplicate": f'Duplicate value: "{rule.node_type}"'}.get(rule.reason, invalid)
     return errors.Cause(path, body, rule.reason)
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import cel, cel_ext, errors
+from lwsconf.sim.apiserver import cel, cel_ext, errors, schema
 
 DNS1035 = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
 PERCENT = "type(self) == int ? self >= 0 : self.matches('^[0-9]+%$') && int(self.replace('%', '')) <= 100"
@@ -254,7 +254,7 @@ def test_a_valid_lws_passes_every_rule() -> None:
 @pytest.mark.parametrize("name", ["2cube", "Upper", "a.b", "trailing-"])
 def test_root_rule_rejects_names_that_are_not_dns_1035_labels(name: str) -> None:
     causes = cel.evaluate(COMPILED, lws(name=name))
-    assert causes == [errors.Cause("", 'Invalid value: "object": name must be a DNS-1035 label', "FieldValueInvalid")]
+    assert causes == [errors.Cause("", 'Invalid value: name must be a DNS-1035 label', "FieldValueInvalid")]
 
 
 def test_root_rules_see_only_name_and_generate_name_of_metadata() -> None:
@@ -276,7 +276,7 @@ def test_root_rules_see_only_name_and_generate_name_of_metadata() -> None:
 def test_replicas_times_size_is_bounded_by_maxint32_in_int64_arithmetic(replicas: int, size: int, ok: bool) -> None:
     causes = cel.evaluate(COMPILED, lws(replicas=replicas, size=size))
     assert lines(causes) == (
-        [] if ok else ['spec: Invalid value: "object": replicas * size must not exceed 2147483647']
+        [] if ok else ['spec: Invalid value: replicas * size must not exceed 2147483647']
     )
 
 
@@ -303,8 +303,8 @@ def test_int_or_string_percent_rule(value: int | str, ok: bool) -> None:
         []
         if ok
         else [
-            f'{base}.maxSurge: Invalid value: "": invalid percent',
-            f'{base}.maxUnavailable: Invalid value: "": failed rule: {PERCENT}',
+            f'{base}.maxSurge: Invalid value: {schema.show(value)}: invalid percent',
+            f'{base}.maxUnavailable: Invalid value: {schema.show(value)}: failed rule: {PERCENT}',
         ]
     )
 
@@ -315,7 +315,7 @@ def test_transition_rule_is_skipped_on_create_and_enforced_on_update() -> None:
     assert cel.evaluate(COMPILED, lws(sgs=2), old) == []
     causes = cel.evaluate(COMPILED, lws(sgs=4), old)
     assert lines(causes) == [
-        'spec.leaderWorkerTemplate.subGroupPolicy: Invalid value: "object": subGroupSize is immutable'
+        'spec.leaderWorkerTemplate.subGroupPolicy: Invalid value: subGroupSize is immutable'
     ]
 
 
@@ -327,10 +327,10 @@ def test_field_path_and_message_expression_shape_the_cause() -> None:
     causes = cel.evaluate(COMPILED, lws(size=2, sgs=0))
     base = "spec.leaderWorkerTemplate"
     assert lines(causes) == [
-        f'{base}.subGroupPolicy.subGroupSize: Invalid value: "object": subGroupSize must be equal or greater than 1',
+        f'{base}.subGroupPolicy.subGroupSize: Invalid value: subGroupSize must be equal or greater than 1',
     ]
     causes = cel.evaluate(COMPILED, lws(size=2, sgs=3))
-    assert lines(causes) == [f'{base}: Invalid value: "object": subGroupSize cannot be larger than size 2']
+    assert lines(causes) == [f'{base}: Invalid value: subGroupSize cannot be larger than size 2']
 
 
 def test_unchanged_values_are_ratcheted_on_update() -> None:
@@ -382,7 +382,7 @@ def test_absent_and_null_values_are_not_validated() -> None:
         ("FieldValueForbidden", "Forbidden: no"),
         ("FieldValueRequired", "Required value: no"),
         ("FieldValueDuplicate", 'Duplicate value: "object"'),
-        ("FieldValueInvalid", 'Invalid value: "object": no'),
+        ("FieldValueInvalid", 'Invalid value: no'),
     ],
 )
 def test_reason_selects_the_kind_of_cause(reason: str, message: str) -> None:
@@ -393,8 +393,8 @@ def test_reason_selects_the_kind_of_cause(reason: str, message: str) -> None:
 def test_message_expression_falls_back_to_message_when_it_fails_or_is_blank() -> None:
     failing = one_rule({"type": "object"}, "false", message="fallback", messageExpression="self.missing")
     blank = one_rule({"type": "object"}, "false", messageExpression="' '")
-    assert cel.evaluate(failing, {})[0].message == 'Invalid value: "object": fallback'
-    assert cel.evaluate(blank, {})[0].message == 'Invalid value: "object": failed rule: false'
+    assert cel.evaluate(failing, {})[0].message == 'Invalid value: fallback'
+    assert cel.evaluate(blank, {})[0].message == 'Invalid value: failed rule: false'
 
 
 def test_optional_old_self_rule_runs_on_create_with_an_empty_optional() -> None:
@@ -407,7 +407,7 @@ def test_optional_old_self_rule_runs_on_create_with_an_empty_optional() -> None:
     wrapped = cel.compile_rules({"type": "object", "properties": {"n": compiled.schema}})
     assert cel.evaluate(wrapped, {"n": 1}) == []
     assert cel.evaluate(wrapped, {"n": 5}, {"n": 3}) == []
-    assert lines(cel.evaluate(wrapped, {"n": 2}, {"n": 3})) == ['n: Invalid value: "integer": may only grow']
+    assert lines(cel.evaluate(wrapped, {"n": 2}, {"n": 3})) == ['n: Invalid value: 2: may only grow']
 
 
 def test_rules_on_map_values_and_list_items_name_the_key_and_index() -> None:
@@ -445,7 +445,7 @@ def test_transition_rules_in_map_lists_correlate_items_by_key() -> None:
     compiled = cel.compile_rules(node)
     old = {"l": [{"name": "a", "v": 5}, {"name": "b", "v": 1}]}
     causes = cel.evaluate(compiled, {"l": [{"name": "b", "v": 0}, {"name": "a", "v": 6}, {"name": "c", "v": 0}]}, old)
-    assert lines(causes) == ['l[0]: Invalid value: "object": v may not decrease']
+    assert lines(causes) == ['l[0]: Invalid value: v may not decrease']
 
 
 def test_field_path_may_name_map_keys_and_quoted_properties() -> None:

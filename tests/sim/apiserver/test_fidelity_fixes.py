@@ -115,3 +115,28 @@ def test_unsupported_dry_run_and_field_validation_values_are_invalid_options(sim
     assert loud.json()["details"]["causes"] == [{"reason": "FieldValueNotSupported", "field": "fieldValidation",
                                                  "message": 'Unsupported value: "Loud": supported values: "", '
                                                             '"Ignore", "Strict", "Warn"'}]
+
+
+def test_cel_rule_failures_show_a_scalar_value_and_omit_an_object(sim_api: SimAPI) -> None:
+    """crd/lws-validation/size-zero and name-not-dns1035 (the LWS CRD of manifests/crd/): kube-apiserver
+    1.37 words a failed rule on a scalar `Invalid value: 0: <message>` and on an object `Invalid value:
+    <message>` (it used to print the schema type, `Invalid value: "object"`)."""
+    from pathlib import Path
+
+    import yaml
+
+    crd = yaml.safe_load((Path(__file__).resolve().parents[3] / "manifests/crd/leaderworkersets.yaml").read_text())
+    assert sim_api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd).ok
+    path = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets"
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+    def lws(name: str, size: int) -> dict[str, object]:
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": name},
+                "spec": {"leaderWorkerTemplate": {"size": size, "workerTemplate": template}}}
+
+    size = sim_api.request("POST", path, json=lws("ok", 0)).json()["details"]["causes"]
+    assert [c["message"] for c in size] == [
+        "Invalid value: 0: spec.leaderWorkerTemplate.size must be >= 1 (size must be equal or greater than 1)"]
+    name = sim_api.request("POST", path, json=lws("1abc", 1)).json()["details"]["causes"]
+    assert name[0]["field"] == "metadata.name"
+    assert name[0]["message"].startswith("Invalid value: metadata.name must be a DNS-1035 label")
