@@ -16,12 +16,15 @@ and strategic merge needs the Kubernetes merge-key facts anyway.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 
 from lwsconf.sim.apiserver import apply, errors, merge_patches
+
+log = logging.getLogger(__name__)
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -94,8 +97,11 @@ def decode_json(body: bytes) -> Any:
 # --- RFC 6902 --------------------------------------------------------------------------------------
 
 def _rejected(detail: str) -> errors.StatusError:
-    return errors.StatusError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                              f"{detail}", causes=[errors.Cause("", detail, reason="UnexpectedServerResponse")])
+    """kube-apiserver's answer to a JSON patch that does not apply, word for word: it says no more than
+    this (`detail`, what went wrong, is logged at debug level only)."""
+    log.debug("JSON patch rejected: %s", detail)
+    return errors.StatusError(422, "Invalid", "the server rejected our request due to an error in our request",
+                              empty_details=True)
 
 
 class PatchTestFailed(errors.StatusError):

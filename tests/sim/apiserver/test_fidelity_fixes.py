@@ -140,3 +140,16 @@ def test_cel_rule_failures_show_a_scalar_value_and_omit_an_object(sim_api: SimAP
     name = sim_api.request("POST", path, json=lws("1abc", 1)).json()["details"]["causes"]
     assert name[0]["field"] == "metadata.name"
     assert name[0]["message"].startswith("Invalid value: metadata.name must be a DNS-1035 label")
+
+
+def test_a_json_patch_that_does_not_apply_is_the_bare_invalid_status(sim_api: SimAPI) -> None:
+    """patches/patch-json/test-fails and remove-missing: kube-apiserver answers 422 Invalid "the server
+    rejected our request due to an error in our request" with empty details, whatever failed."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}, "data": {"a": "1"}}
+    assert sim_api.request("POST", CMS, json=cm).status_code == 201
+    for ops in ([{"op": "test", "path": "/data/a", "value": "2"}], [{"op": "remove", "path": "/data/nope"}]):
+        reply = sim_api.request("PATCH", f"{CMS}/j", json=ops, headers={"Content-Type": "application/json-patch+json"})
+        assert reply.status_code == 422
+        assert reply.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": "the server rejected our request due to an error in our request",
+                                "reason": "Invalid", "details": {}, "code": 422}
