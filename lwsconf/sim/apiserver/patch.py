@@ -127,7 +127,8 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
                                  "move, copy or test), path, and value or from") from None
     except jsonpatch.JsonPatchTestFailed as exc:
         failure = _rejected(f"test operation failed: {exc}")
-        raise PatchTestFailed(failure.code, failure.reason, failure.message, causes=failure.causes) from None
+        raise PatchTestFailed(failure.code, failure.reason, failure.message, causes=failure.causes,
+                              empty_details=failure.empty_details) from None
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             TypeError, ValueError, KeyError, IndexError) as exc:
         raise _rejected(f"the JSON patch does not apply to the object: {exc}") from None
