@@ -82,7 +82,7 @@ class Admission:
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
         else:
-            warnings += _unknown_field_warnings(builtin_fields.drop_unknown(info.key, obj), field_validation)
+            warnings += _unknown_field_warnings(info, builtin_fields.drop_unknown(info.key, obj), field_validation)
             defaults.default_builtin(info.key, obj, old)
         if mutation is not None:
             self._mutate(info, obj, old, mutation)
@@ -144,7 +144,7 @@ class Admission:
         """Pruning (strict decoding errors per `fieldValidation`) and schema defaults."""
         if info.schema is None:
             return []
-        warnings = _unknown_field_warnings(schema.prune(info.schema, obj), field_validation)
+        warnings = _unknown_field_warnings(info, schema.prune(info.schema, obj), field_validation)
         schema.apply_defaults(info.schema, obj)
         return warnings
 
@@ -159,8 +159,11 @@ class Admission:
         return causes + cel.evaluate(self._rules.get((info.crd_name, info.version), info.schema), obj, old)
 
 
-def _unknown_field_warnings(dropped: list[str], field_validation: str) -> list[str]:
-    """Fields decoding dropped, as `fieldValidation` wants them: a 400 (Strict), warnings (Warn) or nothing."""
+def _unknown_field_warnings(info: resources.ResourceInfo, dropped: list[str], field_validation: str) -> list[str]:
+    """Fields decoding dropped, as `fieldValidation` wants them: a 400 (Strict, worded as kube-apiserver's
+    decoder: `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: ...`),
+    warnings (Warn) or nothing."""
     if dropped and field_validation == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in dropped))
+        raise errors.bad_request(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                                 "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in dropped))
     return [f'unknown field "{path}"' for path in dropped] if field_validation == "Warn" else []

@@ -153,3 +153,13 @@ def test_a_json_patch_that_does_not_apply_is_the_bare_invalid_status(sim_api: Si
         assert reply.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                 "message": "the server rejected our request due to an error in our request",
                                 "reason": "Invalid", "details": {}, "code": 422}
+
+
+def test_strict_decoding_errors_name_the_kind_and_version(sim_api: SimAPI) -> None:
+    """requests/field-validation/unknown-strict: kube-apiserver's decoder prefixes the strict error with
+    `ConfigMap in version "v1" cannot be handled as a ConfigMap: `."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "colour": "blue"}
+    reply = sim_api.request("POST", CMS, json=body, params={"fieldValidation": "Strict"})
+    assert reply.status_code == 400
+    assert reply.json()["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding '
+                                       'error: unknown field "colour"')
