@@ -332,15 +332,18 @@ class FieldSelector:
             extra: more selectable fields (a CRD version's `selectableFields`).
 
         Raises:
-            StatusError: 400 `field label not supported: X`, listing the supported fields.
+            StatusError: 400 worded as kube-apiserver's field label conversions.
         """
-        allowed = _META_FIELDS | SUPPORTED_FIELDS.get((group, kind_plural), frozenset()) | set(extra)
+        own = SUPPORTED_FIELDS.get((group, kind_plural), frozenset()) | set(extra)
+        allowed = _META_FIELDS | own
         for term in self.terms:
-            if term.field not in allowed:
-                what = f"{kind_plural}.{group}" if group else kind_plural
-                raise errors.bad_request(
-                    f"field label not supported: {term.field} ({what} can be selected by "
-                    f"{', '.join(sorted(allowed))}; filter on other fields client-side)")
+            if term.field in allowed:
+                continue
+            if own:  # a kind with its own field label conversion (pods, nodes, events...)
+                raise errors.bad_request(f"field label not supported: {term.field}")
+            # apimachinery's DefaultMetaV1FieldSelectorConversion, word for word
+            raise errors.bad_request(f'"{term.field}" is not a known field selector: only "metadata.name", '
+                                     '"metadata.namespace"')
 
     def __str__(self) -> str:
         return ",".join(str(t) for t in self.terms)

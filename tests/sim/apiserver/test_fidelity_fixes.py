@@ -163,3 +163,11 @@ def test_strict_decoding_errors_name_the_kind_and_version(sim_api: SimAPI) -> No
     assert reply.status_code == 400
     assert reply.json()["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding '
                                        'error: unknown field "colour"')
+
+
+def test_field_selector_errors_are_worded_as_kube_apiserver(sim_api: SimAPI) -> None:
+    """selectors/selectors-fields/unsupported-*."""
+    pods = sim_api.request("GET", "/api/v1/namespaces/default/pods", params={"fieldSelector": "spec.containers=x"})
+    assert (pods.status_code, pods.json()["message"]) == (400, "field label not supported: spec.containers")
+    cms = sim_api.request("GET", CMS, params={"fieldSelector": "data.a=1"})
+    assert cms.json()["message"] == '"data.a" is not a known field selector: only "metadata.name", "metadata.namespace"'
