@@ -280,8 +280,12 @@ def _ordered(merged: list[Any], patch_order: list[Any], server_order: list[Any],
     right = sorted((i for i, e in enumerate(ids) if e not in wanted), key=lambda i: server.get(ids[i], len(ids)))
     out: list[Any] = []
     while left or right:
-        take_left = bool(left) and (not right or (ids[left[0]] in server and ids[right[0]] in server
-                                                  and server[ids[left[0]]] < server[ids[right[0]]]))
+        both_known = bool(left) and bool(right) and ids[left[0]] in server and ids[right[0]] in server
+        # Keyed lists (mergeSortedSlice): unless the server orders both, the patch's item goes first, so a
+        # new container is listed before the existing ones (observed on kube-apiserver 1.37.2 by lwsconf
+        # fidelity, patches/patch-strategic/add-container). Set lists keep the server's items first.
+        patch_first = field.key is not None and not both_known
+        take_left = bool(left) and (not right or patch_first or (both_known and server[ids[left[0]]] < server[ids[right[0]]]))
         out.append(merged[(left if take_left else right).pop(0)])
     return out
 
