@@ -67,7 +67,7 @@ def _result(stats: schema.Statistics, unrun_core: int, stop: RunStop) -> schema.
         return schema.Result.INTERRUPTED
     if stats.failed:
         return schema.Result.FAILURE
-    if stats.passed == 0:
+    if stats.passed == 0 and not stats.known_divergences:  # a known divergence did run, and failed as expected
         return schema.Result.NOT_RUN
     if stats.skipped or unrun_core:
         return schema.Result.PARTIAL

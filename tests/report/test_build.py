@@ -133,3 +133,8 @@ def test_a_known_divergence_is_counted_apart_and_passes_the_gate() -> None:
     assert schema.Statistics.from_dict(p.statistics.to_dict()) == p.statistics
     report = replace(sample.report(), tests=(t("K", Feature.LABELS, Outcome.KNOWN_DIVERGENCE),))
     assert build.gate(report) == []
+
+
+def test_a_profile_whose_only_test_is_a_known_divergence_ran() -> None:
+    p = verdict(t("K", Feature.LABELS, Outcome.KNOWN_DIVERGENCE))
+    assert (p.result, p.summary) == (schema.Result.SUCCESS, "Succeeded: 0 of 1 passed (1 known divergence).")
