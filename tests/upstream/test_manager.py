@@ -109,3 +109,27 @@ def test_failure_artifacts_get_the_manager_log_lines_about_the_namespace(tmp_pat
     (tmp_path / "manager.log").write_text('{"msg":"other"}\n{"namespace":"ns-a","msg":"after"}\n')
     running = Running(cast(Any, None), cast(Any, SimpleNamespace(folder=tmp_path)), cast(Any, None), Timeouts(), [])
     assert running.log_for("ns-a") == '{"namespace":"ns-a","msg":"before"}\n{"namespace":"ns-a","msg":"after"}\n'
+
+
+def test_the_manager_dies_with_a_parent_killed_by_sigkill(fake: Path, kubeconfig: Path, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    script = ("import sys, time\nfrom pathlib import Path\nfrom lwsconf.upstream.manager import ManagerProcess\n"
+              "m = ManagerProcess(Path(sys.argv[1]), Path(sys.argv[2]), ready_timeout=30).start()\n"
+              "print(m.component.pid, flush=True)\ntime.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script, str(fake), str(kubeconfig)], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "TMPDIR": str(tmp_path)})  # what it leaves stays here
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert _alive(pid)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+
+    def gone() -> None:
+        if _alive(pid):
+            raise core.NotYet(f"manager {pid} still alive after its parent was killed")
+
+    core.wait_until(gone, what="the manager to die with its parent (PR_SET_PDEATHSIG)", timeout=10, poll=0.1)
