@@ -216,15 +216,21 @@ class Storage:
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
-        if (info.tracks_generation or info.is_custom) and objects.spec_changed(old, new):
-            meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
 
     def commit_update(self, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any], *,
                       dry_run: bool = False) -> dict[str, Any]:
-        """Store an admitted update; finishing a deletion when the last finalizer went away."""
+        """Store an admitted update; finishing a deletion when the last finalizer went away.
+
+        `generation` moves when the spec changed once defaults are applied (kube-apiserver's strategies
+        compare the decoded, defaulted objects), so a PUT that omits defaulted fields does not bump it.
+        """
         if new == old:
             return old
+        new_meta, old_meta = new["metadata"], old["metadata"]
+        if (info.tracks_generation or info.is_custom) and new_meta.get("generation") == old_meta.get("generation") \
+                and objects.spec_changed(old, new):
+            new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if dry_run:  # the answer carries the stored object's resourceVersion, as kube-apiserver's does
             new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
             return new

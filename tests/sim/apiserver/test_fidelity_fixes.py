@@ -171,3 +171,17 @@ def test_field_selector_errors_are_worded_as_kube_apiserver(sim_api: SimAPI) -> 
     assert (pods.status_code, pods.json()["message"]) == (400, "field label not supported: spec.containers")
     cms = sim_api.request("GET", CMS, params={"fieldSelector": "data.a=1"})
     assert cms.json()["message"] == '"data.a" is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
+def test_a_put_omitting_defaulted_fields_does_not_bump_generation(sim_api: SimAPI) -> None:
+    """crud/crud-deployments/replace: the spec is compared once defaults are applied, so re-sending
+    the created body with a new label keeps generation 1; a real spec change bumps it."""
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    created = sim_api.request("POST", path, json=DEPLOYMENT).json()
+    relabelled = {**DEPLOYMENT, "metadata": {"name": "d", "labels": {"x": "y"},
+                                             "resourceVersion": created["metadata"]["resourceVersion"]}}
+    updated = sim_api.request("PUT", f"{path}/d", json=relabelled).json()
+    assert updated["metadata"]["generation"] == 1 and updated["metadata"]["labels"] == {"x": "y"}
+    scaled = sim_api.request("PATCH", f"{path}/d", json={"spec": {"replicas": 3}},
+                             headers={"Content-Type": "application/merge-patch+json"}).json()
+    assert scaled["metadata"]["generation"] == 2
