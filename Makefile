@@ -23,12 +23,17 @@ conformance: $(STAMP)
 ## unit and integration tests, and the conformance suite
 test: lint typecheck controlplane unit conformance
 
-## controlplane: build the real etcd, kube-apiserver, kube-controller-manager, kube-scheduler (cached in
-## ~/.cache/lwsconf/controlplane; seconds when up to date). Without Go it says so and the tests that need
-## the binaries skip; LWSCONF_REQUIRE_GO=1 (set by .ci/run) makes a missing Go an error instead.
+## controlplane: build the real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of
+## every tested Kubernetes release, and upstream's LWS manager (all cached under ~/.cache/lwsconf; seconds when
+## up to date). Without Go it says so and the tests that need the binaries skip; LWSCONF_REQUIRE_GO=1 (set by
+## .ci/run) makes a missing Go an error instead.
+KUBERNETES_VERSIONS ?= 1.37.2 1.36.3
 controlplane: $(STAMP)
 	@if command -v go >/dev/null 2>&1 || [ "$${LWSCONF_REQUIRE_GO:-0}" = 1 ]; then \
-	  $(PY) -m lwsconf.cli controlplane build; \
+	  for version in $(KUBERNETES_VERSIONS); do \
+	    $(PY) -m lwsconf.cli controlplane build --kubernetes-version $$version || exit $$?; \
+	  done; \
+	  $(PY) -m lwsconf.cli upstream build || exit $$?; \
 	else \
 	  echo "make controlplane: no Go on PATH: not building the real control plane; tests on --cluster=local skip (install Go 1.26 to run them)"; \
 	fi
@@ -51,6 +56,8 @@ bench: $(STAMP)
 	$(PY) -m bench.interrupts --out bench/results.json
 	$(PY) -m bench.fuzz_apiserver --out bench/results.json
 	$(PY) -m bench.controlplane --out bench/results.json
+	$(PY) -m bench.webhooks --out bench/results.json
+	$(PY) -m bench.fidelity --out bench/results.json
 
 clean:
 	rm -rf $(VENV) reports/2* reports/latest .mypy_cache .ruff_cache
