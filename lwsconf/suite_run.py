@@ -31,7 +31,7 @@ USAGE = """usage: lwsconf run [SUITE OR PYTEST OPTIONS ...]
 
 Runs the LeaderWorkerSet conformance suite (pytest conformance/) and exits with pytest's status.
 Suite options (see conformance/README.md; every other pytest option works too):
-  --cluster=sim|kind|kubeconfig   where to run (default sim: an embedded cluster for this run)
+  --cluster=sim|local|kind|kubeconfig where to run (default sim: an embedded cluster for this run)
   --kubeconfig=PATH --context=NAME
   --lws-impl=reference|reference-process|upstream:VERSION|installed
   --controller-deployment=NS/NAME  --allow-controller-restart   (LWSControllerRestart tests)
