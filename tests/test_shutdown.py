@@ -172,8 +172,7 @@ def test_remove_tree_outlasts_a_writer_that_is_still_finishing(tmp_path: Path) -
     def writer() -> None:
         while not stop_writing.is_set():
             target = folder / "node-0" / f"f{len(created)}"
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
+            try:  # into the folder it already has open, as a container does: never re-creating its parents
                 target.write_text("x")
                 created.append(1)
             except OSError:
