@@ -100,8 +100,11 @@ class LocalControlPlane:
     """
 
     def __init__(self, release: Release, binaries: dict[str, Path], *,
-                 timeouts: StartTimeouts | None = None, service_range: str = SERVICE_RANGE) -> None:
+                 timeouts: StartTimeouts | None = None, service_range: str = SERVICE_RANGE,
+                 controllers: bool = True) -> None:
         self.release, self.binaries = release, binaries
+        self.controllers = controllers
+        """False: etcd + kube-apiserver only (API-only comparisons, where no controller may touch an object)."""
         self.timeouts = timeouts or StartTimeouts.from_env()
         self.service_range = service_range
         self.folder = Path()
@@ -115,13 +118,13 @@ class LocalControlPlane:
 
     @classmethod
     def from_cache(cls, release: Release, timeouts: StartTimeouts | None = None, *,
-                   service_range: str = SERVICE_RANGE) -> LocalControlPlane:
+                   service_range: str = SERVICE_RANGE, controllers: bool = True) -> LocalControlPlane:
         binaries = build.installed(release)
         if binaries is None:
             raise StartError(f"no Kubernetes {release.kubernetes} control plane is built: run "
                              f"`lwsconf controlplane build --kubernetes-version {release.kubernetes}` "
                              f"(needs Go), or use --cluster=sim")
-        return cls(release, binaries, timeouts=timeouts, service_range=service_range)
+        return cls(release, binaries, timeouts=timeouts, service_range=service_range, controllers=controllers)
 
     def start(self) -> LocalControlPlane:
         """Start every component in order; on any failure everything started is stopped again."""
@@ -145,7 +148,8 @@ class LocalControlPlane:
         self.admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
         self._start_etcd_and_apiserver(ca, sa)
         self.kubeconfig = self._write_kubeconfig("kubeconfig", ca.pair, self.admin, "lwsconf-admin")
-        self._start_controllers(ca, sa)
+        if self.controllers:
+            self._start_controllers(ca, sa)
 
     def _start_etcd_and_apiserver(self, ca: pki.Authority, sa: pki.Pair) -> None:
         pki_dir = self.folder / "pki"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from lwsconf.controlplane import pki, versions
+from lwsconf.controlplane import versions
 from lwsconf.controlplane.local import LocalControlPlane, StartError
 from lwsconf.fidelity.client import Endpoint
 
@@ -49,29 +49,10 @@ def release_or_not_built(version: str | None) -> versions.Release:
     return release
 
 
-class BareControlPlane(LocalControlPlane):
-    """etcd + kube-apiserver only, for API-only scenarios: no controller may change an object between
-    two scripted requests (the sim side runs none either)."""
-
-    def _start(self) -> None:
-        if not hasattr(LocalControlPlane, "_start_controllers"):
-            super()._start()  # a control plane that starts etcd + kube-apiserver only
-            return
-        pki_dir = self.folder / "pki"
-        pki_dir.mkdir(mode=0o700)
-        ca = pki.Authority(pki_dir)
-        sa = pki.service_account_keys(pki_dir)
-        self.ca_pem = ca.pair.cert.read_bytes()
-        self.admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
-        self._start_etcd_and_apiserver(ca, sa)
-        self.kubeconfig = self._write_kubeconfig("kubeconfig", ca.pair, self.admin, "lwsconf-admin")
-
-
 @contextlib.contextmanager
 def real(release: versions.Release, controllers: bool) -> Iterator[Endpoint]:
-    kind = LocalControlPlane if controllers else BareControlPlane
-    try:
-        plane = kind.from_cache(release)
+    try:  # without controllers: no controller may change an object between two scripted requests (the sim runs none)
+        plane = LocalControlPlane.from_cache(release, controllers=controllers)
     except StartError as exc:
         raise NotBuilt(str(exc)) from None
     with plane:
