@@ -11,8 +11,20 @@ import pytest
 import requests
 from kubernetes import client, config
 
-from lwsconf import _loopthread
+from lwsconf import _loopthread, shutdown
 from lwsconf.sim.apiserver import app
+
+
+@pytest.fixture(autouse=True)
+def own_run_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test (and every run it starts) gets a run id of its own, not the one of the `make test` run around it.
+
+    Why: a conformance run started by a test (pytester) would otherwise inherit the outer run's
+    LWSCONF_RUN_ID, and its end-of-run sweep of "this run's" temp folders (fixtures/interrupts.py) removed the
+    folders of clusters other tests of the outer run were still using (seen: a local cluster's kubeconfig gone
+    mid-test while tests/fixtures/test_worker_crash.py ran on the other worker).
+    """
+    monkeypatch.delenv(shutdown.RUN_ID_ENV, raising=False)
 
 
 @dataclass
