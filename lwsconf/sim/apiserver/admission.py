@@ -95,7 +95,7 @@ class Admission:
         causes = validation.validate_metadata(
             meta, namespaced=info.namespaced, name_rule=validation.NAME_RULES.get(info.key, "dns1123_subdomain"))
         if info.is_custom:
-            causes += self._validate_custom(info, obj, old)
+            causes = self._validate_custom(info, obj, old, causes)
         elif subresource != "status" or old is None:
             causes += validation.validate_builtin(info.key, obj, old)
         if causes:
@@ -149,14 +149,53 @@ class Admission:
         return warnings
 
     def _validate_custom(self, info: resources.ResourceInfo, obj: dict[str, Any],
-                         old: dict[str, Any] | None) -> list[errors.Cause]:
+                         old: dict[str, Any] | None, meta_causes: list[errors.Cause]) -> list[errors.Cause]:
+        """A custom resource's causes in kube-apiserver's order (apiextensions-apiserver
+        pkg/registry/customresource/validator.go `Validate`, then strategy.go): metadata, schema, the scale
+        subresource's replicas, then CEL unless one of those is blocking (`hasBlockingErr`)."""
         if info.schema is None:
-            return []
-        causes = schema.validate(info.schema, obj)
+            return meta_causes
+        causes = meta_causes + schema.validate(info.schema, obj) + _scale_causes(info, obj)
         blocking = cel.blocking_cause(causes)
         if blocking is not None:
             return [*causes, blocking]  # as kube-apiserver: no CEL on objects with type or enum errors
         return causes + cel.evaluate(self._rules.get((info.crd_name, info.version), info.schema), obj, old)
+
+
+def _scale_causes(info: resources.ResourceInfo, obj: dict[str, Any]) -> list[errors.Cause]:
+    """`ValidateScaleSpec`/`ValidateScaleStatus` (customresource/validator.go): the replicas the scale
+    subresource reads must be non-negative int32s; the field is the CRD's JSON path, leading dot kept."""
+    if info.scale is None:
+        return []
+    causes = []
+    for path in (info.scale.spec_replicas_path, info.scale.status_replicas_path):
+        node: Any = obj
+        for part in path.lstrip(".").split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue  # absent: NestedInt64 reads 0
+        if isinstance(node, bool) or not isinstance(node, int):  # unstructured.NestedInt64's accessor error
+            shown, go_type = _go_value(node)
+            causes.append(errors.Cause(path, f"Invalid value: 0: {path} accessor error: {shown} is of the type "
+                                       f"{go_type}, expected int64"))
+        elif node < 0:
+            causes.append(errors.Cause(path, f"Invalid value: {node}: should be a non-negative integer"))
+        elif node > 2**31 - 1:
+            causes.append(errors.Cause(path, f"Invalid value: {node}: should be less than or equal to {2**31 - 1}"))
+    return causes
+
+
+def _go_value(value: Any) -> tuple[str, str]:
+    """A decoded JSON value as Go's `%v` and `%T` print it (strings, booleans and numbers exactly)."""
+    if isinstance(value, bool):
+        return ("true" if value else "false"), "bool"
+    if isinstance(value, str):
+        return value, "string"
+    if isinstance(value, float):
+        return (str(int(value)) if value.is_integer() else repr(value)), "float64"
+    if isinstance(value, dict):
+        return "map[...]", "map[string]interface {}"
+    return "[...]", "[]interface {}"
 
 
 def _unknown_field_warnings(info: resources.ResourceInfo, dropped: list[str], field_validation: str) -> list[str]:

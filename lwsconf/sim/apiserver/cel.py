@@ -41,7 +41,10 @@ from lwsconf.sim.apiserver import cel_ext, errors, schema, schema_check
 Schema = dict[str, Any]
 
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-BLOCKING_REASONS = frozenset({"FieldValueTypeInvalid", "FieldValueNotSupported"})
+BLOCKING_REASONS = frozenset({"FieldValueTypeInvalid", "FieldValueNotSupported", "FieldValueRequired",
+                              "FieldValueTooLong", "FieldValueTooMany"})
+"""The cause types that stop CEL rules from running: apiextensions-apiserver's `hasBlockingErr`
+(pkg/registry/customresource/strategy.go)."""
 _ABSENT: Any = object()
 _STRINGS = re.compile(r"""'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*\"""", re.S)
 _FIELD_PATH = re.compile(r"""\.([A-Za-z_][-A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\]""")
@@ -324,8 +327,8 @@ def blocking_cause(schema_causes: Sequence[errors.Cause]) -> errors.Cause | None
     confusing evaluation errors); it adds this one cause instead.
     """
     if any(c.reason in BLOCKING_REASONS for c in schema_causes):
-        return errors.Cause("", 'Invalid value: "null": some validation rules were not checked because the object '
-                            "was invalid; correct the existing errors to complete validation")
+        return errors.Cause("<nil>", "Invalid value: null: some validation rules were not checked because the object "
+                            "was invalid; correct the existing errors to complete validation")  # field.Invalid(nil, nil, ...)
     return None
 
 

@@ -95,8 +95,17 @@ def stale_resource_version(resource: str, group: str, name: str) -> StatusError:
                     "the object has been modified; please apply your changes to the latest version and try again")
 
 
+def aggregate(messages: list[str]) -> str:
+    """Several errors as one message, as apimachinery's `utilerrors.aggregate.Error` words them
+    (k8s.io/apimachinery/pkg/util/errors/errors.go): repeats dropped, one alone as is, more as `[a, b]`."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusError:
-    summary = "; ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    """422 Invalid as apimachinery's `NewInvalid` builds it (k8s.io/apimachinery/pkg/api/errors/errors.go):
+    every cause in details, the message their `ErrorList.ToAggregate()`."""
+    summary = aggregate([f"{c.field}: {c.message}" if c.field else c.message for c in causes])
     what = f"{kind}.{group}" if group else kind
     return StatusError(422, "Invalid", f'{what} "{name}" is invalid: {summary}',  # details name only when named
                        kind=kind, name=name or None, group=group or None, causes=causes)

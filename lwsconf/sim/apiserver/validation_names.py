@@ -52,8 +52,8 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """`RegexError`: the message, the examples and the regex, in Kubernetes' exact punctuation."""
     if not examples:
         return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}'" for e in examples)
-    return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)  # "'a',  or 'b', ": each example ends in ", "
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
 def max_len_error(length: int) -> str:

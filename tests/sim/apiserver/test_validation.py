@@ -69,7 +69,7 @@ def test_subdomain_rule_uses_the_apiserver_wording() -> None:
     ("web-0", None),
     ("a.b", "must not contain dots"),
     ("-web", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-             "start and end with an alphanumeric character (e.g. 'my-name' or '123-abc', regex used for "
+             "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
     ("a" * 64, "must be no more than 63 characters"),
 ])

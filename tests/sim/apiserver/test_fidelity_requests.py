@@ -1,0 +1,72 @@
+"""Answers the differential corpus (`lwsconf fidelity`, topics requests, crud, crd, patches and apply,
+against kube-apiserver 1.37.2) found the sim giving differently; each test names the corpus interaction
+and the Kubernetes source that decides the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import SimAPI
+from tests.sim.apiserver.test_server_crds import GROUP, PLURAL, VERSION, widget, widget_crd
+
+CMS = "/api/v1/namespaces/default/configmaps"
+WIDGETS = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+NOT_CHECKED = {"field": "<nil>", "reason": "FieldValueInvalid",
+               "message": "Invalid value: null: some validation rules were not checked because the object was "
+                          "invalid; correct the existing errors to complete validation"}
+
+
+@pytest.fixture
+def widgets(sim_api: SimAPI) -> SimAPI:
+    reply = sim_api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=widget_crd())
+    assert reply.status_code == 201, reply.text
+    return sim_api
+
+
+def _causes(reply: Any) -> list[dict[str, str]]:
+    assert reply.status_code == 422, reply.text
+    return reply.json()["details"]["causes"]  # type: ignore[no-any-return]
+
+
+def test_several_causes_are_one_bracketed_message_and_label_examples_keep_go_punctuation(sim_api: SimAPI) -> None:
+    """requests/bad-requests/service-bad-port and invalid-label-key: `NewInvalid` words several causes as
+    `ErrorList.ToAggregate()` does ("[a, b]"), and `RegexError` ends every example with ", " (so "'a',  or
+    'b', regex used ..."); apimachinery pkg/util/errors/errors.go, pkg/util/validation/validation.go."""
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 70000}]}}
+    reply = sim_api.request("POST", "/api/v1/namespaces/default/services", json=svc)
+    assert reply.json()["message"] == (
+        'Service "s" is invalid: [spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive, '
+        "spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive]")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lk", "labels": {"-bad": "x"}}}
+    [cause] = _causes(sim_api.request("POST", CMS, json=cm))
+    assert "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is" in cause["message"]
+
+
+def test_custom_resource_required_and_too_long_errors_block_cel_rules(widgets: SimAPI) -> None:
+    """crd/lws-validation/size-missing-template and name-too-long: a Required, TooLong, TooMany, TypeInvalid
+    or NotSupported cause stops CEL rules and adds the <nil> cause (apiextensions-apiserver
+    pkg/registry/customresource/strategy.go `hasBlockingErr`); metadata causes count too."""
+    body = widget("w1")
+    del body["spec"]["mode"]  # required
+    causes = _causes(widgets.request("POST", WIDGETS, json=body))
+    assert causes == [{"field": "spec.mode", "reason": "FieldValueRequired", "message": "Required value"},
+                      NOT_CHECKED]
+
+
+def test_custom_resource_scale_replicas_are_checked_after_the_schema(widgets: SimAPI) -> None:
+    """crd/lws-validation/replicas-negative and replicas-string: the scale subresource's specReplicasPath must
+    hold a non-negative int64, reported at the JSON path with its leading dot (customresource/validator.go
+    `ValidateScaleSpec`), after the schema's own cause."""
+    causes = _causes(widgets.request("POST", WIDGETS, json=widget("w1", replicas=-1)))
+    assert causes == [
+        {"field": "spec.replicas", "reason": "FieldValueInvalid",
+         "message": "Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
+        {"field": ".spec.replicas", "reason": "FieldValueInvalid",
+         "message": "Invalid value: -1: should be a non-negative integer"}]
+    causes = _causes(widgets.request("POST", WIDGETS, json=widget("w2", replicas="two")))
+    assert causes[1:] == [
+        {"field": ".spec.replicas", "reason": "FieldValueInvalid",
+         "message": "Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64"},
+        NOT_CHECKED]
