@@ -1,9 +1,12 @@
-"""`lwsconf fidelity [--out docs/sim-fidelity.md] [--kubernetes-version V] [--topic T ...]`.
+"""`lwsconf fidelity [--out docs/sim-fidelity.md] [--kubernetes-version V] [--topic T ...] [--fail-under P]`.
 
 Runs the corpus against the sim and the real kube-apiserver, prints one line per difference, writes
 the page when `--out` is given, and ends with `fidelity: N interactions, M identical (P%)`. Exit
-status 0 when it ran (the figure is the result, not a verdict), 2 with one line for what a user can
-fix (nothing built, unknown version or topic, unwritable page), 1 when a server failed to start.
+status 0 when it ran (the figure is the result, not a verdict), unless `--fail-under P` makes it one:
+3 when fewer than P percent of the interactions are identical, so that CI (`make fidelity`) catches a
+change that makes the sim answer less like kube-apiserver (the page is written either way, to show
+which). 2 with one line for what a user can fix (nothing built, unknown version or topic, unwritable
+page, a floor outside 0-100), 1 when a server failed to start.
 """
 
 from __future__ import annotations
@@ -30,7 +33,25 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
     parser.add_argument("--topic", action="append", default=None,
                         help=f"run only this topic (repeatable): {', '.join(corpus.topics())}")
+    parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
+                        help="exit 3 when the identical share is below PERCENT (a floor for CI)")
     return parser
+
+
+BELOW_FLOOR = 3
+"""Exit status when the identical share is below --fail-under."""
+
+
+def floor_verdict(totals: compare.Totals, fail_under: float | None) -> str | None:
+    """None when there is no floor or the run meets it, else the line that says by how much it missed.
+
+    Compared on the rounded figure the last line prints, so a floor copied from that line is met by the
+    same run."""
+    if fail_under is None or round(totals.percent, 1) >= fail_under:
+        return None
+    return (f"lwsconf fidelity: {totals.percent:.1f}% identical is below the floor of {fail_under:g}% "
+            f"(--fail-under): {totals.identical} of {totals.interactions} interactions; the differences are "
+            "listed above (and on the page with --out)")
 
 
 def run_both(release: versions.Release, scenarios: Sequence[Scenario]) -> list[Result]:
@@ -57,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     except (versions.UnknownVersion, servers.NotBuilt, ValueError) as exc:
         print(f"lwsconf fidelity: {exc}", file=sys.stderr)
         return 2
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        print(f"lwsconf fidelity: --fail-under {args.fail_under:g}: give a percentage between 0 and 100",
+              file=sys.stderr)
+        return 2
     started = time.monotonic()
     try:
         results = run_both(release, scenarios)
@@ -77,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lwsconf fidelity: cannot write {args.out}: {exc.strerror}; pass a writable --out", file=sys.stderr)
             return 2
         print(f"page written to {args.out} ({seconds:.0f} s)")
-    print(compare.totals(results).line())
+    totals = compare.totals(results)
+    print(totals.line())
+    missed = floor_verdict(totals, args.fail_under)
+    if missed is not None:
+        print(missed, file=sys.stderr)
+        return BELOW_FLOOR
     return 0
 
 
