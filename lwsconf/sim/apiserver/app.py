@@ -84,7 +84,7 @@ async def _resource(request: web.Request) -> web.StreamResponse:
     method = request.method
     verb = _verb(method, target, watching=target.legacy_watch or context.flag(request, "watch"))
     if verb not in target.info.verbs:
-        raise errors.method_not_allowed(method, target.info.plural)
+        raise errors.method_not_allowed()
     if verb == "watch":
         return await watch.serve(ctx, request, target)
     action = {"get": handlers.get, "list": handlers.list_, "create": handlers.create, "update": handlers.update,
@@ -100,7 +100,7 @@ def _verb(method: str, target: routing.Target, *, watching: bool) -> str:
              ("DELETE", False): "delete", ("DELETE", True): "deletecollection"}
     verb = table.get((method, collection))
     if verb is None:
-        raise errors.method_not_allowed(method, target.info.plural + ("" if collection else "/" + str(target.name)))
+        raise errors.method_not_allowed()
     return verb
 
 

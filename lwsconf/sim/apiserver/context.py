@@ -70,6 +70,8 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def status_response(err: errors.StatusError) -> web.Response:
+    if err.plain_text:
+        return web.Response(text=err.message, status=err.code, headers={"X-Content-Type-Options": "nosniff"})
     return json_response(err.to_status(), status=err.code)
 
 
@@ -176,7 +178,8 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 def int_query(request: web.Request, name: str) -> int | None:
-    """An int64 query parameter (None when absent or empty); 400 naming it otherwise.
+    """An int64 query parameter (None when absent or empty); 400 otherwise, worded as the parameter
+    codec passes on strconv.ParseInt's error (apimachinery pkg/conversion/queryparams, runtime Convert_Slice_string_To_int64).
 
     Decimal ASCII digits only, as Go's strconv.ParseInt reads them (Python's int() would also take
     " 7", "1_0" and non-ASCII digits).
@@ -185,8 +188,10 @@ def int_query(request: web.Request, name: str) -> int | None:
     if value in (None, ""):
         return None
     number = int(value) if _DECIMAL.fullmatch(value) else None
-    if number is None or not INT64[0] <= number <= INT64[1]:
-        raise errors.bad_request(f"{name} must be a 64-bit integer, got {value!r}")
+    if number is None:
+        raise errors.bad_request(f"strconv.ParseInt: parsing {json.dumps(value)}: invalid syntax")
+    if not INT64[0] <= number <= INT64[1]:
+        raise errors.bad_request(f"strconv.ParseInt: parsing {json.dumps(value)}: value out of range")
     return number
 
 
@@ -209,6 +214,7 @@ def resource_version(request: web.Request) -> int | None:
 def check_list_options(request: web.Request) -> None:
     """A list's resourceVersion and resourceVersionMatch, as ValidateListOptions checks them (422)."""
     rv = request.query.get("resourceVersion", "")
+    int_query(request, "timeoutSeconds")  # every ListOptions field is decoded first: a bad one is a 400
     resource_version(request)
     match = request.query.get("resourceVersionMatch", "")
     causes = []

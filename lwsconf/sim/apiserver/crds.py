@@ -12,6 +12,10 @@ from typing import Any
 
 from lwsconf.sim.apiserver import cel, errors, objects, resources, schema
 
+CUSTOM_RESOURCE_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+"""A custom resource's verbs in the order its discovery lists them (apiextensions-apiserver
+pkg/apiserver/customresource_discovery_controller.go), unlike built-ins' sorted ones."""
+
 
 def resource_infos(crd: dict[str, Any]) -> list[resources.ResourceInfo]:
     """One ResourceInfo per served version of the CRD."""
@@ -39,6 +43,7 @@ def resource_infos(crd: dict[str, Any]) -> list[resources.ResourceInfo]:
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             tracks_generation=True,
+            verbs=CUSTOM_RESOURCE_VERBS,
         ))
     return out
 

@@ -38,6 +38,8 @@ class StatusError(Exception):
     retry_after_seconds: int | None = None
     empty_details: bool = False
     """Render `details: {}` when there is nothing in it (kube-apiserver's NewNotFound of a path does)."""
+    plain_text: bool = False
+    """Answer `message` as text/plain instead of a Status (Go's http.NotFound of a path no handler serves)."""
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.message)
@@ -125,8 +127,30 @@ def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
                        kind=resource, name=name, group=group or None)
 
 
-def method_not_allowed(verb: str, what: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource: {verb} {what}")
+def method_not_allowed() -> StatusError:
+    """405 as kube-apiserver words go-restful's refusal of a method a path has no route for (apiserver
+    pkg/server/handler.go: `NewGenericServerResponse` of the router's error): nothing named, empty details."""
+    return StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
+                       empty_details=True)
+
+
+def route_unsupported_media_type() -> StatusError:
+    """415 from go-restful, before any handler: a built-in kind's PATCH route `Consumes` only the patch
+    types (apiserver pkg/endpoints/installer.go), and pkg/server/handler.go words the router's refusal so."""
+    return StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", empty_details=True)
+
+
+def patch_unsupported_media_type(allowed: list[str]) -> StatusError:
+    """415 from the PATCH handler of a custom resource (apiserver pkg/endpoints/handlers/patch.go with
+    negotiation/errors.go `errUnsupportedMediaType`): the accepted types listed, no details."""
+    return StatusError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media types include: "
+                       f"{', '.join(allowed)}")
+
+
+def page_not_found() -> StatusError:
+    """A path under /apis/G/V of a group version nobody serves: Go's http.NotFound from the mux."""
+    return StatusError(404, "NotFound", "404 page not found\n", plain_text=True)
 
 
 def unsupported_media_type(content_type: str, allowed: list[str]) -> StatusError:

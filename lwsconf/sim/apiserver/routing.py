@@ -53,6 +53,8 @@ def resolve(path: str, registry: resources.Registry) -> Target:
     if gv is None or not gv[2]:
         raise _page_not_found(path)
     group, version, rest = gv
+    if group and not registry.in_group_version(group, version):
+        raise errors.page_not_found()  # no handler registered under /apis/G/V: the mux's plain 404
     legacy_watch = rest[0] == "watch"
     if legacy_watch:
         rest = rest[1:]

@@ -58,7 +58,7 @@ async def dispatch(ctx: ServerContext, request: web.Request, target: routing.Tar
         return await proxy.forward(ctx, request, target)
     elif sub in streams.KINDS and method in ("GET", "POST"):
         return await streams.pod_stream(ctx, request, target, sub)
-    raise errors.method_not_allowed(method, f"{target.info.plural}/{sub}")
+    raise errors.method_not_allowed()
 
 
 def _scale_of(ctx: ServerContext, target: routing.Target) -> dict[str, Any]:

@@ -577,25 +577,27 @@ def bad_query(draw: st.DrawFn) -> FuzzRequest:
         ("orphanDependents", "maybe", ("delete-ok",)),
     ]))
     q = f"?{param}={quote(value, safe='')}"
+    # kube-apiserver passes strconv.ParseInt's error on without the parameter's name (its parameter codec)
+    shown = f"{param}|strconv.ParseInt" if param in ("limit", "timeoutSeconds") else param
     verb = draw(st.sampled_from(verbs))
     path = draw(targets)
     collection = path.rsplit("/", 1)[0]
     if verb in ("list", "list-ok"):
         return FuzzRequest(f"bad_query/{param}", "GET", collection + q, content_type=None,
-                           expect=ACCEPT if verb == "list-ok" else REJECT, names=() if verb == "list-ok" else (param,))
+                           expect=ACCEPT if verb == "list-ok" else REJECT, names=() if verb == "list-ok" else (shown,))
     if verb == "watch":
         return FuzzRequest(f"bad_query/{param}", "GET", collection + q + "&watch=true", content_type=None,
-                           names=(param,))
+                           names=(shown,))
     if verb == "create":
         body = valid_body_for(collection)
         body["metadata"]["name"] = "badquery"
-        return FuzzRequest(f"bad_query/{param}", "POST", collection + q, dump(body), names=(param,))
+        return FuzzRequest(f"bad_query/{param}", "POST", collection + q, dump(body), names=(shown,))
     if verb == "patch":
         return FuzzRequest(f"bad_query/{param}", "PATCH", path + q, dump({"metadata": {"labels": {"changed": "yes"}}}),
-                           MERGE, names=(param,))
+                           MERGE, names=(shown,))
     if verb == "delete-ok":  # a DELETE of the target would succeed: send it against a name that does not exist
         return FuzzRequest(f"bad_query/{param}", "DELETE", collection + "/absent" + q, content_type=None)
-    return FuzzRequest(f"bad_query/{param}", "DELETE", path + q, content_type=None, names=(param,))
+    return FuzzRequest(f"bad_query/{param}", "DELETE", path + q, content_type=None, names=(shown,))
 
 
 @st.composite

@@ -117,8 +117,10 @@ def test_malformed_json_is_400_naming_the_problem(fuzz_server: SimAPI) -> None:
 
 
 def test_unknown_resource_is_404_status(fuzz_server: SimAPI) -> None:
-    reply = fuzz_server.request("GET", "/apis/nope.example/v1/things")
+    reply = fuzz_server.request("GET", "/apis/apps/v1/things")
     assert reply.status_code == 404 and reply.json()["kind"] == "Status"
+    reply = fuzz_server.request("GET", "/apis/nope.example/v1/things")  # no such group: the mux's plain 404
+    assert (reply.status_code, reply.text) == (404, "404 page not found\n")
 
 
 def test_wrong_kind_for_the_url_is_400(fuzz_server: SimAPI) -> None:

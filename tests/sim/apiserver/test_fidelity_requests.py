@@ -70,3 +70,43 @@ def test_custom_resource_scale_replicas_are_checked_after_the_schema(widgets: Si
         {"field": ".spec.replicas", "reason": "FieldValueInvalid",
          "message": "Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64"},
         NOT_CHECKED]
+
+
+def test_a_method_a_path_does_not_serve_is_405_naming_nothing(sim_api: SimAPI) -> None:
+    """requests/bad-requests/method-not-allowed and post-to-named-path: go-restful's refusal, as
+    apiserver pkg/server/handler.go turns it into a Status (generic message, empty details)."""
+    for method, path in (("PUT", CMS), ("POST", f"{CMS}/named")):
+        reply = sim_api.request(method, path, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+        assert reply.status_code == 405
+        assert reply.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": "the server does not allow this method on the requested resource",
+                                "reason": "MethodNotAllowed", "details": {}, "code": 405}
+
+
+def test_a_group_version_nobody_serves_is_the_muxs_plain_404(widgets: SimAPI) -> None:
+    """requests/bad-requests/unknown-group and crd/lws-validation/unknown-version-path: under /apis/G/V with
+    no handler for G/V, Go's http.NotFound answers in text; /api/v2 still answers a Status."""
+    for path in ("/apis/frobnicate.example.com/v1/things", f"/apis/{GROUP}/v9/namespaces/default/{PLURAL}"):
+        reply = widgets.request("GET", path)
+        assert (reply.status_code, reply.text) == (404, "404 page not found\n")
+        assert reply.headers["Content-Type"].startswith("text/plain")
+    assert widgets.request("GET", "/api/v2/namespaces").json()["reason"] == "NotFound"
+
+
+def test_list_options_that_are_not_integers_are_strconv_errors(sim_api: SimAPI) -> None:
+    """requests/bad-requests/limit-not-a-number and timeout-not-a-number: the parameter codec decodes every
+    ListOptions field and passes strconv.ParseInt's error on as a 400."""
+    for name in ("limit", "timeoutSeconds"):
+        reply = sim_api.request("GET", CMS, params={name: "soon"})
+        assert reply.status_code == 400
+        assert reply.json()["message"] == 'strconv.ParseInt: parsing "soon": invalid syntax'
+    reply = sim_api.request("GET", CMS, params={"limit": "99999999999999999999"})
+    assert reply.json()["message"] == 'strconv.ParseInt: parsing "99999999999999999999": value out of range'
+
+
+def test_custom_resource_discovery_lists_verbs_in_apiextensions_order(widgets: SimAPI) -> None:
+    """crd/crd-install/discovery-group: customresource_discovery_controller.go lists delete first and
+    create after patch, not sorted as built-ins are."""
+    listed = widgets.request("GET", f"/apis/{GROUP}/{VERSION}").json()
+    entry = next(r for r in listed["resources"] if r["name"] == PLURAL)
+    assert entry["verbs"] == ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]

@@ -41,9 +41,9 @@ R = fr.FuzzRequest
 # that should refuse it).
 @example(req=R("malformed_body/deep_list", "PUT", fr.TARGETS[1], b"[" * 5000 + b"]" * 5000))
 @example(req=R("bad_query/limit", "GET", fr.CM + "?limit=-1", content_type=None, expect=fr.ACCEPT))
-@example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None, names=("limit",)))
+@example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None, names=("limit|strconv.ParseInt",)))
 @example(req=R("bad_query/timeoutSeconds", "GET", fr.LWS + "?watch=true&timeoutSeconds=inf", content_type=None,
-                names=("timeoutSeconds",)))
+                names=("timeoutSeconds|strconv.ParseInt",)))
 @example(req=R("resource_version/watch", "GET", fr.CM + "?watch=true&timeoutSeconds=1&resourceVersion=%D9%A3",
                 content_type=None, names=("resourceVersion",)))
 @example(req=R("resource_version/list", "GET", fr.LWS + "?resourceVersion=abc", content_type=None,
