@@ -16,6 +16,7 @@ before the strategy's validation. No I/O here.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,17 +74,24 @@ class Admission:
         return warnings
 
     def prepare(self, info: resources.ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *,
-                field_validation: str = "Strict", mutation: Mutation | None = None) -> list[str]:
+                field_validation: str = "Strict", mutation: Mutation | None = None,
+                track: Callable[[dict[str, Any], dict[str, Any]], None] | None = None) -> list[str]:
         """Decode, default and run the MutatingAdmissionPolicies (with `mutation`) in place; returns warnings.
 
         The first half of `admit`: mutating webhooks (`webhooks.dispatch`) run between it and `validate`.
+        `track` records the write's managed fields on the decoded, defaulted object (given with the object
+        as sent), before any mutating admission: kube-apiserver's field manager runs in the handler, ahead of
+        the admission chain.
         """
         warnings: list[str] = []
+        sent = copy.deepcopy(obj) if track is not None else {}
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
         else:
             warnings += _unknown_field_warnings(info, builtin_fields.drop_unknown(info.key, obj), field_validation)
             defaults.default_builtin(info.key, obj, old)
+        if track is not None:
+            track(obj, sent)
         if mutation is not None:
             self._mutate(info, obj, old, mutation)
         return warnings

@@ -40,6 +40,7 @@ from lwsconf.sim.apiserver import (
     watch,
 )
 from lwsconf.sim.apiserver.context import JournalEntry, ServerContext, json_response
+from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 
 log = logging.getLogger("lwsconf.sim.apiserver")
 
@@ -225,4 +226,8 @@ def _seed_namespaces(ctx: ServerContext) -> None:
                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
         obj["metadata"]["uid"] = objects.new_uid()
         obj["metadata"]["creationTimestamp"] = objects.now_rfc3339()
+        # kube-apiserver creates them through its own client, so they carry its Update entry (the label)
+        managed_fields.record_update(None, obj, manager="kube-apiserver", api_version="v1", subresource=None,
+                                     now=obj["metadata"]["creationTimestamp"], kind="Namespace", builtin=True,
+                                     status_reset=True, sent={"metadata": obj["metadata"]})
         ctx.db.put(info.storage_key, obj)

@@ -4,19 +4,16 @@ Enough of SSA for `kubectl apply --server-side` and for controllers that apply w
 the applied configuration is merged in (strategic semantics for built-ins: keyed lists merge by their
 merge key, set lists union, maps merge; custom resources: maps merge, lists replace), ownership is
 recorded in `metadata.managedFields` with the real FieldsV1 encoding (`f:<field>`, `k:{"name":"x"}`,
-`v:"x"`, `.` markers), fields a manager stops applying are removed, and conflicts with other Apply
-managers are reported as 409 `FieldManagerConflict` causes unless `force` is set. No I/O here.
+`v:"x"`, `.` markers), fields a manager stops applying are removed, and a field the apply changes that
+another manager owns, whether it applied or updated it, is a 409 `FieldManagerConflict` cause unless `force`
+is set (structured-merge-diff's `Updater.Apply`: the other managers' sets against the fields added or
+modified; a forced apply takes them over, and fields it removes leave every entry). What a field is (atomic,
+associative list and keys, set) comes from `fieldmanager.types`, the comparison from `fieldmanager.compare`,
+both shared with the Update entries every other write records (`fieldmanager.entries`). No I/O here.
 
 Simplified compared with sigs.k8s.io/structured-merge-diff, on purpose:
-* Conflicts are checked only against other managers whose operation is Apply. Managers recorded with
-  operation Update are never in conflict and keep their entries unchanged when apply overwrites one
-  of their fields (their ownership still stops an applier from removing a field).
-* There is no OpenAPI schema. Associative lists are the strategic-merge keyed lists of
-  `merge_patches.STRUCTS` with their single merge key (the real `x-kubernetes-list-map-keys` can be
-  longer, e.g. container ports use containerPort+protocol); set lists are the strategic
-  `patchStrategy:"merge"` scalar lists; every other list is atomic, and every map is treated as a
-  struct (a member only when empty). For custom resources the CRD's `x-kubernetes-list-type`/`map-type`
-  markers are ignored.
+* The merge itself is strategic merge for built-ins (keyed lists by their single patch merge key) and JSON
+  merge for custom resources (lists replace), not a schema-driven merge.
 * Null values in the applied configuration are dropped (neither set nor owned).
 * A field that its manager stops applying is removed only when no other manager owns it or anything
   beneath it; maps emptied by removals are left in place.
@@ -36,11 +33,10 @@ from typing import Any
 import yaml
 
 from lwsconf.sim.apiserver import errors, merge_patches, objects
+from lwsconf.sim.apiserver.fieldmanager import compare, types
+from lwsconf.sim.apiserver.fieldmanager.types import Path
 
-Path = tuple[str, ...]
-"""A field path in FieldsV1 elements, e.g. ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")."""
-
-_STRIPPED: tuple[Path, ...] = (
+STRIPPED: tuple[Path, ...] = (
     ("f:apiVersion",), ("f:kind",), ("f:metadata", "f:name"), ("f:metadata", "f:namespace"),
     ("f:metadata", "f:uid"), ("f:metadata", "f:resourceVersion"), ("f:metadata", "f:generation"),
     ("f:metadata", "f:creationTimestamp"), ("f:metadata", "f:selfLink"), ("f:metadata", "f:managedFields"),
@@ -49,7 +45,8 @@ _STRIPPED: tuple[Path, ...] = (
 
 
 def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool,
-                      kind: str, builtin: bool, api_version: str, now: str) -> dict[str, Any]:
+                      kind: str, builtin: bool, api_version: str, now: str,
+                      custom_schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Apply `applied` for `manager` and return the new object with updated `managedFields`.
 
     Args:
@@ -61,38 +58,55 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
         builtin: False for custom resources (lists replace, no keyed merges).
         api_version: the apiVersion recorded in the manager's entry.
         now: RFC 3339 time recorded in the manager's entry ("" leaves it out).
+        custom_schema: a custom resource's structural schema (its list and map types).
 
     Raises:
         StatusError: 422 without a manager; 400 for a malformed configuration; 409 Conflict, with one
-            `FieldManagerConflict` cause per field, when another Apply manager owns a field with a
-            different value and `force` is false.
+            `FieldManagerConflict` cause per field, when another manager owns a field the apply changes
+            and `force` is false.
     """
     _check_applied(applied, kind, manager)
     config = _without_nulls(applied)
-    mine = owned_fields(config, kind=kind, builtin=builtin)
+    root = types.of_kind(kind, custom_schema=custom_schema, builtin=builtin)
+    mine = owned_fields(config, root)
     obj = copy.deepcopy(live) if live is not None else {}
     entries = _entries(obj)
     own = next((i for i, e in enumerate(entries) if e.get("manager") == manager
                 and e.get("operation") == "Apply" and not e.get("subresource")), None)
     sets = {i: decode(e.get("fieldsV1")) for i, e in enumerate(entries) if i != own}
-    conflicts = _conflicts(obj, config, mine, entries, sets)
-    if conflicts and not force:
-        raise _conflict_error(conflicts, entries)
-    for path, i in conflicts:
-        sets[i].discard(path)
     previous = decode(entries[own].get("fieldsV1")) if own is not None else set()
     _prune(obj, previous - mine, set().union(*sets.values()))
     if isinstance(obj.get("metadata"), dict):
         obj["metadata"].pop("managedFields", None)
     merged = (merge_patches.strategic_merge_patch(obj, config, kind=kind) if builtin
               else merge_patches.merge_patch(obj, config))
+    diff = compare.compare(_without_managed_fields(live) if live is not None else {}, merged, root)
+    changed = {p for p in diff.changed if p not in STRIPPED and p != ("f:metadata",)}
+    conflicts = [(path, i) for i in sorted(sets) for path in sorted(sets[i] & changed)]
+    if conflicts and not force:
+        raise _conflict_error(conflicts, entries)
+    if live is not None and merge_patches.identity(merged) == merge_patches.identity(_without_managed_fields(live)):
+        # an apply that changes nothing leaves its manager's time as it was (none for a new manager), as
+        # the apiserver's managedFieldsUpdater stamps the time only when the object changed
+        now = str(entries[own].get("time") or "") if own is not None else ""
     entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
              "fieldsType": "FieldsV1", "fieldsV1": encode(mine)}
-    taken = {i for _, i in conflicts}
-    kept = [{**e, "fieldsV1": encode(sets[i])} if i in taken else e
-            for i, e in enumerate(entries) if i != own and sets[i]]
+    kept = []
+    for i, e in enumerate(entries):
+        if i == own:
+            continue
+        left = sets[i] - changed - diff.removed
+        if left:
+            kept.append(e if left == sets[i] else {**e, "fieldsV1": encode(left)})
     _set_entries(merged, [*kept, *([{k: v for k, v in entry.items() if v != ""}] if mine else [])])
     return merged
+
+
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 # --- the body ---------------------------------------------------------------------------------------
@@ -201,42 +215,44 @@ def _set_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> None:
 
 # --- field sets --------------------------------------------------------------------------------------
 
-def owned_fields(config: dict[str, Any], *, kind: str, builtin: bool) -> set[Path]:
-    """The set of fields an applied configuration claims (metadata identity fields excluded).
+def owned_fields(config: dict[str, Any], root: types.FieldType) -> set[Path]:
+    """The set of fields an applied configuration claims (structured-merge-diff's `ToFieldSet`: leaves,
+    atomic and empty maps and lists, list elements; metadata identity fields excluded).
 
     Raises:
         StatusError: 400 when a keyed list element lacks its merge key.
     """
     out: set[Path] = set()
-    _walk(config, merge_patches.root_struct(kind) if builtin else None, (), out)
-    return {p for p in out if p != ("f:metadata",) and not any(p[:len(s)] == s for s in _STRIPPED)}
+    _walk(config, root, (), out)
+    return {p for p in out if p != ("f:metadata",) and not any(p[:len(s)] == s for s in STRIPPED)}
 
 
-def _walk(obj: dict[str, Any], struct: str | None, path: Path, out: set[Path]) -> None:
+def _walk(obj: dict[str, Any], t: types.FieldType, path: Path, out: set[Path]) -> None:
     for key, value in obj.items():
         here = (*path, f"f:{key}")
-        field = merge_patches.field_of(struct, key)
-        if isinstance(value, dict) and value:
-            _walk(value, field.struct, here, out)
-        elif isinstance(value, list) and value and (field.key or field.as_set):
+        field = t.child(key)
+        if isinstance(value, dict) and value and not field.atomic:
+            _walk(value, field, here, out)
+        elif isinstance(value, list) and value and field.granular_list and not field.atomic:
+            item_type = field.item()
             for item in value:
                 item_path = (*here, _element(item, field, here))
                 out.add(item_path)
-                if isinstance(item, dict):
-                    _walk(item, field.struct, item_path, out)
+                if isinstance(item, dict) and not item_type.atomic:
+                    _walk(item, item_type, item_path, out)
         else:
             out.add(here)
 
 
-def _element(item: Any, field: merge_patches.PatchField, path: Path) -> str:
+def _element(item: Any, field: types.FieldType, path: Path) -> str:
+    found = compare.element(item, field)
+    if found is not None:
+        return found
     if field.as_set:
-        if isinstance(item, (dict, list)):
-            raise errors.bad_request(f"{render(path)} is a set of scalars, got {item!r}")
-        return "v:" + json.dumps(item, separators=(",", ":"))
-    if not isinstance(item, dict) or field.key not in item:
-        raise errors.bad_request(f"{render(path)}: associative list with keys has an element that omits key "
-                                 f"field {field.key!r}: {item!r}")
-    return "k:" + json.dumps({field.key: item[field.key]}, separators=(",", ":"), sort_keys=True)
+        raise errors.bad_request(f"{render(path)} is a set of scalars, got {item!r}")
+    missing = [k for k in field.keys if not isinstance(item, dict) or (k not in item and k not in field.key_defaults)]
+    raise errors.bad_request(f"{render(path)}: associative list with keys has an element that omits key "
+                             f"field {(missing or list(field.keys))[0]!r}: {item!r}")
 
 
 def encode(paths: Iterable[Path]) -> dict[str, Any]:
@@ -343,23 +359,9 @@ def _prune(obj: dict[str, Any], removed: set[Path], kept: set[Path]) -> None:
 
 # --- conflicts -------------------------------------------------------------------------------------
 
-def _conflicts(obj: dict[str, Any], config: dict[str, Any], mine: set[Path], entries: list[dict[str, Any]],
-               sets: dict[int, set[Path]]) -> list[tuple[Path, int]]:
-    parents = {p[:i] for p in mine for i in range(len(p))}
-    leaves = sorted(mine - parents)
-    found = []
-    for i, owned in sets.items():
-        if entries[i].get("operation") != "Apply":
-            continue
-        for path in leaves:
-            if path in owned and _get(obj, path) != _get(config, path):
-                found.append((path, i))
-    return found
-
-
 def _conflict_error(conflicts: list[tuple[Path, int]], entries: list[dict[str, Any]]) -> errors.StatusError:
     """409 worded as the apiserver's `getConflictMessage` (kubectl adds the advice to use --force-conflicts)."""
-    owners = [json.dumps(str(entries[i].get("manager"))) for _, i in conflicts]
+    owners = [_print_manager(entries[i]) for _, i in conflicts]
     causes = [errors.Cause(render(path), f"conflict with {owner}", reason="FieldManagerConflict")
               for (path, _), owner in zip(conflicts, owners, strict=True)]
     if len(causes) == 1:
@@ -370,3 +372,14 @@ def _conflict_error(conflicts: list[tuple[Path, int]], entries: list[dict[str, A
             lines += [f"conflicts with {owner}:", *(f"- {c.field}" for c in causes if c.message.endswith(owner))]
         summary = "\n".join(lines)
     return errors.StatusError(409, "Conflict", summary, causes=causes)
+
+
+def _print_manager(entry: dict[str, Any]) -> str:
+    """A manager as the apiserver's `printManager` names it: quoted, with its subresource, and for an
+    Update manager the apiVersion it wrote (`"dave" using v1`)."""
+    out = json.dumps(str(entry.get("manager") or ""))
+    if entry.get("subresource"):
+        out += f" with subresource {json.dumps(str(entry['subresource']))}"
+    if entry.get("operation") == "Update":
+        out += f" using {entry.get('apiVersion') or ''}"
+    return out

@@ -32,6 +32,7 @@ from lwsconf.sim.apiserver import (
     tables,
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
+from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 from lwsconf.sim.apiserver.storage import DeleteOptions
 from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
 
@@ -94,10 +95,28 @@ async def admit(ctx: ServerContext, request: web.Request, target: routing.Target
         ctx.storage.check_namespace_open(target.namespace)
     how = mutation(ctx, request, target, operation)
     warnings = ctx.admission.prepare(target.info, obj, old, field_validation=context.field_validation(request),
-                                     mutation=how)
+                                     mutation=how, track=managed_fields_recorder(request, target, old))
     warnings += await webhook_steps.mutate(ctx, target, operation, obj, old, dry_run=how.dry_run, how=how)
     ctx.admission.validate(target.info, obj, old, subresource=target.subresource)
     return warnings
+
+
+def managed_fields_recorder(request: web.Request, target: routing.Target,
+                            old: dict[str, Any] | None) -> Callable[[dict[str, Any], dict[str, Any]], None] | None:
+    """What records this write's Update entry in `metadata.managedFields` (`fieldmanager.entries`); None for
+    server-side apply, whose entry `apply` wrote."""
+    if request.method == "PATCH" and \
+            request.headers.get("Content-Type", "").split(";")[0].strip().lower() == patch.APPLY_PATCH:
+        return None
+    info, now = target.info, objects.now_rfc3339()
+    manager = managed_fields.manager_name(request.query.get("fieldManager", ""), request.headers.get("User-Agent", ""))
+
+    def record(obj: dict[str, Any], sent: dict[str, Any]) -> None:
+        managed_fields.record_update(old, obj, manager=manager, api_version=info.api_version,
+                                     subresource=target.subresource or None, now=now, kind=info.kind,
+                                     builtin=not info.is_custom, custom_schema=info.schema,
+                                     status_reset=info.has_status, sent=sent)
+    return record
 
 
 async def validating_admission(ctx: ServerContext, target: routing.Target, operation: str,
@@ -252,7 +271,7 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     base = objects.deep_copy(old) if old is not None else None
     patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
                                 manager=manager, force=context.flag(request, "force"),
-                                api_version=info.api_version, now=objects.now_rfc3339())
+                                api_version=info.api_version, now=objects.now_rfc3339(), custom_schema=info.schema)
     patched = context.as_object(patched, "the patched object")
     if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
         raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "

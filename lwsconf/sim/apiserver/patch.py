@@ -33,7 +33,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 
 
 def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, kind: str, builtin: bool,
-                manager: str = "", force: bool = False, api_version: str = "", now: str = "") -> dict[str, Any]:
+                manager: str = "", force: bool = False, api_version: str = "", now: str = "",
+                custom_schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Decode a PATCH body by its media type and apply it to `obj`.
 
     Args:
@@ -46,6 +47,7 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
         force: the `force` query flag (apply only).
         api_version: the served apiVersion, recorded in managedFields.
         now: RFC 3339 time recorded in managedFields.
+        custom_schema: a custom resource's structural schema (apply's list and map types).
 
     Returns:
         The patched object (a new dict).
@@ -66,7 +68,8 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
             applied = apply.decode_yaml(body)
             version = api_version or str(applied.get("apiVersion", ""))
             return apply.server_side_apply(obj, applied, manager=manager, force=force, kind=kind,
-                                           builtin=builtin, api_version=version, now=now)
+                                           builtin=builtin, api_version=version, now=now,
+                                           custom_schema=custom_schema)
         if obj is None:
             raise errors.internal(f"a {media} patch needs the stored object; answer 404 before patching")
         doc = decode_json(body)

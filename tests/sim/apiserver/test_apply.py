@@ -123,16 +123,32 @@ def test_force_takes_ownership_from_the_other_manager() -> None:
     assert ("f:spec", "f:containers", 'k:{"name":"main"}', "f:name") in owned_by_m1
 
 
-def test_update_managers_are_not_conflict_checked() -> None:
+def test_apply_conflicts_with_an_update_manager_and_force_takes_the_field() -> None:
+    """structured-merge-diff's Updater.Apply checks every other manager, Update ones included, against the
+    fields the apply changes; kube-apiserver names an Update manager with its apiVersion ("using v1"), as
+    fidelity's apply/apply-configmap/apply-over-update-manager shows. With force the field leaves its entry."""
     live = _pod()
     live["metadata"]["managedFields"] = [{
         "manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:spec": {"f:containers": {'k:{"name":"main"}': {"f:image": {}}}}}}]
+        "fieldsV1": {"f:spec": {"f:containers": {'k:{"name":"main"}': {"f:image": {}, "f:name": {}}}}}}]
     other = _pod()
     other["spec"]["containers"][0]["image"] = "busybox:9"
-    out = _apply(live, other, "m2")
+    with pytest.raises(errors.StatusError) as caught:
+        _apply(live, other, "m2")
+    assert caught.value.code == 409
+    assert [(c.field, c.message) for c in caught.value.causes] == [
+        ('.spec.containers[name="main"].image', 'conflict with "kubectl-edit" using v1')]
+    out = _apply(live, other, "m2", force=True)
     assert out["spec"]["containers"][0]["image"] == "busybox:9"
-    assert [e["operation"] for e in out["metadata"]["managedFields"]] == ["Apply", "Update"]
+    assert _fields(out, "kubectl-edit") == {"f:spec": {"f:containers": {'k:{"name":"main"}': {"f:name": {}}}}}
+
+
+def test_apply_with_the_same_value_is_no_conflict() -> None:
+    """Only fields the apply adds or modifies conflict (Comparison.Modified/Added): applying a value another
+    manager already set shares the field."""
+    live = _apply(None, _pod(), "m1")
+    out = _apply(live, _pod(), "m2")
+    assert _fields(out, "m1") == _fields(out, "m2")
 
 
 def test_custom_resources_replace_lists_and_own_them_atomically() -> None:
