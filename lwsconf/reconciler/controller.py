@@ -182,9 +182,10 @@ class LwsReconciler:
             return runtime.Result()
         lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
         if lwt.get("restartPolicy") == "Default":
-            # Upstream's mutating webhook stores the deprecated Default as None (contract 1.3); with no
-            # webhook the controller rewrites it before anything is created from the spec, so the
-            # revision snapshot never sees "Default" (README, "Validation and defaulting").
+            # Upstream's mutating webhook stores the deprecated Default as None (contract 1.3); the
+            # leaderworkerset-defaults MutatingAdmissionPolicy does it at admission where the cluster serves
+            # it (Kubernetes >= 1.36). Elsewhere the controller rewrites it before anything is created from
+            # the spec, so the revision snapshot never sees "Default" (README, "Validation and defaulting").
             await self.mgr.client.patch(LWS, req.name, {"spec": {"leaderWorkerTemplate": {"restartPolicy": "None"}}},
                                         namespace=req.namespace)
             return runtime.Result()

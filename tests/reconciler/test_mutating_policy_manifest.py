@@ -1,7 +1,10 @@
-"""The shipped MutatingAdmissionPolicy (`manifests/crd/mutating-admission-policy.yaml`) on the sim API server.
+"""The shipped MutatingAdmissionPolicies (`manifests/crd/mutating-admission-policy.yaml`) on the sim API server.
 
-It replaces the one step of upstream's pod webhook that templates cannot express (contract 3.4 step 2):
-a UniquePerReplica leader pod gets `spec.subdomain = <its name>` at CREATE. Pods are built from the
+The first replaces the one step of upstream's pod webhook that templates cannot express (contract 3.4 step 2):
+a UniquePerReplica leader pod gets `spec.subdomain = <its name>` at CREATE. The second does the rewrites of
+upstream's LWS webhook that CRD defaults cannot (contract 1.3 step 2): `restartPolicy: Default` stored as
+`None`, explicit empty `restartPolicy` and `rolloutStrategy.type` defaulted, on CREATE and UPDATE, as upstream
+v0.9.0 does at admission (checked on kube-apiserver 1.37.2, conformance/README.md). Pods are built from the
 reference's own leader template (`desired.leader_statefulset`) as the StatefulSet controller stamps them
 (name `N-i`, subdomain = serviceName `N`), so the test also pins the labels and annotation the policy
 keys on. Installed through the harness (`fixtures.implementations.install_mutating_policy`).
@@ -21,7 +24,7 @@ from lwsconf.features import Feature
 from lwsconf.reconciler import desired
 from lwsconf.sim.apiserver import resources
 from tests.conftest import SimAPI, start_sim_api
-from tests.reconciler.lws_api import describe, lws
+from tests.reconciler.lws_api import LwsAPI, describe, edit, lws
 
 PODS = "/api/v1/namespaces/default/pods"
 MAPS = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
@@ -69,12 +72,17 @@ def create(sim: SimAPI, pod: dict[str, Any]) -> dict[str, Any]:
     return created
 
 
-def test_manifest_holds_one_create_only_pod_policy_and_its_binding() -> None:
-    docs = {d["kind"]: d for d in yaml.safe_load_all(implementations.MAP_FILE.read_text())}
-    policy, binding = docs["MutatingAdmissionPolicy"], docs["MutatingAdmissionPolicyBinding"]
-    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
-    rules = policy["spec"]["matchConstraints"]["resourceRules"]
-    assert [(r["resources"], r["operations"]) for r in rules] == [(["pods"], ["CREATE"])], rules
+def test_manifest_holds_two_policies_each_with_its_binding() -> None:
+    """The pod policy acts on CREATE only (a pod's subdomain is immutable); the LWS one on CREATE and UPDATE,
+    as upstream's LWS webhook, and never on subresources (status and scale writes are the controller's)."""
+    docs = list(yaml.safe_load_all(implementations.MAP_FILE.read_text()))
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "MutatingAdmissionPolicy"}
+    bound = {d["spec"]["policyName"] for d in docs if d["kind"] == "MutatingAdmissionPolicyBinding"}
+    assert bound == set(policies), (bound, set(policies))
+    rules = {name: [(r["resources"], r["operations"]) for r in p["spec"]["matchConstraints"]["resourceRules"]]
+             for name, p in policies.items()}
+    assert rules == {"leaderworkerset-unique-leader-subdomain": [(["pods"], ["CREATE"])],
+                     "leaderworkerset-defaults": [(["leaderworkersets"], ["CREATE", "UPDATE"])]}, rules
 
 
 def test_unique_per_replica_leader_gets_its_own_name_as_subdomain(installed: SimAPI) -> None:
@@ -114,3 +122,55 @@ def test_a_cluster_without_the_api_withdraws_the_unique_subdomain_feature(sim: S
     assert list(cannot) == [Feature.SUBDOMAIN_UNIQUE_PER_REPLICA], cannot
     assert "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy" in cannot[
         Feature.SUBDOMAIN_UNIQUE_PER_REPLICA], cannot
+
+
+@pytest.fixture
+def lws_api(installed: SimAPI) -> LwsAPI:
+    """The sim with the CRD and the policies installed."""
+    wrapped = LwsAPI(installed)
+    reply = wrapped.install_crd()
+    assert reply.status_code == 201, describe(reply)
+    return wrapped
+
+
+RESTART = "spec.leaderWorkerTemplate.restartPolicy"
+ROLLOUT_TYPE = "spec.rolloutStrategy.type"
+
+
+@pytest.mark.parametrize("sent, stored", [
+    ({RESTART: "Default"}, {RESTART: "None"}),
+    ({RESTART: ""}, {RESTART: "RecreateGroupOnPodRestart"}),
+    ({"spec.rolloutStrategy": {"type": ""}}, {ROLLOUT_TYPE: "RollingUpdate"}),
+    ({RESTART: "None", "spec.rolloutStrategy": {"type": "RollingUpdate"}},
+     {RESTART: "None", ROLLOUT_TYPE: "RollingUpdate"}),
+], ids=["default-to-none", "empty-restart-policy", "empty-rollout-type", "explicit-values-untouched"])
+def test_lws_create_is_defaulted_as_upstreams_webhook_does(lws_api: LwsAPI, sent: dict[str, Any],
+                                                          stored: dict[str, Any]) -> None:
+    reply = lws_api.create(edit(lws("made"), sent))
+    assert reply.status_code == 201, describe(reply)
+    got = lws_api.get("made")
+    for path, want in stored.items():
+        node: Any = got
+        for key in path.split("."):
+            node = node[key]
+        assert node == want, (path, node, got["spec"])
+    assert got["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"] == {
+        "maxUnavailable": 1, "maxSurge": 0, "partition": 0}, got["spec"]
+
+
+@pytest.mark.parametrize("sent, stored", [
+    ({RESTART: "Default"}, "None"),
+    ({RESTART: ""}, "RecreateGroupOnPodRestart"),
+], ids=["default-to-none", "empty-restart-policy"])
+def test_lws_update_is_defaulted_too(lws_api: LwsAPI, sent: dict[str, Any], stored: str) -> None:
+    assert lws_api.create(lws("kept")).status_code == 201
+    reply = lws_api.update("kept", sent)
+    assert reply.status_code == 200, describe(reply)
+    assert lws_api.get("kept")["spec"]["leaderWorkerTemplate"]["restartPolicy"] == stored
+
+
+def test_lws_enums_still_refuse_other_values(lws_api: LwsAPI) -> None:
+    """The policy defaults only what upstream's webhook does; `startupPolicy: ""` stays refused (trap T15)."""
+    for sent in ({RESTART: "Always"}, {"spec.startupPolicy": ""}, {"spec.rolloutStrategy": {"type": "Recreate"}}):
+        reply = lws_api.create(edit(lws("refused"), sent))
+        assert reply.status_code == 422, (sent, describe(reply))
