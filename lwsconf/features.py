@@ -65,6 +65,14 @@ class Feature(StrEnum):
     """Restarting the implementation's controller disturbs no workload: no pod recreated, no spurious revision,
     status unchanged, and an in-flight rollout or group restart completes with its guarantees (disruptive: the
     harness must be able to restart the controller)."""
+    EVENTS = "LWSEvents"
+    """Normal Events regarding the LWS with the documented reasons (CreatingRevision, GroupsProgressing,
+    AllGroupsReady, GroupsUpdating, RecreateGroup) as its lifecycle goes on (section 4.6). Optional: Events are
+    informative, and an implementation may report its progress only through status."""
+    EXCLUSIVE_PLACEMENT_TERMS = "LWSExclusivePlacementAffinityTerms"
+    """The exact pod affinity/anti-affinity terms of section 4.7 on each pod, keyed on its own group-key (and
+    subgroup-key for subgroup-exclusive-topology), as upstream's pod webhook injects them. Optional: one group
+    per domain (LWSExclusivePlacement) can be had with other terms."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
 

@@ -1,0 +1,109 @@
+"""Events regarding the LeaderWorkerSet with the documented reasons (lws-contract.md section 4.6).
+
+A separate, claimable feature (LWSEvents, LWS-EXTENDED): Events are informative, and an implementation may
+report progress through status alone. Where claimed, the reasons of 4.6 are what `kubectl describe lws` and
+event-driven tooling key on, so they are checked exactly: type and reason of Events whose involved object is
+the LWS (its uid). Notes are checked only for the object they name (a leader or worker StatefulSet, the
+revision key, the failed worker), never for their wording. Events are listed through core/v1, which also serves
+the events.k8s.io/v1 Events upstream writes (`regarding` is read as `involvedObject`, `note` as `message`).
+
+Upstream tests the same reasons in its controller integration tests (contract 6.2): "Successfully create a
+leaderworkerset with 2 groups, size as 4." (the two GroupsProgressing creation notes), "Leaderworkerset has
+available state with correct event" (AllGroupsReady), "leaderTemplate changed with default strategy"
+(GroupsUpdating), "Pod restart will delete the pod group when restart policy is RecreateGroupOnPodRestart"
+(RecreateGroup), and its CreatingRevision events (pkg/controllers/leaderworkerset_controller.go, v0.9.0 :156,
+:742).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from conformance.harness import REVISION, LWSHarness, change_template, labels
+from lwsconf import workloads
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+from lwsconf.waits import observe
+
+Obj = dict[str, Any]
+
+
+def _events(lws: LWSHarness, name: str) -> list[Obj]:
+    """Events whose involved object is LWS `name` as it is now (its uid: an earlier LWS of the name never counts)."""
+    uid = lws.get(name)["metadata"]["uid"]
+    items = observe.raw(lws.core.list_namespaced_event(lws.namespace, _preload_content=False))["items"]
+    return [e for e in items if (e.get("involvedObject") or {}).get("kind") == "LeaderWorkerSet"
+            and (e.get("involvedObject") or {}).get("uid") == uid]
+
+
+def _names(text: str, obj: str) -> bool:
+    """Whether `text` mentions object name `obj` as a whole name (`ev-1` is not in `ev-10` nor in `ev-1-1`)."""
+    return re.search(rf"(?<![\w-]){re.escape(obj)}(?![\w-])", text) is not None
+
+
+def _summary(events: list[Obj]) -> str:
+    return "; ".join(f"{e.get('type')} {e.get('reason')}: {e.get('message')!r}" for e in events) or "none"
+
+
+def _need(lws: LWSHarness, name: str, reason: str, *, mentioning: tuple[str, ...] = (),
+          what: str, contract: str) -> Obj:
+    """Wait for a Normal event of `reason` regarding LWS `name` whose note names every object of `mentioning`."""
+    def check() -> Obj:
+        events = _events(lws, name)
+        found = [e for e in events if e.get("reason") == reason]
+        assert found, (f"no Event with reason {reason} regarding LeaderWorkerSet {name} ({contract}); "
+                       f"its events: {_summary(events)}")
+        for event in found:
+            if all(_names(event.get("message") or "", obj) for obj in mentioning):
+                assert event.get("type") == "Normal", f"{reason} event is of type {event.get('type')}, want Normal (4.6)"
+                return event
+        raise AssertionError(f"no {reason} Event names {list(mentioning)} ({contract}); its {reason} events: "
+                             f"{_summary(found)}")
+    event: Obj = lws.wait(check, what=what, timeout=lws.t.create, name=name)
+    return event
+
+
+@conformance(short_name="LifecycleEventsHaveDocumentedReasons", features={Feature.EVENTS, Feature.ROLLING_UPDATE},
+             description="Creating, readying and updating an LWS records Normal Events regarding it with the reasons "
+                         "CreatingRevision, GroupsProgressing (leader and each worker StatefulSet created), "
+                         "AllGroupsReady and GroupsUpdating (4.6).")
+def test_lifecycle_events_have_documented_reasons(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("ev", replicas=2, size=2)
+    lws.create(manifest)
+    lws.ready("ev", replicas=2, size=2)
+    first = labels(lws.statefulsets()["ev"])[REVISION]
+    _need(lws, "ev", "CreatingRevision", mentioning=(first,), what="a CreatingRevision event for the first revision",
+          contract="4.6: 'Creating revision with key <k> for a newly created LeaderWorkerSet'")
+    _need(lws, "ev", "GroupsProgressing", mentioning=("ev",), what="a GroupsProgressing event for the leader StatefulSet",
+          contract="4.6: 'Created leader statefulset <N>'")
+    for leader in ("ev-0", "ev-1"):
+        _need(lws, "ev", "GroupsProgressing", mentioning=(leader,),
+              what=f"a GroupsProgressing event for the worker StatefulSet of {leader}",
+              contract="4.6: 'Created worker statefulset for leader pod <N-i>'")
+    _need(lws, "ev", "AllGroupsReady", what="an AllGroupsReady event once every group is ready",
+          contract="4.5/4.6: the Available condition's reason, recorded when it turns True")
+    change_template(lws, "ev", manifest, "2")
+    _need(lws, "ev", "GroupsUpdating", what="a GroupsUpdating event during the rollout",
+          contract="4.6: 'Updating replica <p>' and the UpdateInProgress condition's note")
+
+    def second_revision() -> str:
+        key = labels(lws.statefulsets()["ev"])[REVISION]
+        assert key != first, f"leader StatefulSet still on revision {first}"
+        return key
+    second = lws.wait(second_revision, what="the leader StatefulSet on the new revision", name="ev")
+    _need(lws, "ev", "CreatingRevision", mentioning=(second,), what="a CreatingRevision event for the updated template",
+          contract="4.6: 'Creating revision with key <k> for updated LWS'")
+
+
+@conformance(short_name="RecreateGroupEventNamesThePods", features={Feature.EVENTS, Feature.GROUP_RESTART},
+             description="Deleting a worker under RecreateGroupOnPodRestart records a Normal RecreateGroup Event "
+                         "regarding the LWS that names the worker and its leader (4.2, 4.6).")
+def test_recreate_group_event_names_the_pods(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("evr", replicas=1, size=2))
+    lws.ready("evr", replicas=1, size=2)
+    lws.delete_pod("evr-0-1")
+    _need(lws, "evr", "RecreateGroup", mentioning=("evr-0-1", "evr-0"),
+          what="a RecreateGroup event naming worker evr-0-1 and leader evr-0",
+          contract="4.6: 'Worker pod <pod> failed, deleted leader pod <leader> to recreate group <i>'")
+    lws.ready("evr", replicas=1, size=2)
