@@ -11,6 +11,7 @@
     lwsconf fidelity [--out docs/sim-fidelity.md]   the sim API server measured against the real kube-apiserver
     lwsconf local up | down                         the real control plane with simulated nodes on loopback
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
+    lwsconf protobuf generate                       regenerate the sim's Kubernetes protobuf schema (Go, grpcio-tools)
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -68,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
                    "(see lwsconf controlplane -h)", add_help=False)
+    sub.add_parser("protobuf", help="regenerate the sim's Kubernetes protobuf schema from the Go modules "
+                   "(see lwsconf protobuf -h)", add_help=False)
     sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
                    "kube-apiserver (see lwsconf fidelity -h)", add_help=False)
     sub.add_parser("local", help="the real control plane with simulated nodes on loopback (see lwsconf local -h)", add_help=False)
@@ -205,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.upstream import cli as upstream_cli
 
         return upstream_cli.main(argv[1:])
+    if argv[:1] == ["protobuf"]:  # its own parser (`protobuf generate`: needs Go and grpcio-tools)
+        from lwsconf.sim.apiserver.protobuf import generate as protobuf_generate
+
+        return protobuf_generate.main(argv[1:])
     if argv[:1] == ["fidelity"]:  # its own parser
         from lwsconf.fidelity import cli as fidelity_cli
 

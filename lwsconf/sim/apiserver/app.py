@@ -32,6 +32,7 @@ from lwsconf.sim.apiserver import (
     kubeconfig,
     objects,
     openapi,
+    protobuf_http,
     resources,
     routing,
     store,
@@ -69,6 +70,7 @@ async def _errors_and_journal(request: web.Request, handler: Handler) -> web.Str
         log.exception("unhandled error serving %s %s", request.method, request.path_qs)
         response = context.status_response(errors.internal(f"{type(exc).__name__} while serving "
                                                            f"{request.method} {request.path}: {exc}"))
+    response = protobuf_http.encode_answer(request, response)
     segments = request.path.split("/")
     namespace = segments[segments.index("namespaces") + 1] if "namespaces" in segments[:-1] else None
     ctx.journal.append(JournalEntry(request.method, request.path, request.query_string, response.status,
@@ -80,6 +82,7 @@ async def _errors_and_journal(request: web.Request, handler: Handler) -> web.Str
 async def _resource(request: web.Request) -> web.StreamResponse:
     ctx: ServerContext = request.app[CTX]
     target = routing.resolve(request.path, ctx.registry)
+    protobuf_http.refuse_custom_body(request, target)
     if target.subresource is not None:
         return await subresources.dispatch(ctx, request, target)
     method = request.method

@@ -65,6 +65,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # StatusReasonUnknown is "", left out as metav1.Status's omitempty does
+            del body["reason"]
         if details or self.empty_details:
             body["details"] = details
         return body
@@ -153,10 +155,10 @@ def page_not_found() -> StatusError:
     return StatusError(404, "NotFound", "404 page not found\n", plain_text=True)
 
 
-def unsupported_media_type(content_type: str, allowed: list[str]) -> StatusError:
+def unsupported_media_type(content_type: str, allowed: list[str], why: str = "") -> StatusError:
     return StatusError(415, "UnsupportedMediaType",
                        f"the body of the request was in an unknown format - accepted media types include: "
-                       f"{', '.join(allowed)} (got {content_type!r})")
+                       f"{', '.join(allowed)} (got {content_type!r}{': ' + why if why else ''})")
 
 
 def too_large(limit: int) -> StatusError:

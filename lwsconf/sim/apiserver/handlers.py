@@ -33,6 +33,7 @@ from lwsconf.sim.apiserver import (
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
+from lwsconf.sim.apiserver.protobuf import negotiation
 from lwsconf.sim.apiserver.storage import DeleteOptions
 from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
 
@@ -338,7 +339,10 @@ def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
 async def _delete_options(request: web.Request) -> DeleteOptions:
     data = await context.read_body(request)
     body: dict[str, Any] = {}
-    if data.strip():
+    if data.strip() and negotiation.is_protobuf(request.headers.get("Content-Type", "")):
+        body = context.decode_protobuf(data, "meta.k8s.io/v1", "DeleteOptions")
+        body.pop("metadata", None)
+    elif data.strip():
         try:
             parsed = json.loads(data)
         except ValueError as exc:

@@ -1,4 +1,5 @@
-"""Watch streams: newline-delimited JSON events, as `?watch=true` returns them.
+"""Watch streams: newline-delimited JSON events, as `?watch=true` returns them (or length-prefixed protobuf
+frames for a client that negotiated protobuf: `protobuf.negotiation`).
 
 Semantics follow kube-apiserver's watch cache:
 
@@ -26,6 +27,7 @@ from aiohttp import web
 
 from lwsconf.sim.apiserver import context, conversion, errors, handlers, routing, store, tables
 from lwsconf.sim.apiserver.context import ServerContext
+from lwsconf.sim.apiserver.protobuf import envelope, negotiation
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 BOOKMARK_INTERVAL_SECONDS = 2.0
@@ -40,9 +42,20 @@ class WatchSession:
         self.info = target.info
         label_sel, field_sel = handlers.parse_selectors(request, target)
         self.watcher = store.Watcher(target.namespace, label_sel, field_sel)
-        self.as_table = tables.wants_table(request.headers.get("Accept", ""))
+        accept = request.headers.get("Accept", "")
+        self.as_table = tables.wants_table(accept)
+        self.protobuf = not self.as_table and negotiation.names_protobuf(accept) and negotiation.choose(
+            accept, protobuf_possible=envelope.has_message(self.info.api_version, self.info.kind)) == "protobuf"
+        """Length-prefixed protobuf WatchEvent frames (`protobuf.envelope.watch_frame`) instead of JSON lines."""
         self.bookmarks = request.query.get("allowWatchBookmarks", "").lower() == "true"
-        self.response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        content_type = negotiation.PROTOBUF_WATCH if self.protobuf else "application/json"
+        self.response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
+
+    def event(self, event_type: str, obj: dict[str, Any]) -> bytes:
+        """One event of the stream: a JSON line, or a protobuf frame."""
+        if self.protobuf:
+            return envelope.watch_frame(event_type, obj)
+        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
     def encode(self, event_type: str, stored: dict[str, Any]) -> bytes:
         """One event line for a stored object, in the form (and encoding) this watch asked for."""
@@ -50,14 +63,14 @@ class WatchSession:
         if self.as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
             return json.dumps(tables.to_table_watch_event(self.info, event_type, obj),
                               separators=(",", ":")).encode() + b"\n"
-        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return self.event(event_type, obj)
 
     def bookmark(self, *, initial_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(self.ctx.db.rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": self.info.kind, "apiVersion": self.info.api_version, "metadata": meta}
-        return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return self.event("BOOKMARK", obj)
 
     def initial_events(self) -> list[bytes]:
         keys = self.ctx.storage.list_keys(self.info, self.watcher.namespace, self.watcher.label_selector,
@@ -94,7 +107,7 @@ async def serve(ctx: ServerContext, request: web.Request, target: routing.Target
         if backlog is None:
             expired = errors.expired(f"too old resource version: {request.query.get('resourceVersion')} "
                                      f"({ctx.db.table(target.info.storage_key).compacted_rv})")
-            await session.response.write(json.dumps({"type": "ERROR", "object": expired.to_status()}).encode() + b"\n")
+            await session.response.write(session.event("ERROR", expired.to_status()))
             return session.response
         for line in backlog:
             await session.response.write(line)

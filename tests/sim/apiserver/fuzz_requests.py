@@ -382,18 +382,22 @@ BAD_MEDIA_TYPES = ["application/vnd.kubernetes.protobuf", "application/cbor", "a
 
 @st.composite
 def content_type(draw: st.DrawFn) -> FuzzRequest:
-    """A body the server could read, under a media type it does not serve: 415 naming the type."""
+    """A body the server could read, under a media type it does not serve: 415 naming the type.
+
+    Protobuf is served for built-in kinds only, so a protobuf body is sent to the custom resource.
+    """
     ct = draw(st.sampled_from(BAD_MEDIA_TYPES))
     method = draw(st.sampled_from(["POST", "PUT", "PATCH"]))
+    protobuf = ct.startswith("application/vnd.kubernetes.protobuf")
     if method == "POST":
-        path = draw(collections)
+        path = LWS if protobuf else draw(collections)
         body = valid_body_for(path)
         if ct.startswith("application/vnd.kubernetes.protobuf"):
             body_bytes = b"k8s\x00\n\x0c\n\x02v1\x12\x06Status"  # the protobuf envelope's magic, then junk
         else:
             body_bytes = dump(body)
         return FuzzRequest("content_type/create", method, path + "?dryRun=All", body_bytes, ct, names=(ct.split(";")[0],))
-    path = draw(targets)
+    path = TARGETS[0] if protobuf else draw(targets)
     if method == "PUT":
         body = target_body(path)
         body.setdefault("data", {})["changed"] = "yes"
