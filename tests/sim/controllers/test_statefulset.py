@@ -69,8 +69,9 @@ async def set_image(client: kc.Client, name: str, image: str) -> None:
 
 async def status_until(client: kc.Client, name: str, want: dict[str, Any], *, timeout: float = 10.0) -> Obj:
     def matches(obj: Obj | None) -> bool:
+        # a counter at 0 is absent (StatefulSetStatus fields are omitempty, as kube-apiserver answers them)
         status = (obj or {}).get("status") or {}
-        return all(status.get(k) == v for k, v in want.items())
+        return all(status.get(k, 0 if isinstance(v, int) else None) == v for k, v in want.items())
     found = await ws.object_until(client, STS, name, matches, f"status {want}", timeout=timeout)
     assert found is not None
     return found
