@@ -43,6 +43,10 @@ OR_ARRAY, OR_BOOL = f"{_APIEXT}.JSONSchemaPropsOrArray", f"{_APIEXT}.JSONSchemaP
 OR_STRING_ARRAY = f"{_APIEXT}.JSONSchemaPropsOrStringArray"
 
 
+_PLANS: dict[str, list[tuple[Field, schema_mod.FieldInfo, bool]]] = {}
+"""`_Codec._plan` per message full name (one schema per process: `schema.load`)."""
+
+
 class CodecError(ValueError):
     """A value that cannot take the field's type; the message names the field."""
 
@@ -154,8 +158,7 @@ class _Codec:
             return
         if not isinstance(value, dict):
             raise CodecError(f"{where}: expected a JSON object, got {type(value).__name__}")
-        for field in msg.DESCRIPTOR.fields:
-            info = self.schema.field_info(field)
+        for field, info, is_map in self._plan(msg):
             at = f"{where}.{info.json or field.name}"
             if not info.json:  # inline: the nested message reads the same JSON object
                 self.fill(getattr(msg, field.name), value, at)
@@ -163,7 +166,7 @@ class _Codec:
             item = value.get(info.json)
             if item is None:
                 self._zero(msg, field, info)
-            elif field.message_type is not None and field.message_type.GetOptions().map_entry:
+            elif is_map:
                 self._fill_map(getattr(msg, field.name), field, item, at)
             elif field.is_repeated:
                 self._fill_repeated(msg, field, item, at)
@@ -173,6 +176,16 @@ class _Codec:
                 self.fill(sub, item, at)
             else:
                 setattr(msg, field.name, self._scalar(field, item, at))
+
+    def _plan(self, msg: message.Message) -> list[tuple[Field, schema_mod.FieldInfo, bool]]:
+        """Per field of the message: (descriptor, Go facts, is a map), computed once per message type."""
+        name = msg.DESCRIPTOR.full_name
+        plan = _PLANS.get(name)
+        if plan is None:
+            plan = _PLANS[name] = [
+                (f, self.schema.field_info(f), f.message_type is not None and f.message_type.GetOptions().map_entry)
+                for f in msg.DESCRIPTOR.fields]
+        return plan
 
     @staticmethod
     def _field(msg: message.Message, name: str) -> Field:
@@ -293,21 +306,20 @@ class _Codec:
         if name in self.schema.lists:
             return list(msg.items)  # type: ignore[attr-defined]
         out: dict[str, Any] = {}
-        for field in msg.DESCRIPTOR.fields:
-            info = self.schema.field_info(field)
+        for field, info, is_map in self._plan(msg):
             if not info.json:
                 inline = self.to_json(getattr(msg, field.name))
                 if isinstance(inline, dict):
                     out.update(inline)
                 continue
-            present, value = self._field_json(msg, field, info)
+            present, value = self._field_json(msg, field, info, is_map)
             if present:
                 out[info.json] = value
         return out
 
-    def _field_json(self, msg: message.Message, field: Field, info: schema_mod.FieldInfo) -> tuple[bool, Any]:
+    def _field_json(self, msg: message.Message, field: Field, info: schema_mod.FieldInfo,
+                    is_map: bool) -> tuple[bool, Any]:
         """(whether Go's encoding/json writes the field, its value)."""
-        is_map = field.message_type is not None and field.message_type.GetOptions().map_entry
         if is_map or field.is_repeated:
             items = getattr(msg, field.name)
             if not items:

@@ -48,6 +48,7 @@ class Schema:
         self.lists: frozenset[str] = frozenset(facts["lists"])
         self._by_group_version: dict[tuple[str, str], list[str]] = {}
         self._names: set[str] = set()
+        self._found: dict[tuple[str, str], str | None] = {}
         for file in files.file:
             parts = file.package.split(".")
             self._by_group_version.setdefault((parts[-2], parts[-1]), []).append(file.package)
@@ -71,6 +72,12 @@ class Schema:
         `k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1`); the core group is `core`. Kinds every
         group version serves from meta.k8s.io (Status, DeleteOptions, WatchEvent, ...) fall back to meta/v1.
         """
+        key = (api_version, kind)
+        if key not in self._found:
+            self._found[key] = self._find(api_version, kind)
+        return self._found[key]
+
+    def _find(self, api_version: str, kind: str) -> str | None:
         group, _, version = api_version.rpartition("/")
         short = group.split(".")[0] if group else "core"
         for package in self._by_group_version.get((short, version), []):
