@@ -84,6 +84,27 @@ def managed_fields_time(d: dict[str, Any]) -> None:
                 entry["time"] = TIME
 
 
+_UID_KEY = re.compile(r'^k:\{"uid":"[^"$<][^"]*"\}$')
+
+
+def managed_fields_uid_keys(d: dict[str, Any]) -> None:
+    """Rule `managed-fields-uid-keys`: in a managedFields entry's fieldsV1, an ownerReferences element
+    `k:{"uid":"..."}` reads `k:{"uid":"<server>"}`. Why: it is keyed by the owner's uid, which each server
+    generates; the ownerReferences themselves (with saved uids as `${name}`) are compared in the metadata,
+    and which fields of the element the manager owns still is."""
+    fields = d.get("managedFields")
+    if isinstance(fields, list):
+        for entry in fields:
+            if isinstance(entry, dict) and isinstance(entry.get("fieldsV1"), dict):
+                entry["fieldsV1"] = _uid_keys(entry["fieldsV1"])
+
+
+def _uid_keys(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    return {('k:{"uid":"' + SERVER + '"}' if _UID_KEY.match(k) else k): _uid_keys(v) for k, v in node.items()}
+
+
 _GENERATED = re.compile(r"^[a-z0-9]{5}$")
 
 
@@ -152,7 +173,7 @@ def message_numbers(value: Any) -> Any:
 
 
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
-    object_metadata, status_details_uid, managed_fields_time, generated_name, cluster_ip, list_metadata, condition_times)
+    object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip, list_metadata, condition_times)
 
 
 def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:

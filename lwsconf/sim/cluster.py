@@ -63,6 +63,20 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
     ]
 
 
+COMPONENTS = {"scheduler": "kube-scheduler", "kube-proxy": "kube-proxy"}
+"""The binary a sim controller stands for, when not kube-controller-manager (node agents name theirs)."""
+
+
+def user_agent(name: str) -> str:
+    """The User-Agent of controller `name`: its component first, as the real binaries send it
+    (`kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/<commit>/<controller>`), because the API server
+    names a write's field manager after the part before the first "/"; the controller's own name follows, for
+    the request journal. `kubelet/<node>` already has that form."""
+    if "/" in name:
+        return name
+    return f"{COMPONENTS.get(name, 'kube-controller-manager')}/{name}"
+
+
 class SimCluster:
     """API server + controllers + simulated nodes on the current event loop.
 
@@ -114,7 +128,8 @@ class SimCluster:
                                              stage_set=self._stage_set, seed=self._seed)
             controllers += self.fleet.controllers()
         self._supervisor = supervisor.Supervisor(
-            lambda name: kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem, user_agent=name))
+            lambda name: kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem,
+                                           user_agent=user_agent(name)))
         self._supervisor.start(controllers)
 
     async def stop(self) -> None:

@@ -58,6 +58,15 @@ def test_managed_fields_lose_only_their_time() -> None:
     assert diff.differences(a, c) == ['body.metadata.managedFields.0.manager: "m" != "other"']
 
 
+def test_owner_uid_keys_in_managed_fields_are_server_values_but_owned_fields_are_compared() -> None:
+    def owned(uid: str, fields: dict[str, object]) -> dict[str, object]:
+        return {"manager": "m", "operation": "Update", "fieldsV1": {"f:metadata": {"f:ownerReferences": {
+            ".": {}, f'k:{{"uid":"{uid}"}}': fields}}}}
+    a = view(cm(managedFields=[owned("5bac5daa-b6de-4f80-b279-1b193f4537f5", {})]))
+    assert a == view(cm(managedFields=[owned("a3ca7537-9d15-4f36-949b-46d3247379d2", {})]))
+    assert a != view(cm(managedFields=[owned("a3ca7537-9d15-4f36-949b-46d3247379d2", {".": {}, "f:name": {}})]))
+
+
 def test_resource_versions_in_messages() -> None:
     a = view({"kind": "Status", "message": "too old resource version: 1 (57)"})
     b = view({"kind": "Status", "message": "too old resource version: 1 (9120)"})

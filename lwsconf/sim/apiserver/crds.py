@@ -89,6 +89,13 @@ def conflicts(registry: resources.Registry, crd: dict[str, Any]) -> list[errors.
     return []
 
 
+def initial_status(crd: dict[str, Any]) -> dict[str, Any]:
+    """The status a CRD is stored with, before any controller wrote it: the strategy's stored versions, Go's
+    empty accepted names and no conditions (null)."""
+    stored = [v["name"] for v in (crd.get("spec") or {}).get("versions") or [] if v.get("storage")]
+    return {"acceptedNames": {"plural": "", "kind": ""}, "conditions": None, "storedVersions": stored}
+
+
 def established_status(crd: dict[str, Any]) -> dict[str, Any]:
     """The status the apiextensions controllers converge to for an accepted CRD."""
     spec = crd["spec"]

@@ -17,8 +17,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from lwsconf.sim.apiserver import crds, errors, resources
+from lwsconf.sim.apiserver import crds, errors, objects, resources
 from lwsconf.sim.apiserver.context import ServerContext
+from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICE_KEY = ("", "services")
@@ -28,7 +29,11 @@ POLICY_KEY = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
 def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool) -> None:
     if info.key == CRD_KEY:
         _check_crd(ctx, obj)
+        accepting = {**obj, "status": crds.initial_status(obj)}
         obj["status"] = crds.established_status(obj)
+        # apiextensions-apiserver's naming and establishing controllers write the status through /status
+        managed_fields.record_update(accepting, obj, manager="kube-apiserver", api_version=info.api_version,
+                                     subresource="status", now=objects.now_rfc3339(), kind=info.kind, builtin=True)
     elif info.key == SERVICE_KEY:
         _allocate_cluster_ip(ctx, obj, dry_run=dry_run)
     elif info.key == POLICY_KEY:

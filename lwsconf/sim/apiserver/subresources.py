@@ -29,6 +29,7 @@ from lwsconf.sim.apiserver import (
     streams,
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
+from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
 
 
@@ -111,6 +112,12 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
     objects.set_path(new, target.info.scale.spec_replicas_path, replicas)
     main = routing.Target(target.info, target.namespace, target.name, None, "")
     merged = ctx.storage.prepare_update(target.info, new, old, subresource=None)
+    # the parent's entry for the replicas a /scale write set: subresource "scale", the parent's apiVersion,
+    # no time (kube-apiserver's scale handler converts the Scale's managed fields back to the parent's)
+    managed_fields.record_update(old, merged, manager=managed_fields.manager_name(
+        request.query.get("fieldManager", ""), request.headers.get("User-Agent", "")),
+        api_version=target.info.api_version, subresource="scale", now="", kind=target.info.kind,
+        builtin=not target.info.is_custom, custom_schema=target.info.schema)
     ctx.admission.admit(target.info, merged, old)
     dry = context.dry_run(request)
     new_scale = {**current, "spec": {**current["spec"], "replicas": replicas}}

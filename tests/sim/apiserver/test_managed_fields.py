@@ -163,3 +163,27 @@ def test_compare_reports_a_null_field_filled_in_as_modified_not_added() -> None:
     assert out.added == {("f:spec", "f:containers", 'k:{"name":"a"}'),
                          ("f:spec", "f:containers", 'k:{"name":"a"}', "f:name")}
     assert out.modified == set() and out.removed == set()
+
+
+def test_a_scale_write_is_the_parents_entry_for_replicas_without_a_time() -> None:
+    """kube-apiserver 1.37.2 records a /scale write as an Update of the parent's apiVersion with subresource
+    "scale" and no time (fidelity subresources/scale-subresource/deployment-after-scale); the replicas leave
+    the creator's entry."""
+    live = _deployment()
+    _record(None, live, "creator", kind="Deployment", api_version="apps/v1", status_reset=True)
+    scaled = {**live, "spec": {**live["spec"], "replicas": 3}}
+    out = _record(live, scaled, "hpa", kind="Deployment", api_version="apps/v1", subresource="scale", now="",
+                  status_reset=True)
+    assert out[0] == {"manager": "hpa", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+                      "fieldsV1": {"f:spec": {"f:replicas": {}}}, "subresource": "scale"}
+    assert "f:replicas" not in out[1]["fieldsV1"]["f:spec"]
+
+
+def test_sim_controllers_are_named_after_the_component_they_stand_for() -> None:
+    """The manager is the User-Agent up to "/", so the sim's controllers send their binary's name first, as
+    kube-controller-manager and kube-scheduler do (fidelity controllers/ctl-statefulset/*)."""
+    from lwsconf.sim import cluster
+
+    assert entries.manager_name("", cluster.user_agent("statefulset-controller")) == "kube-controller-manager"
+    assert entries.manager_name("", cluster.user_agent("scheduler")) == "kube-scheduler"
+    assert entries.manager_name("", cluster.user_agent("kubelet/node-1")) == "kubelet"

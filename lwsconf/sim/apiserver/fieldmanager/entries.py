@@ -69,7 +69,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
         manager: the writer (`manager_name`).
         api_version: the apiVersion the request was served in.
         subresource: "status" or "scale" for a subresource write, else None.
-        now: RFC 3339 time of the writer's entry.
+        now: RFC 3339 time of the writer's entry; "" for none (a /scale write: the scale handler's
+            conversion back to the parent's entries drops it, as kube-apiserver 1.37.2 answers).
         kind, builtin, custom_schema: the object's type (`types.of_kind`).
         status_reset: the kind has a status subresource, so a main-resource write owns no status.
         sent: the object as the client sent it, before defaulting: fields kube-apiserver sets only after
@@ -101,6 +102,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
     if changed:
         entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
                  "fieldsType": "FieldsV1", "fieldsV1": apply.encode(mine | changed)}
+        if not now:
+            del entry["time"]
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)

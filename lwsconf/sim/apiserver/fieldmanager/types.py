@@ -43,6 +43,7 @@ class _Facts:
     keys: tuple[str, ...] = ()
     atomic: bool = False
     item_atomic: bool = False
+    as_set: bool = False
 
 
 _ATOMIC = _Facts(atomic=True)
@@ -63,7 +64,25 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
     ("WorkloadSpec", "selector"): _ATOMIC,
     ("ObjectMeta", "ownerReferences"): _Facts(keys=("uid",), item_atomic=True),
     ("Event", "involvedObject"): _ATOMIC,  # core/v1 ObjectReference is +structType=atomic
+    # admissionregistration/v1: webhooks +listType=map by name; LabelSelector, MatchResources, ParamKind and
+    # ParamRef are +structType=atomic; matchConditions +listType=map by name; validationActions +listType=set
+    ("MutatingWebhookConfiguration", "webhooks"): _Facts(struct="Webhook", keys=("name",)),
+    ("ValidatingWebhookConfiguration", "webhooks"): _Facts(struct="Webhook", keys=("name",)),
+    ("Webhook", "namespaceSelector"): _ATOMIC, ("Webhook", "objectSelector"): _ATOMIC,
+    ("Webhook", "matchConditions"): _Facts(keys=("name",)),
+    ("AdmissionPolicy", "spec"): _Facts(struct="AdmissionPolicySpec"),
+    ("AdmissionPolicySpec", "matchConstraints"): _ATOMIC, ("AdmissionPolicySpec", "paramKind"): _ATOMIC,
+    ("AdmissionPolicySpec", "matchConditions"): _Facts(keys=("name",)),
+    ("AdmissionPolicyBinding", "spec"): _Facts(struct="AdmissionPolicyBindingSpec"),
+    ("AdmissionPolicyBindingSpec", "matchResources"): _ATOMIC, ("AdmissionPolicyBindingSpec", "paramRef"): _ATOMIC,
+    ("AdmissionPolicyBindingSpec", "validationActions"): _Facts(as_set=True),
+    # apiextensions/v1 CustomResourceDefinitionStatus.conditions: +listType=map +listMapKey=type
+    ("CRD", "status"): _Facts(struct="Conditions"),
 }
+_ROOTS = {"ValidatingAdmissionPolicy": "AdmissionPolicy", "MutatingAdmissionPolicy": "AdmissionPolicy",
+          "ValidatingAdmissionPolicyBinding": "AdmissionPolicyBinding",
+          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD"}
+"""Kinds whose facts live only in `_OVERLAY`, under a struct name of their own."""
 _KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 """Key fields with a schema default (core/v1 `protocol` of container and Service ports)."""
 
@@ -97,7 +116,7 @@ class FieldType:
             return FieldType(struct=facts.struct, keys=(facts.key,) if facts.key else (), as_set=facts.as_set,
                              key_defaults=_KEY_DEFAULTS)
         return FieldType(struct=overlay.struct or facts.struct, atomic=overlay.atomic,
-                         keys=overlay.keys or ((facts.key,) if facts.key else ()), as_set=facts.as_set,
+                         keys=overlay.keys or ((facts.key,) if facts.key else ()), as_set=overlay.as_set or facts.as_set,
                          item_atomic=overlay.item_atomic, key_defaults=_KEY_DEFAULTS)
 
     def item(self) -> FieldType:
@@ -117,7 +136,7 @@ def of_kind(kind: str, *, custom_schema: Mapping[str, Any] | None = None, builti
     """The root type of an object of `kind` (a custom resource: its CRD version's schema, if any)."""
     if not builtin:
         return FieldType(schema=custom_schema or {}, root=True)
-    return FieldType(struct=merge_patches.root_struct(kind), root=True)
+    return FieldType(struct=_ROOTS.get(kind) or merge_patches.root_struct(kind), root=True)
 
 
 def _schema_child(schema: Mapping[str, Any], name: str) -> FieldType:
