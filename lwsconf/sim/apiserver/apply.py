@@ -177,9 +177,10 @@ def _check_applied(applied: Any, kind: str, manager: str) -> None:
     if not applied.get("apiVersion") or not applied.get("kind"):
         raise errors.bad_request("an apply patch must set apiVersion and kind (for example apiVersion: v1 "
                                  "and kind: Pod)")
-    if applied["kind"] != kind:
-        raise errors.bad_request(f"the applied configuration has kind {applied['kind']!r} but this endpoint "
-                                 f"serves {kind!r}; fix kind or apply it to the {applied['kind']} endpoint")
+    if applied["kind"] != kind:  # managedfields internal/versioncheck.go: the applied GroupVersionKind
+        version = str(applied["apiVersion"])
+        raise errors.bad_request(f"invalid object type: {version if '/' in version else '/' + version}, "
+                                 f"Kind={applied['kind']}")
     metadata = applied.get("metadata", {})
     if not isinstance(metadata, dict):
         raise errors.bad_request("metadata in an apply patch must be an object")

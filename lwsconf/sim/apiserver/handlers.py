@@ -261,14 +261,16 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     info = target.info
     body = await context.read_body(request)
     content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-    old = ctx.storage.get(info, target.namespace or "", target.name)
+    # kube-apiserver's order (handlers/patch.go): media type, PatchOptions, then the stored object
+    patch.check_media_type(content_type, builtin=not info.is_custom)
     is_apply = content_type == "application/apply-patch+yaml"
-    if old is None and not is_apply:
-        raise errors.not_found(info.plural, info.group, target.name)
     manager = context.field_manager(request, "PatchOptions")
     if is_apply and not manager:
-        raise errors.bad_request("fieldManager is required for apply requests (server-side apply): "
-                                 "pass ?fieldManager=<your controller's name>")
+        raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(  # ValidatePatchOptions
+            "fieldManager", "Required value: is required for apply patch", "FieldValueRequired")])
+    old = ctx.storage.get(info, target.namespace or "", target.name)
+    if old is None and not is_apply:
+        raise errors.not_found(info.plural, info.group, target.name)
     base = objects.deep_copy(old) if old is not None else None
     patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
                                 manager=manager, force=context.flag(request, "force"),
@@ -276,7 +278,7 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     patched = context.as_object(patched, "the patched object")
     if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
         raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "
-                                 f"the name on the URL ({target.name}): a patch may not change or remove metadata.name")
+                                 f"the name on the URL ({target.name})")
     if old is None:
         return await _create_from_apply(ctx, request, target, patched)
     # A resourceVersion the patch itself carries is a precondition, as in kube-apiserver; the copy
@@ -371,6 +373,8 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
             raise
         if not opts.dry_run:
             hooks.after_write(ctx, info, result)
-        deleted.append(result)
+        # a typed list's items carry no apiVersion/kind, as in a LIST (storage.encoded_list_item; lwsconf
+        # fidelity deletion/delete-collection/deletecollection-selected)
+        deleted.append(result if info.is_custom else {k: v for k, v in result.items() if k not in ("apiVersion", "kind")})
     return json_response({"kind": info.list_kind_name, "apiVersion": info.api_version,
                           "metadata": {"resourceVersion": str(ctx.db.rv)}, "items": deleted})

@@ -33,8 +33,9 @@ def merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     Raises:
         StatusError: 400 when the patch is not a JSON object.
     """
-    if not isinstance(patch, dict):
-        raise errors.bad_request(f"a merge patch must be a JSON object, got {type(patch).__name__}")
+    if not isinstance(patch, dict):  # patch.go decodes the patch into a map first
+        raise errors.bad_request(f"error decoding patch: json: cannot unmarshal {go_json_kind(patch)} into Go "
+                                 "value of type map[string]interface {}")
     return _merge(copy.deepcopy(obj), patch)  # type: ignore[no-any-return]
 
 
@@ -151,6 +152,43 @@ def strategic_merge_patch(obj: dict[str, Any], patch: Any, *, kind: str) -> dict
     return _smp_map(copy.deepcopy(obj), patch, root_struct(kind), "")
 
 
+def _bad_patch_type(directive: Any, where: dict[str, Any]) -> errors.StatusError:
+    """apimachinery's `mergepatch.ErrBadPatchType` (pkg/util/mergepatch/errors.go), a plain Go error that
+    kube-apiserver answers as a 500 without a reason (`ErrorToAPIStatus` of a non-Status error)."""
+    return errors.StatusError(500, "", f"unknown patch type: {go_format(directive)} in map: {go_format(where)}")
+
+
+def go_json_kind(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's kind in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "number"
+
+
+def go_format(value: Any) -> str:
+    """A decoded JSON value as Go's `%v` prints it (maps with sorted keys, numbers as float64 do)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, int | float):
+        number = float(value)
+        if number.is_integer() and abs(number) < 1e21:
+            return str(int(number)) if abs(number) < 1e6 else f"{number:g}".replace("e+0", "e+")
+        return repr(number)
+    return str(value)
+
+
 def _bad(path: str, problem: str) -> errors.StatusError:
     return errors.bad_request(f"strategic merge patch at {path or '<root>'}: {problem}")
 
@@ -162,7 +200,7 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], struct: str | None
     if directive == "delete":
         return {}
     if directive != "merge":
-        raise _bad(path, f"unknown $patch directive {directive!r}; use replace, delete or merge")
+        raise _bad_patch_type(directive, patch)
     result = dict(original)
     if "$retainKeys" in patch:
         retain = patch["$retainKeys"]
@@ -214,8 +252,7 @@ def _smp_list(original: list[Any], patch: list[Any], field: PatchField, path: st
         elif directive == "delete":
             deletes.append(item)
         else:
-            raise _bad(path, f"unknown $patch directive {directive!r} in a list element; use replace, delete "
-                             "or merge")
+            raise _bad_patch_type(directive, item)
     if replace:
         return _smp_value(None, items, PatchField(field.struct), path)  # type: ignore[no-any-return]
     if field.as_set:

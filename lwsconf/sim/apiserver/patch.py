@@ -32,6 +32,16 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
+def check_media_type(content_type: str, *, builtin: bool) -> str:
+    """The patch type, or 415: for a built-in go-restful's route refuses it before any handler, for a custom
+    resource the handler does, listing the types it takes (apiserver installer.go, handlers/patch.go)."""
+    media = content_type.split(";")[0].strip().lower()
+    allowed = [JSON_PATCH, MERGE_PATCH, *([STRATEGIC_MERGE_PATCH] if builtin else []), APPLY_PATCH]
+    if media not in allowed:
+        raise errors.route_unsupported_media_type() if builtin else errors.patch_unsupported_media_type(allowed)
+    return media
+
+
 def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, kind: str, builtin: bool,
                 manager: str = "", force: bool = False, api_version: str = "", now: str = "",
                 custom_schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -55,10 +65,7 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
     Raises:
         StatusError: 400 malformed body, 409 apply conflict, 415 media type, 422 patch does not apply.
     """
-    media = content_type.split(";")[0].strip().lower()
-    allowed = [JSON_PATCH, MERGE_PATCH, *([STRATEGIC_MERGE_PATCH] if builtin else []), APPLY_PATCH]
-    if media not in allowed:
-        raise errors.unsupported_media_type(content_type, allowed)
+    media = check_media_type(content_type, builtin=builtin)
     if force and media != APPLY_PATCH:
         raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
             "force", f"Forbidden: may not be specified for non-apply patch; drop force or send {APPLY_PATCH}",
@@ -73,6 +80,15 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
         if obj is None:
             raise errors.internal(f"a {media} patch needs the stored object; answer 404 before patching")
         doc = decode_json(body)
+        expected = "[]handlers.jsonPatchOp" if media == JSON_PATCH else "map[string]interface {}"
+        if media != STRATEGIC_MERGE_PATCH and not isinstance(doc, list if media == JSON_PATCH else dict):
+            # the handler's strict decoding of the patch (fieldValidation Warn, the default, or Strict)
+            raise errors.bad_request(f"error decoding patch: json: cannot unmarshal {merge_patches.go_json_kind(doc)} into Go "
+                                     f"value of type {expected}")
+        if media == JSON_PATCH and not all(isinstance(op, dict) for op in doc):
+            bad = next(op for op in doc if not isinstance(op, dict))
+            raise errors.bad_request(f"error decoding patch: json: cannot unmarshal {merge_patches.go_json_kind(bad)} into Go "
+                                     "value of type handlers.jsonPatchOp")
         if media == JSON_PATCH:
             return json_patch(obj, doc)
         if media == MERGE_PATCH:
@@ -89,12 +105,13 @@ def _reject_constant(name: str) -> Any:
 
 
 def decode_json(body: bytes) -> Any:
-    """Parse a UTF-8 JSON body; 400 naming the problem otherwise."""
+    """Parse a UTF-8 JSON body; 400 "invalid JSON patch" otherwise, as kube-apiserver's
+    `validateAndTranscodePatch` (apiserver pkg/endpoints/handlers/patch.go) refuses any body `json.Valid` rejects."""
     try:
         return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise errors.bad_request(f"the body of the request was not valid JSON: {exc}; send a UTF-8 "
-                                 "JSON document") from None
+        log.debug("patch body is not JSON: %s", exc)
+        raise errors.bad_request("invalid JSON patch") from None
 
 
 # --- RFC 6902 --------------------------------------------------------------------------------------
@@ -112,6 +129,21 @@ class PatchTestFailed(errors.StatusError):
     leaves the object unchanged instead (`mutating_policy`)."""
 
 
+def _replace_adds(doc: Any, op: Any) -> Any:
+    """A `replace` of a key missing from an object, as an `add`: evanphx/json-patch v4 (which kube-apiserver
+    uses) replaces through `partialDoc.get`, which finds a missing key without error (patch.go `replace`)."""
+    if not isinstance(op, dict) or op.get("op") != "replace" or not isinstance(op.get("path"), str):
+        return op
+    try:
+        pointer = jsonpointer.JsonPointer(op["path"])
+        parent = jsonpointer.JsonPointer.from_parts(pointer.parts[:-1]).resolve(doc)
+    except (jsonpointer.JsonPointerException, TypeError, ValueError, KeyError, IndexError):
+        return op
+    if pointer.parts and isinstance(parent, dict) and pointer.parts[-1] not in parent:
+        return {**op, "op": "add"}
+    return op
+
+
 def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """Apply an RFC 6902 JSON patch.
 
@@ -124,10 +156,11 @@ def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
                                  f'[{{"op": "replace", "path": "/spec/replicas", "value": 2}}], got '
                                  f"{type(ops).__name__}")
     try:
-        result = jsonpatch.JsonPatch(ops).apply(obj)
-    except jsonpatch.InvalidJsonPatch as exc:
-        raise errors.bad_request(f"invalid JSON patch: {exc}; each operation needs op (add, remove, replace, "
-                                 "move, copy or test), path, and value or from") from None
+        result: Any = obj
+        for op in ops:  # one at a time: whether a replace target exists depends on the operations before it
+            result = jsonpatch.JsonPatch([_replace_adds(result, op)]).apply(result)
+    except jsonpatch.InvalidJsonPatch as exc:  # an unknown op or a missing field fails in Apply: 422 as any other
+        raise _rejected(f"invalid JSON patch operation: {exc}") from None
     except jsonpatch.JsonPatchTestFailed as exc:
         failure = _rejected(f"test operation failed: {exc}")
         raise PatchTestFailed(failure.code, failure.reason, failure.message, causes=failure.causes,

@@ -403,8 +403,9 @@ def content_type(draw: st.DrawFn) -> FuzzRequest:
         body.setdefault("data", {})["changed"] = "yes"
         return FuzzRequest("content_type/update", method, path, dump(body), ct, names=(ct.split(";")[0],))
     patch_ct = draw(st.sampled_from([ct, "application/json", "application/yaml", "application/json-patch+jsonx"]))
-    return FuzzRequest("content_type/patch", method, path, dump({"metadata": {"labels": {"changed": "yes"}}}), patch_ct,
-                       names=(patch_ct.split(";")[0],))
+    # kube-apiserver's 415 for a PATCH names no type: "415: Unsupported Media Type" (go-restful, built-ins) or the
+    # accepted ones (custom resources)
+    return FuzzRequest("content_type/patch", method, path, dump({"metadata": {"labels": {"changed": "yes"}}}), patch_ct)
 
 
 JSON_PATCH = "application/json-patch+json"

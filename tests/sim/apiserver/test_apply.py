@@ -163,7 +163,7 @@ def test_custom_resources_replace_lists_and_own_them_atomically() -> None:
 
 @pytest.mark.parametrize("config, code, fragment", [
     ({"kind": "Pod", "metadata": {"name": "p"}}, 400, "apiVersion and kind"),
-    ({"apiVersion": "apps/v1", "kind": "Deployment"}, 400, "kind 'Deployment'"),
+    ({"apiVersion": "apps/v1", "kind": "Deployment"}, 400, "invalid object type: apps/v1, Kind=Deployment"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"managedFields": []}}, 400, "managedFields must be nil"),
     ({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"image": "x"}]}}, 400, "omits key field"),
 ])

@@ -110,3 +110,42 @@ def test_custom_resource_discovery_lists_verbs_in_apiextensions_order(widgets: S
     listed = widgets.request("GET", f"/apis/{GROUP}/{VERSION}").json()
     entry = next(r for r in listed["resources"] if r["name"] == PLURAL)
     assert entry["verbs"] == ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+
+
+def _patch(api: SimAPI, path: str, body: str, media: str, **params: str) -> Any:
+    return api.request("PATCH", path, data=body, headers={"Content-Type": media}, params=params)
+
+
+def test_patch_bodies_are_refused_as_kube_apiserver_words_it(widgets: SimAPI) -> None:
+    """patches/patch-merge/*, patch-json/*, patch-media/*: apiserver pkg/endpoints/handlers/patch.go checks
+    PatchOptions (fieldManager for apply: 422), the body's JSON validity ("invalid JSON patch") and its decoded
+    shape; a built-in's PATCH route refuses other media types before any handler (go-restful's 415)."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}}
+    assert widgets.request("POST", CMS, json=cm).status_code == 201
+    merge, json_patch = "application/merge-patch+json", "application/json-patch+json"
+    reply = _patch(widgets, f"{CMS}/cm", '{"data": ', merge)
+    assert (reply.status_code, reply.json()["message"]) == (400, "invalid JSON patch")
+    reply = _patch(widgets, f"{CMS}/cm", "[]", merge)
+    assert reply.json()["message"] == ("error decoding patch: json: cannot unmarshal array into Go value of type "
+                                       "map[string]interface {}")
+    reply = _patch(widgets, f"{CMS}/cm", '{"op": "add"}', json_patch)
+    assert reply.json()["message"] == ("error decoding patch: json: cannot unmarshal object into Go value of type "
+                                       "[]handlers.jsonPatchOp")
+    reply = _patch(widgets, f"{CMS}/cm", '[{"op": "frobnicate", "path": "/data/a"}]', json_patch)
+    assert (reply.status_code, reply.json()["details"]) == (422, {})
+    reply = _patch(widgets, f"{CMS}/cm", '[{"op": "replace", "path": "/data/nope", "value": "x"}]', json_patch)
+    assert reply.status_code == 200 and reply.json()["data"] == {"a": "1", "nope": "x"}
+    reply = _patch(widgets, f"{CMS}/cm", '{"metadata": {"name": "other"}}', merge)
+    assert reply.json()["message"] == "the name of the object (other) does not match the name on the URL (cm)"
+    reply = _patch(widgets, f"{CMS}/cm", "{}", "application/json")
+    assert (reply.status_code, reply.json()["message"], reply.json()["details"]) == (
+        415, "415: Unsupported Media Type", {})
+    reply = _patch(widgets, f"{WIDGETS}/w", "{}", "application/strategic-merge-patch+json")
+    assert reply.status_code == 415 and reply.json()["message"].endswith(
+        "include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+    reply = _patch(widgets, f"{CMS}/cm", "data: {}", "application/apply-patch+yaml")
+    assert reply.status_code == 422 and reply.json()["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
+    reply = _patch(widgets, f"{CMS}/cm", "apiVersion: v1\nkind: Secret\n", "application/apply-patch+yaml",
+                   fieldManager="m")
+    assert (reply.status_code, reply.json()["message"]) == (400, "invalid object type: /v1, Kind=Secret")

@@ -68,8 +68,7 @@ def test_unknown_media_type_is_415() -> None:
 def test_malformed_json_body_is_400_saying_so(media: str) -> None:
     with pytest.raises(errors.StatusError) as info:
         _dispatch(_pod(), b'{"spec": ', media)
-    assert info.value.code == 400
-    assert info.value.message.startswith("the body of the request was not valid JSON")
+    assert (info.value.code, info.value.message) == (400, "invalid JSON patch")  # patch.go validateAndTranscodePatch
 
 
 def test_non_utf8_and_nan_bodies_are_400() -> None:
@@ -150,11 +149,32 @@ def test_operations_on_missing_paths_are_422(ops: list[dict[str, Any]]) -> None:
     assert info.value.code == 422
 
 
-@pytest.mark.parametrize("ops", [{"op": "add"}, [{"op": "frobnicate", "path": "/a"}], [{"path": "/a"}], ["x"]])
-def test_malformed_json_patches_are_400(ops: Any) -> None:
+def test_a_json_patch_that_is_not_a_list_of_objects_is_400_as_go_decodes_it() -> None:
+    """patches/patch-json/not-a-list: the handler decodes the body into []handlers.jsonPatchOp first."""
+    for body, what in ((b'{"op": "add"}', "object into Go value of type []handlers.jsonPatchOp"),
+                       (b'["x"]', "string into Go value of type handlers.jsonPatchOp")):
+        with pytest.raises(errors.StatusError) as info:
+            _dispatch(_pod(), body, patch.JSON_PATCH)
+        assert (info.value.code, info.value.message) == (400, f"error decoding patch: json: cannot unmarshal {what}")
+
+
+@pytest.mark.parametrize("ops", [[{"op": "frobnicate", "path": "/a"}], [{"path": "/a"}], ["x"]])
+def test_operations_json_patch_cannot_run_are_422(ops: Any) -> None:
+    """patches/patch-json/bad-op: evanphx/json-patch decodes any operation and fails in Apply ("Unexpected
+    kind"), which kube-apiserver answers as its generic 422."""
     with pytest.raises(errors.StatusError) as info:
         patch.json_patch(_pod(), ops)
-    assert info.value.code == 400
+    assert (info.value.code, info.value.message) == (422, "the server rejected our request due to an error in "
+                                                          "our request")
+
+
+def test_replacing_a_missing_key_of_an_object_adds_it() -> None:
+    """patches/patch-json/replace-missing: json-patch v4's replace reads the key with partialDoc.get, which
+    does not fail for a missing key, so the value is set; a missing parent still fails."""
+    out = patch.json_patch({"data": {"a": "1"}}, [{"op": "replace", "path": "/data/nope", "value": "x"}])
+    assert out == {"data": {"a": "1", "nope": "x"}}
+    with pytest.raises(errors.StatusError):
+        patch.json_patch({"data": {}}, [{"op": "replace", "path": "/spec/nope", "value": "x"}])
 
 
 # --- RFC 7386 merge patch --------------------------------------------------------------------------
@@ -350,7 +370,6 @@ def test_null_deletes_a_field_and_new_values_are_cleaned_of_nulls() -> None:
 @pytest.mark.parametrize("body, fragment", [
     ({"spec": {"containers": [{"image": "no-name"}]}}, "merge key 'name'"),
     ({"spec": {"containers": [{"$patch": "delete"}]}}, "merge key 'name'"),
-    ({"spec": {"nodeSelector": {"$patch": "explode"}}}, "unknown $patch directive"),
     ({"spec": {"$retainKeys": "type"}}, "$retainKeys must be a list"),
     ({"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}, "must be a list"),
     ({"spec": {"$setElementOrder/containers": ["main"]}}, "$setElementOrder/containers entry"),
@@ -360,6 +379,21 @@ def test_bad_strategic_patches_are_400_naming_the_problem(body: dict[str, Any], 
     with pytest.raises(errors.StatusError) as info:
         _smp(_pod(), body)
     assert info.value.code == 400 and fragment in info.value.message
+
+
+def test_an_unknown_directive_is_the_500_of_a_plain_go_error() -> None:
+    """patches/patch-strategic/bad-directive: mergepatch.ErrBadPatchType is no Status, so kube-apiserver
+    answers 500 without a reason, printing the map as Go's %v does."""
+    for body in ({"spec": {"nodeSelector": {"$patch": "explode", "b": 1.5, "a": [1, True]}}},
+                 {"spec": {"containers": [{"name": "main", "$patch": "explode"}]}}):
+        with pytest.raises(errors.StatusError) as info:
+            _smp(_pod(), body)
+        status = info.value.to_status()
+        assert info.value.code == 500 and "reason" not in status
+    assert status["message"] == "unknown patch type: explode in map: map[$patch:explode name:main]"
+    with pytest.raises(errors.StatusError) as info:
+        _smp(_pod(), {"spec": {"nodeSelector": {"$patch": "explode", "b": 1.5, "a": [1, True]}}})
+    assert info.value.message == "unknown patch type: explode in map: map[$patch:explode a:[1 true] b:1.5]"
 
 
 def test_strategic_merge_patch_does_not_mutate_its_inputs() -> None:
@@ -385,6 +419,6 @@ def test_strategic_merge_patch_raises_only_status_errors(kind: str, original: An
     try:
         out = merge_patches.strategic_merge_patch(obj, body, kind=kind)
     except errors.StatusError as err:
-        assert err.code == 400
+        assert err.code == 400 or (err.code == 500 and err.message.startswith("unknown patch type"))
     else:
         assert isinstance(out, dict)
