@@ -32,6 +32,7 @@ from lwsconf.sim.apiserver import (
     schema,
     store,
     validation,
+    validation_meta,
 )
 from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest
 
@@ -102,6 +103,10 @@ class Admission:
         meta = obj.get("metadata") or {}
         causes = validation.validate_metadata(
             meta, namespaced=info.namespaced, name_rule=validation.NAME_RULES.get(info.key, "dns1123_subdomain"))
+        if old is not None:
+            causes += validation_meta.validate_no_new_finalizers(meta, old.get("metadata") or {}, "metadata.finalizers")
+        if not info.is_custom:
+            causes += validation_meta.validate_kube_finalizer_names(meta.get("finalizers"), "metadata.finalizers")
         if info.is_custom:
             causes = self._validate_custom(info, obj, old, causes)
         elif subresource != "status" or old is None:

@@ -25,9 +25,11 @@ from lwsconf.sim.apiserver.webhooks import config as webhook_config
 pod_qos_class = pods.pod_qos_class
 image_pull_policy = pods.image_pull_policy
 
-STS_DEFAULT_MAX_UNAVAILABLE = False
-"""Kubernetes 1.35+ (MaxUnavailableStatefulSet beta) defaults `rollingUpdate.maxUnavailable` to 1;
-lwsconf keeps it unset, as the harness design asks. Flip to mirror a 1.37 server exactly."""
+STS_DEFAULT_MAX_UNAVAILABLE = True
+"""Kubernetes 1.35+ (MaxUnavailableStatefulSet beta, on by default) defaults `rollingUpdate.maxUnavailable`
+to 1 (pkg/apis/apps/v1/defaults.go `SetDefaults_StatefulSet`); kube-apiserver 1.37.2 answers it (lwsconf
+fidelity controllers/ctl-statefulset/create), and 1 is also what the controller assumed when it was unset,
+so nothing changes for a rollout. False keeps it unset, as servers before 1.35 did."""
 
 
 _SERVICE_ALLOCATED = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort")
@@ -53,7 +55,7 @@ def _template_spec(spec: dict[str, Any]) -> None:
 # --- apps/v1 --------------------------------------------------------------------------------------
 
 def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """`SetDefaults_StatefulSet`; `maxUnavailable` stays unset (see `STS_DEFAULT_MAX_UNAVAILABLE`)."""
+    """`SetDefaults_StatefulSet`, `maxUnavailable` included (see `STS_DEFAULT_MAX_UNAVAILABLE`)."""
     spec = _spec(obj)
     spec.setdefault("replicas", 1)
     if not spec.get("podManagementPolicy"):
@@ -81,6 +83,21 @@ def _statefulset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     status = _status(obj)
     status.setdefault("replicas", 0)
     status.setdefault("availableReplicas", 0)
+    _drop_zero(status, _STS_STATUS_OMITEMPTY)
+
+
+_STS_STATUS_OMITEMPTY = ("observedGeneration", "readyReplicas", "currentReplicas", "updatedReplicas",
+                         "currentRevision", "updateRevision")
+"""StatefulSetStatus fields tagged `omitempty` with a non-pointer type (staging/src/k8s.io/api/apps/v1/
+types.go): a 0 or "" written by a client is read back absent (lwsconf fidelity controllers/ctl-statefulset/
+partition-and-update: kube-apiserver 1.37.2 answers no `readyReplicas` while none is ready)."""
+
+
+def _drop_zero(obj: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """What Go's `omitempty` does to a decoded zero value: it is not serialized back."""
+    for field in fields:
+        if field in obj and obj[field] in (0, "") and not isinstance(obj[field], bool):
+            del obj[field]
 
 
 def _deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -194,11 +211,27 @@ def _namespace(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         status["phase"] = "Active"
 
 
+_NODE_INFO_FIELDS = ("architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
+                     "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID")
+
+
 def _node(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """`SetDefaults_NodeStatus`: allocatable defaults to capacity; quantities become strings."""
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        return
+    """`SetDefaults_NodeStatus`: allocatable defaults to capacity; quantities become strings. The Go
+    struct fields without omitempty effect are written as their zero values, as kube-apiserver serializes
+    a Node created bare (staging/src/k8s.io/api/core/v1/types.go: `spec` a NodeSpec struct,
+    `status.daemonEndpoints.kubeletEndpoint.Port`, the NodeSystemInfo strings; lwsconf fidelity
+    controllers/ctl-endpointslices/node)."""
+    _spec(obj)
+    status = _status(obj)
+    endpoints = status.setdefault("daemonEndpoints", {})
+    if isinstance(endpoints, dict):
+        kubelet = endpoints.setdefault("kubeletEndpoint", {})
+        if isinstance(kubelet, dict):
+            kubelet.setdefault("Port", 0)
+    info = status.setdefault("nodeInfo", {})
+    if isinstance(info, dict):
+        for field in _NODE_INFO_FIELDS:
+            info.setdefault(field, "")
     for field in ("capacity", "allocatable"):
         for name, value in f.as_dict(status.get(field)).items():
             status[field][name] = quantity.to_string(value)

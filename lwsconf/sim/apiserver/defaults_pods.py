@@ -52,8 +52,26 @@ def default_pod(obj: dict[str, Any], *, creating: bool = True) -> None:
         status.setdefault("phase", "Pending")
         status.setdefault("qosClass", pod_qos_class(obj))
         for condition in status.get("conditions") or []:
-            if isinstance(condition, dict):  # PodCondition.lastProbeTime is a metav1.Time value: null when unset
+            if isinstance(condition, dict):  # PodCondition's two times are metav1.Time values: null when unset
                 condition.setdefault("lastProbeTime", None)
+                condition.setdefault("lastTransitionTime", None)
+        _pod_ips(status, "podIP", "podIPs")
+        _pod_ips(status, "hostIP", "hostIPs")
+
+
+def _pod_ips(status: dict[str, Any], single: str, plural: str) -> None:
+    """pkg/apis/core/v1/conversion.go `Convert_v1_PodStatus_To_core_PodStatus`: `podIP` given without
+    `podIPs` (or differing from its first entry, the singular field being authoritative for older
+    kubelets) makes `podIPs` `[{ip: podIP}]`; the way back, `podIP` is `podIPs[0]`. The same for
+    `hostIP`/`hostIPs`. kube-apiserver 1.37.2 answers a status patch of `podIP` alone with both
+    (lwsconf fidelity subresources/status-subresource/pod-status-ready)."""
+    ip = status.get(single)
+    ips = status.get(plural)
+    if isinstance(ip, str) and ip and (not isinstance(ips, list) or not ips
+                                       or not isinstance(ips[0], dict) or ips[0].get("ip") != ip):
+        status[plural] = [{"ip": ip}]
+    elif not ip and isinstance(ips, list) and ips and isinstance(ips[0], dict) and ips[0].get("ip"):
+        status[single] = ips[0]["ip"]
 
 
 def default_pod_spec(spec: dict[str, Any]) -> None:

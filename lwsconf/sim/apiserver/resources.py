@@ -126,7 +126,9 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        has_status=True, scale=_STS_SCALE, tracks_generation=True),
     _r("apps", "v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=("all",), has_status=True,
        tracks_generation=True),
-    _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    # generation 1 on create, +1 when endpoints, ports or addressType change
+    # (pkg/registry/discovery/endpointslice/strategy.go; lwsconf fidelity controllers/ctl-endpointslices)
+    _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", tracks_generation=True),
     _r("coordination.k8s.io", "v1", "leases", "Lease"),
     _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), stored_as=("", "v1", "events")),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",

@@ -1,8 +1,9 @@
 """Label and field selectors: parse the query-string syntax, match objects, render the canonical form.
 
-`LabelSelector` follows k8s.io/apimachinery `labels.Parse` and `metav1.LabelSelectorAsSelector`
+`LabelSelector` follows k8s.io/apimachinery `labels.Parse` (the query syntax is lexed and parsed by
+`label_parser`, with kube-apiserver's error messages) and `metav1.LabelSelectorAsSelector`
 (requirements sorted by key, `key in (a,b)` rendering, keys and values validated like label keys and
-values; the numeric `key>N`/`key<N` forms are not supported). `FieldSelector` follows
+values; `key>N`/`key<N` compare integers). `FieldSelector` follows
 `fields.ParseSelector` (`=`, `==`, `!=`, backslash escapes) plus the per-resource lists of selectable
 fields the real apiserver accepts. Bad input raises a 400 `StatusError` naming the bad part and the
 accepted forms. No I/O here.
@@ -16,16 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from lwsconf.sim.apiserver import errors
+from lwsconf.sim.apiserver import errors, label_parser
 
 _NAME_RE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _FORMS = ("accepted forms are key=value, key==value, key!=value, key in (v1,v2), key notin (v1,v2), "
           "key and !key, joined by ','")
-_TOKEN = r"[^\s=!(),<>]+"
-_EXACT_RE = re.compile(rf"(?P<key>{_TOKEN})\s*(?P<op>==|=|!=)\s*(?P<value>{_TOKEN})?")
-_SET_RE = re.compile(rf"(?P<key>{_TOKEN})\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)")
-_EXISTS_RE = re.compile(rf"(?P<neg>!?)\s*(?P<key>{_TOKEN})")
 _VALUE_RE = re.compile(r"(?:[^\\,=]|\\[\\,=])*")
 
 
@@ -38,6 +35,8 @@ class Op(enum.StrEnum):
     NOT_IN = "notin"
     EXISTS = "exists"
     DOES_NOT_EXIST = "!"
+    GREATER_THAN = "gt"
+    LESS_THAN = "lt"
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,12 @@ class Requirement:
             return has and value in self.values
         if self.op in (Op.NOT_EQUALS, Op.NOT_IN):
             return not has or value not in self.values
+        if self.op in (Op.GREATER_THAN, Op.LESS_THAN):  # `Requirement.Matches`: both sides integers
+            try:
+                have, bound = int(value), int(self.values[0])
+            except (ValueError, IndexError):
+                return False
+            return has and (have > bound if self.op is Op.GREATER_THAN else have < bound)
         return has if self.op is Op.EXISTS else not has
 
     def __str__(self) -> str:
@@ -66,6 +71,8 @@ class Requirement:
             # A lone empty value renders as "(,)": "()" would not parse back (an empty set is rejected).
             inner = "," if self.values == ("",) else ",".join(self.values)
             return f"{self.key} {self.op.value} ({inner})"
+        if self.op in (Op.GREATER_THAN, Op.LESS_THAN):
+            return f"{self.key}{'>' if self.op is Op.GREATER_THAN else '<'}{self.values[0]}"
         return f"{self.key}{self.op.value}{self.values[0]}"
 
 
@@ -88,9 +95,12 @@ class LabelSelector:
         Raises:
             StatusError: 400 naming the bad part and the accepted forms.
         """
-        if not text.strip():
-            return cls()
-        return cls._sorted(_parse_term(text, term) for term in _split_terms(text))
+        try:
+            parsed = label_parser.parse(text)
+        except label_parser.SelectorSyntaxError as exc:
+            raise errors.bad_request(str(exc)) from None
+        return cls._sorted(Requirement(p.key, Op.EQUALS if p.operator == "==" else Op(p.operator), p.values)
+                           for p in parsed)
 
     @classmethod
     def from_dict(cls, sel: Mapping[str, Any]) -> LabelSelector:
@@ -208,31 +218,6 @@ def _fail(why: str) -> NoReturn:
     raise errors.bad_request(f"unable to parse requirement: {why}; {_FORMS}")
 
 
-def _split_terms(text: str) -> list[str]:
-    """Split on the commas outside parentheses."""
-    terms, start, depth = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            terms.append(text[start:i])
-            start = i + 1
-    return [*terms, text[start:]]
-
-
-def _parse_term(text: str, term: str) -> Requirement:
-    stripped = term.strip()
-    if m := _EXACT_RE.fullmatch(stripped):
-        op = Op.NOT_EQUALS if m["op"] == "!=" else Op.EQUALS
-        return _requirement(m["key"], op, [m["value"] or ""])
-    if m := _SET_RE.fullmatch(stripped):
-        inner = m["values"].strip()
-        values = [v.strip() for v in inner.split(",")] if inner else []
-        return _requirement(m["key"], Op(m["op"]), values)
-    if m := _EXISTS_RE.fullmatch(stripped):
-        return _requirement(m["key"], Op.DOES_NOT_EXIST if m["neg"] else Op.EXISTS, [])
-    _fail(f"can't understand {stripped or 'an empty requirement'!r} in label selector {text!r}")
-
-
 # --- field selectors -------------------------------------------------------------------------------
 
 _META_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
@@ -306,11 +291,13 @@ class FieldSelector:
         Raises:
             StatusError: 400 naming the bad term.
         """
-        terms: list[FieldTerm] = []
-        for raw in _split_unescaped(text):
-            if raw:
-                terms.append(_field_term(text, raw))
-        return cls(tuple(terms))
+        parts = [raw for raw in _split_unescaped(text) if raw]
+        for raw in sorted(parts):  # fields.parseSelector sorts the terms, so the first bad one in that order is named
+            if _split_field_term(raw) is None:
+                # k8s.io/apimachinery pkg/fields/selector.go, word for word (lwsconf fidelity
+                # selectors/selectors-fields/set-based-field)
+                raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{raw}'")
+        return cls(tuple(_field_term(text, raw) for raw in parts))
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         """Whether the object is selected (missing fields compare as "")."""
@@ -364,16 +351,21 @@ def _split_unescaped(text: str) -> list[str]:
     return parts
 
 
-def _field_term(text: str, raw: str) -> FieldTerm:
+def _split_field_term(raw: str) -> tuple[str, str, str] | None:
+    """`splitTerm`: (field, operator, value) at the first operator, or None without one."""
     for i in range(len(raw)):
         for op in ("!=", "==", "="):
             if raw.startswith(op, i):
-                field = raw[:i].strip()
-                if not field:
-                    break
-                return FieldTerm(field, _unescape(text, raw[i + len(op):]), op == "!=")
-    raise errors.bad_request(f"invalid field selector {text!r}: can't understand {raw!r}; use field=value, "
-                             "field==value or field!=value joined by ','")
+                return raw[:i], op, raw[i + len(op):]
+    return None
+
+
+def _field_term(text: str, raw: str) -> FieldTerm:
+    split = _split_field_term(raw)
+    field = split[0].strip() if split else ""
+    if split is None or not field:
+        raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{raw}'")
+    return FieldTerm(field, _unescape(text, split[2]), split[1] == "!=")
 
 
 def _unescape(text: str, value: str) -> str:

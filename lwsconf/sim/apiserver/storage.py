@@ -286,7 +286,10 @@ class Storage:
         if not meta.get("deletionTimestamp") or grace < (meta.get("deletionGracePeriodSeconds") or 0):
             nmeta["deletionTimestamp"] = objects.now_rfc3339()
             nmeta["deletionGracePeriodSeconds"] = grace
-            if int(nmeta.get("generation") or 0) > 0:  # rest.BeforeDelete and markAsDeleting bump it
+            # rest.BeforeDelete (pkg/registry/rest/delete.go) and markAsDeleting bump it when they first
+            # set deletionTimestamp; shortening a graceful deletion keeps it (lwsconf fidelity
+            # deletion/delete-grace/shorten-grace and force-now: kube-apiserver 1.37.2 answers generation 2)
+            if int(nmeta.get("generation") or 0) > 0 and not meta.get("deletionTimestamp"):
                 nmeta["generation"] = int(nmeta["generation"]) + 1
         if info.key == NAMESPACES:
             new.setdefault("status", {})["phase"] = "Terminating"

@@ -9,6 +9,7 @@ match them the same way. No I/O here.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lwsconf.sim.apiserver import errors
@@ -167,6 +168,37 @@ def validate_finalizers(finalizers: Any, path: str) -> list[errors.Cause]:
     if _ORPHAN in finalizers and _FOREGROUND in finalizers:
         causes.append(f.invalid(path, finalizers, f"finalizer {_ORPHAN} and {_FOREGROUND} cannot be both set"))
     return causes
+
+
+_STANDARD_FINALIZERS = ("kubernetes", _ORPHAN, _FOREGROUND)
+
+
+def validate_kube_finalizer_names(finalizers: Any, path: str) -> list[errors.Cause]:
+    """Built-in kinds only (pkg/apis/core/validation `ValidateObjectMeta` -> `validateKubeFinalizerName`,
+    after the generic metadata checks): a finalizer without a `/` must be a standard one. kube-apiserver
+    1.37.2 refuses a ConfigMap with finalizer `no-domain` (lwsconf fidelity deletion/delete-finalizers/
+    create-bad-finalizer); custom resources take any qualified name."""
+    causes: list[errors.Cause] = []
+    for i, item in enumerate(finalizers if isinstance(finalizers, list) else []):
+        if isinstance(item, str) and "/" not in item and item not in _STANDARD_FINALIZERS:
+            causes.append(f.invalid(f"{path}[{i}]", item, "name is neither a standard finalizer name nor is it "
+                                                          "fully qualified"))
+    return causes
+
+
+def validate_no_new_finalizers(meta: dict[str, Any], old_meta: dict[str, Any], path: str) -> list[errors.Cause]:
+    """apimachinery `ValidateObjectMetaUpdate` -> `ValidateNoNewFinalizers`: once deletionTimestamp is set,
+    an update may not add a finalizer (lwsconf fidelity deletion/delete-finalizers/
+    add-finalizer-while-terminating); the names are printed as Go's `%#v` of the sorted list."""
+    if not old_meta.get("deletionTimestamp"):
+        return []
+    old = {x for x in old_meta.get("finalizers") or [] if isinstance(x, str)}
+    extra = sorted({x for x in meta.get("finalizers") or [] if isinstance(x, str)} - old)
+    if not extra:
+        return []
+    listed = ", ".join(json.dumps(x) for x in extra)  # strconv.Quote, as %#v prints strings
+    return [f.forbidden(path, f"no new finalizers can be added if the object is being deleted, "
+                              f"found new finalizers []string{{{listed}}}")]
 
 
 # --- label selectors ----------------------------------------------------------------------------

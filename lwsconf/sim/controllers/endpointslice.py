@@ -23,17 +23,25 @@ with the reconciler in `staging/src/k8s.io/endpointslice/reconciler.go` and `uti
 * Existing slices are updated in place (endpoints keep their slice; new ones fill slices that change
   anyway, then the fullest unchanged one they fit in, then new slices), empty ones are deleted, and a
   Service with no endpoints keeps one empty placeholder slice, as upstream's `reconcileByPortMapping`
-  and `finalize` do. Updates carry the cached resourceVersion; a 409 is retried with backoff after
-  the informer caught up.
+  and `finalize` do. The placeholder has no ports and no endpoints (both `null`, as the Go slices
+  upstream leaves nil serialize). Updates carry the cached resourceVersion; a 409 is retried with
+  backoff after the informer caught up.
+* A pod naming a Node the node informer lacks is left out, unless the Service publishes not-ready
+  addresses (`reconcileByAddressType`: "If the Node specified by the Pod doesn't exist we want to
+  requeue the Service ... but also update the EndpointSlice without the problematic Pod"); the Service
+  is synced again when a Node is added or deleted. kube-controller-manager 1.37.2 lists no endpoint for
+  pods on a missing node (lwsconf fidelity controllers/ctl-endpointslices/slice-of-service).
 
-Left out: topology hints and zones (no Node informer), the trigger-time annotation, dual-stack
-(IPv6 slices), and upstream's skipping of pods whose Node object is missing.
+Left out: topology hints and zones, the trigger-time annotation, dual-stack (IPv6 slices). A pod
+with an IP but no `spec.nodeName` (only tests that play the kubelet make one) is listed; upstream's
+node lookup of "" would leave it out.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +55,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Objs = list[Obj]
 PortKey = tuple[tuple[str, int, str, str], ...]
+NodeExists = Callable[[str], bool]
 EndpointId = tuple[tuple[str, ...], str, str, str]
 
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
@@ -55,6 +64,7 @@ CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 MAX_ENDPOINTS_PER_SLICE = 100
 """kube-controller-manager's `--max-endpoints-per-slice` default."""
 ADDRESS_TYPE = "IPv4"
+NODES = kc.GVR("", "v1", "nodes", namespaced=False)
 STALE_RECHECK = 0.05
 """Seconds before looking again at a Service whose slice cache lags behind our own writes."""
 
@@ -124,14 +134,16 @@ def owned_by(slice_: Obj, service: Obj) -> bool:
                for r in (slice_.get("metadata") or {}).get("ownerReferences") or [])
 
 
-def new_slice(service: Obj, ports: Objs) -> Obj:
+def new_slice(service: Obj, ports: Objs | None) -> Obj:
+    """A slice to create; `ports` None is the placeholder's nil ports (and its endpoints are nil too)."""
     meta = service["metadata"]
     owner = {"apiVersion": "v1", "kind": "Service", "name": meta["name"], "uid": meta.get("uid", ""),
              "controller": True, "blockOwnerDeletion": True}
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"generateName": f"{meta['name']}-", "namespace": meta["namespace"],
                          "labels": slice_labels(service), "ownerReferences": [owner]},
-            "addressType": ADDRESS_TYPE, "ports": copy.deepcopy(ports), "endpoints": []}
+            "addressType": ADDRESS_TYPE, "ports": copy.deepcopy(ports),
+            "endpoints": [] if ports is not None else None}
 
 
 @dataclass
@@ -146,8 +158,10 @@ class Plan:
         return bool(self.create or self.update or self.delete)
 
 
-def plan(service: Obj, pods: Objs, existing: Objs, *, max_endpoints: int = MAX_ENDPOINTS_PER_SLICE) -> Plan:
-    """The writes that make `existing` (this Service's managed slices) represent `pods` (`Reconcile`)."""
+def plan(service: Obj, pods: Objs, existing: Objs, *, max_endpoints: int = MAX_ENDPOINTS_PER_SLICE,
+         node_exists: NodeExists | None = None) -> Plan:
+    """The writes that make `existing` (this Service's managed slices) represent `pods` (`Reconcile`);
+    with `node_exists`, pods on a missing Node are left out (see the module docstring)."""
     result = Plan()
     by_key: dict[PortKey, Objs] = {}
     for slice_ in sorted(existing, key=lambda s: s["metadata"]["name"]):
@@ -155,7 +169,7 @@ def plan(service: Obj, pods: Objs, existing: Objs, *, max_endpoints: int = MAX_E
             by_key.setdefault(port_key(slice_.get("ports") or []), []).append(slice_)
         else:
             result.delete.append(slice_)  # another address type, or left over from an older Service
-    desired = _desired(service, pods)
+    desired = _desired(service, pods, node_exists)
     for key, (ports, endpoints) in desired.items():
         _by_port_mapping(service, ports, by_key.get(key, []), endpoints, max_endpoints, result)
     for key, slices in by_key.items():
@@ -169,10 +183,15 @@ def plan(service: Obj, pods: Objs, existing: Objs, *, max_endpoints: int = MAX_E
     return result
 
 
-def _desired(service: Obj, pods: Objs) -> dict[PortKey, tuple[Objs, dict[EndpointId, Obj]]]:
+def _desired(service: Obj, pods: Objs,
+             node_exists: NodeExists | None) -> dict[PortKey, tuple[Objs, dict[EndpointId, Obj]]]:
     out: dict[PortKey, tuple[Objs, dict[EndpointId, Obj]]] = {}
+    publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
         if not se.should_be_in_endpoints(pod, include_terminating=True):
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and node_exists is not None and not publish and not node_exists(node):
             continue
         endpoint = pod_to_endpoint(pod, service)
         if not endpoint["addresses"]:
@@ -212,6 +231,8 @@ def _by_port_mapping(service: Obj, ports: Objs, existing: Objs, wanted: dict[End
         else:
             unchanged.remove(target)
             target = _revised(target, list(target.get("endpoints") or []), labels)
+            if target.get("ports") is None:  # the placeholder (nil ports) now carries this group's endpoints
+                target["ports"] = copy.deepcopy(ports)
             updated.append(target)
         pending = _fill(target, pending, max_endpoints)
     result.update.extend(updated)
@@ -238,7 +259,7 @@ def _closest_fit(slices: Objs, count: int, max_endpoints: int) -> Obj | None:
 
 def _placeholder(service: Obj, result: Plan) -> None:
     """A Service without endpoints keeps one empty slice; an equal one about to be deleted is kept."""
-    placeholder = new_slice(service, [])
+    placeholder = new_slice(service, None)
     if len(result.delete) == 1 and _same_placeholder(result.delete[0], placeholder):
         result.delete.clear()
     else:
@@ -286,6 +307,20 @@ class EndpointSliceController(se.ServiceEndpointsController):
                                             label_selector=f"{LABEL_MANAGED_BY}={CONTROLLER_NAME}")
         self.slices.add_handler(self._on_slice)
         self.add_informer(self.slices)
+        self.nodes = informer_mod.Informer(client, NODES, transform=_node_name_only)
+        self.nodes.add_handler(self._on_node)
+        self.add_informer(self.nodes)
+
+    def _on_node(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        """A Node added or deleted may add or drop the endpoints of pods naming it: resync every Service."""
+        if event_type == informer_mod.MODIFIED:
+            return
+        for service in self.services.list():
+            meta = service["metadata"]
+            self.queue.add((meta.get("namespace", ""), meta["name"]))
+
+    def node_exists(self, name: str) -> bool:
+        return self.nodes.get(name) is not None
 
     def _on_slice(self, event_type: str, obj: Obj, old: Obj | None) -> None:
         meta = obj["metadata"]
@@ -307,7 +342,8 @@ class EndpointSliceController(se.ServiceEndpointsController):
         if self.cache_is_stale(key, {s["metadata"]["name"]: s for s in existing}):
             return STALE_RECHECK
         live = [s for s in existing if not s["metadata"].get("deletionTimestamp")]
-        todo = plan(service, self.selected_pods(service), live, max_endpoints=self.max_endpoints_per_slice)
+        todo = plan(service, self.selected_pods(service), live, max_endpoints=self.max_endpoints_per_slice,
+                    node_exists=self.node_exists)
         if todo:
             await self._apply(key, todo)
         return None
@@ -334,3 +370,9 @@ class EndpointSliceController(se.ServiceEndpointsController):
             self.tracker.deleted(key, meta["name"])
         log.debug("service %s/%s: %d slices created, %d updated, %d deleted", *key,
                   len(todo.create), len(todo.update), len(todo.delete))
+
+
+def _node_name_only(node: Obj) -> Obj:
+    """All the controller reads of a Node is that it exists."""
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta}}

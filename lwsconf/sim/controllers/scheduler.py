@@ -319,6 +319,10 @@ class Scheduler:
         since = (current or {}).get("lastTransitionTime") if (current or {}).get("status") == "False" else None
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
                      "lastProbeTime": None, "lastTransitionTime": since or _now()}
+        if meta.get("generation"):  # PodObservedGenerationTracking (KEP 5067, on in 1.37): the scheduler's
+            # condition says which pod generation it judged (pkg/scheduler/schedule_one.go, updatePod with
+            # podutil.CalculatePodConditionObservedGeneration); lwsconf fidelity controllers/ctl-statefulset
+            condition["observedGeneration"] = meta["generation"]
         others = [c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "PodScheduled"]
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")},
                 "status": {"conditions": [*others, condition]}}

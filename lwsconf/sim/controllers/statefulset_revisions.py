@@ -5,8 +5,9 @@ What upstream does (kubernetes/kubernetes `pkg/controller/statefulset/stateful_s
 
 * A revision's `data` is a strategic-merge patch holding only `spec.template`, marked
   `"$patch": "replace"` (`getPatch`). Its name is `<set name, cut to 223>-<hash>` where the hash is
-  32-bit FNV-1 over the data bytes (plus the collision count, if any), printed as decimal and
-  safe-encoded (`HashControllerRevision`). It carries the template's labels plus
+  32-bit FNV-1 over the data bytes followed by the collision count in decimal, printed as decimal and
+  safe-encoded (`HashControllerRevision`; `getStatefulSetRevisions` always passes a non-nil count, so
+  "0" is hashed too). It carries the template's labels plus
   `controller-revision-hash: <hash>`, the set's annotations, a controller reference to the set, and a
   `revision` number one above the highest existing one (`nextRevision`).
 * Each sync computes the would-be revision of the live template: if the newest revision has the
@@ -18,8 +19,10 @@ What upstream does (kubernetes/kubernetes `pkg/controller/statefulset/stateful_s
   live = current, update, and every revision a pod still carries in its `controller-revision-hash`.
 
 Pods carry the revision *name* in their `controller-revision-hash` label; the revision object's own
-label of that key holds just the hash. Byte-exact hash values differ from a real cluster's (Go
-serializes the typed struct), which nothing may rely on (lws-contract trap T6).
+label of that key holds just the hash. The data is Go's `json.Marshal` of a map (sorted keys, compact),
+which `canonical_json` reproduces, so for the same defaulted template the name is the one
+kube-controller-manager 1.37 gives (lwsconf fidelity controllers/ctl-statefulset: `web-5fbf5f4544`);
+still, nothing may rely on hash values (lws-contract trap T6).
 """
 
 from __future__ import annotations
@@ -47,9 +50,8 @@ def patch_data(sts: Obj) -> Obj:
 
 
 def revision_hash(data: Obj, collision_count: int) -> str:
-    raw = wl.canonical_json(data)
-    if collision_count:
-        raw += str(collision_count).encode()
+    """`history.HashControllerRevision(revision, &collisionCount)`: the count is written even when 0."""
+    raw = wl.canonical_json(data) + str(collision_count).encode()
     return wl.safe_encode(str(wl.fnv32(raw)))
 
 

@@ -238,7 +238,8 @@ def test_statefulset_defaults() -> None:
     assert {k: spec[k] for k in ("replicas", "podManagementPolicy", "updateStrategy", "revisionHistoryLimit",
                                  "persistentVolumeClaimRetentionPolicy")} == {
         "replicas": 1, "podManagementPolicy": "OrderedReady",
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}, "revisionHistoryLimit": 10,
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1}},
+        "revisionHistoryLimit": 10,
         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}}
     assert "minReadySeconds" not in spec, "not defaulted, and omitempty: kube-apiserver 1.37 answers without it"
     assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
@@ -325,3 +326,16 @@ def test_kinds_without_defaults_are_left_alone() -> None:
     cm = copy.deepcopy(MINIMAL[("", "configmaps")][1])
     assert _defaulted(("", "configmaps"), cm) == cm
     assert _defaulted(("example.com", "widgets"), {"spec": {}}) == {"spec": {}}
+
+
+def test_statefulset_status_zero_counters_read_back_absent_as_go_omitempty_does() -> None:
+    """staging/src/k8s.io/api/apps/v1/types.go StatefulSetStatus: `readyReplicas` and the other
+    non-pointer `omitempty` fields vanish at 0; `replicas` and `availableReplicas` are always written
+    (lwsconf fidelity controllers/ctl-statefulset/partition-and-update)."""
+    obj = copy.deepcopy(MINIMAL[("apps", "statefulsets")][1])
+    obj["status"] = {"observedGeneration": 2, "replicas": 1, "readyReplicas": 0, "currentReplicas": 0,
+                     "updatedReplicas": 1, "availableReplicas": 0, "currentRevision": "web-1", "updateRevision": "",
+                     "collisionCount": 0}
+    status = _defaulted(("apps", "statefulsets"), obj)["status"]
+    assert status == {"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0,
+                      "currentRevision": "web-1", "collisionCount": 0}

@@ -106,6 +106,14 @@ async def running_pod(client: kc.Client, name: str, labels: dict[str, str], *, i
 
 
 async def bind(client: kc.Client, name: str, node: str) -> None:
+    """Bind the pod to `node`, creating that Node first if needed: the EndpointSlice controller leaves
+    out pods whose Node does not exist, as kube-controller-manager's does."""
+    try:
+        await client.create(kc.GVR("", "v1", "nodes", namespaced=False),
+                            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    except errors.ApiError as exc:
+        if not exc.is_already_exists:
+            raise
     await client.request("POST", kc.PODS.object_path(name, NS, "binding"),
                          body={"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
                                "target": {"apiVersion": "v1", "kind": "Node", "name": node}})

@@ -139,6 +139,8 @@ def test_pod_wanting_more_gpus_than_any_node_has_stays_pending_with_reason_and_o
             pod = await client.get(PODS, "greedy", namespace=NS)
             cond = sched_mod.pod_condition(pod, "PodScheduled")
             assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable"), cond
+            # KEP 5067 (kube-scheduler 1.37.2 in lwsconf fidelity controllers/ctl-statefulset/first-pod)
+            assert cond["observedGeneration"] == pod["metadata"]["generation"], cond
             await asyncio.sleep(0.5)  # several retries happen meanwhile; none may add an event
             events = await events_for(client, "greedy", "FailedScheduling")
             assert [(e["type"], e["message"]) for e in events] == [("Warning", message)], events

@@ -87,7 +87,9 @@ async def sim_with_nodes(workdir: Path, specs: Sequence[layout.NodeSpec] | None 
 
 async def node_names(client: kc.Client) -> list[str]:
     items, _ = await client.list_all(NODES)
-    return [n["metadata"]["name"] for n in items if n.get("status", {}).get("daemonEndpoints")]
+    # a registered kubelet's port: a Node's daemonEndpoints is always there (Port 0 until then)
+    return [n["metadata"]["name"] for n in items
+            if ((n.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")]
 
 
 async def until(read: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool], what: str, *,
