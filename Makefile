@@ -7,8 +7,8 @@ PYTEST_WORKERS ?= 2
 .PHONY: conformance test lint typecheck unit bench clean controlplane fidelity conformance-local conformance-upstream \
         implementations conformance-sim-upstream
 
-# A step on the real control plane runs when Go is on PATH, or when CI's LWSCONF_REQUIRE_GO=1 says a missing Go must
-# fail (the step then fails saying what is not built) rather than skip with one line.
+# A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
+# then fails the step, saying what to build, instead of the one-line skip).
 NEEDS_GO = command -v go >/dev/null 2>&1 || [ "$${LWSCONF_REQUIRE_GO:-0}" = 1 ]
 
 $(STAMP): pyproject.toml
