@@ -104,14 +104,23 @@ def object_media_type(request: web.Request) -> str:
     return media
 
 
-async def read_object(request: web.Request) -> dict[str, Any]:
-    """Read and decode the object a POST or PUT carries (415 for other media types, 400 for bad bodies)."""
+async def read_object(request: web.Request, kind: str = "") -> dict[str, Any]:
+    """Read and decode the object a POST or PUT carries (415 for other media types, 400 for bad bodies).
+
+    `kind`: the built-in kind the URL serves, for kube-apiserver's wording of a JSON body it cannot read.
+    """
     media = object_media_type(request)
-    return decode_object(await read_body(request), media)
+    return decode_object(await read_body(request), media, kind)
 
 
-def decode_object(data: bytes, content_type: str) -> dict[str, Any]:
-    """Parse a JSON, YAML or protobuf request body into an object dict; 400 with the parser's reason."""
+def decode_object(data: bytes, content_type: str, kind: str = "") -> dict[str, Any]:
+    """Parse a JSON, YAML or protobuf request body into an object dict; 400 with the parser's reason.
+
+    With `kind` (a built-in's), a JSON body that is not an object reads as kube-apiserver's
+    `transformDecodeError` words it (apiserver pkg/endpoints/handlers/rest.go).
+    """
+    if kind and "json" in content_type:
+        _check_json_object(data, kind)
     if not data.strip():
         raise errors.bad_request("the request body is empty: send the object as JSON")
     if negotiation.is_protobuf(content_type):
@@ -148,6 +157,71 @@ def decode_protobuf(data: bytes, default_api_version: str = "", default_kind: st
     return as_object(obj, "the body")
 
 
+_FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+"""The Go type the JSON serializer's SimpleMetaFactory unmarshals a body into to find its kind."""
+
+
+def _check_json_object(data: bytes, kind: str) -> None:
+    """400 "the object provided is unrecognized" unless `data` is one JSON object: the serializer's
+    `SimpleMetaFactory.Interpret` fails with Go's json error, and `transformDecodeError` adds a summary of the
+    body (its first 30 bytes, as text when it starts with "{", in hex otherwise; apiserver handlers/rest.go)."""
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        problem = _go_json_error(exc, data)
+    else:
+        if isinstance(value, dict) or value is None:
+            return
+        problem = f"json: cannot unmarshal {_go_kind(value)} into Go value of type {_FIND_KIND}"
+    head = data[:30]
+    summary = "<empty>" if not data else (head.decode(errors="replace") if data[:1] == b"{" else head.hex()) + \
+        (" ..." if len(data) > 30 else "")
+    raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
+                             f"version/kind; json parse error: {problem} ({summary})")
+
+
+def _go_kind(value: Any) -> str:
+    return "bool" if isinstance(value, bool) else "array" if isinstance(value, list) else \
+        "string" if isinstance(value, str) else "number"
+
+
+def _go_json_error(exc: Exception, data: bytes) -> str:
+    """Go encoding/json's syntax error for the place Python's parser stopped (the common cases)."""
+    text = data.decode(errors="replace")
+    pos = getattr(exc, "pos", len(text))
+    if pos >= len(text.rstrip()):
+        return "unexpected end of JSON input"
+    char = text[pos]
+    quoted = "'\\''" if char == "'" else "'\"'" if char == '"' else "'" + json.dumps(char)[1:-1] + "'"
+    message = str(getattr(exc, "msg", ""))
+    if message.startswith("Extra data"):
+        return f"invalid character {quoted} after top-level value"
+    if message.startswith("Expecting property name"):
+        return f"invalid character {quoted} looking for beginning of object key string"
+    if message.startswith("Expecting ':'"):
+        return f"invalid character {quoted} after object key"
+    if message.startswith("Expecting ','"):
+        inside = _innermost(text[:pos])
+        return f"invalid character {quoted} after {'array element' if inside == '[' else 'object key:value pair'}"
+    return f"invalid character {quoted} looking for beginning of value"
+
+
+def _innermost(text: str) -> str:
+    """The innermost open bracket of a JSON prefix ("" at the top level)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
 def as_object(obj: Any, what: str) -> dict[str, Any]:
     """`obj` as a Kubernetes object: a JSON object whose metadata (absent or null: {}) is an object; 400 otherwise.
 
@@ -168,14 +242,44 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
-    """apiVersion/kind must name this resource (filled in when absent, as the decoder does)."""
+def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any],
+                    registry: resources.Registry | None = None) -> None:
+    """apiVersion/kind must name this resource (filled in when absent, as the decoder does).
+
+    Worded as kube-apiserver when `registry` is given: for a built-in, the codec's error inside
+    `transformDecodeError` (rest.go): a kind of another type "unknown conversion", an unknown one "no kind ...
+    is registered"; for a custom resource, the versioning decoder's 400 for another version and the
+    validator's 422 for another kind (apiextensions customresource/validator.go `ValidateTypeMeta`).
+    """
     api_version = obj.setdefault("apiVersion", info.api_version)
     kind = obj.setdefault("kind", info.kind)
+    if registry is not None and (api_version, kind) != (info.api_version, info.kind):
+        _type_meta_error(info, registry, str(api_version), str(kind), obj)
     if api_version != info.api_version or kind != info.kind:
         raise errors.bad_request(
             f"the API version in the data ({api_version}) and kind ({kind}) do not match the request "
             f"({info.api_version}, {info.kind}): send the object to the URL of its own resource type")
+
+
+def _type_meta_error(info: resources.ResourceInfo, registry: resources.Registry, api_version: str, kind: str,
+                     obj: dict[str, Any]) -> None:
+    version = api_version.rsplit("/", 1)[-1]
+    if info.is_custom:
+        if api_version != info.api_version:
+            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
+                                     f"version ({info.api_version})")
+        name = (obj.get("metadata") or {}).get("name") or ""
+        raise errors.invalid(kind, info.group, str(name), [errors.Cause(
+            "kind", f"Invalid value: {json.dumps(kind)}: must be {info.kind}")])
+    sent = registry.by_kind(api_version, kind)
+    handled = f"{kind} in version {json.dumps(version)} cannot be handled as a {info.kind}"
+    if sent is None or sent.is_custom:
+        raise errors.bad_request(f"{handled}: no kind {json.dumps(kind)} is registered for version "
+                                 f'{json.dumps(api_version)} in scheme "pkg/runtime/scheme.go:111"')
+    if sent.kind != info.kind:  # the internal type's package: core for the legacy group, else the group's name
+        internal = info.group.split(".")[0] if info.group else "core"
+        raise errors.bad_request(f"{handled}: converting ({version}.{kind}) to ({internal}.{info.kind}): "
+                                 "unknown conversion")
 
 
 def check_namespace(info: resources.ResourceInfo, obj: dict[str, Any], namespace: str | None) -> None:

@@ -198,8 +198,8 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
 async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     info = target.info
     context.field_manager(request, "CreateOptions")
-    obj = await context.read_object(request)
-    context.check_type_meta(info, obj)
+    obj = await context.read_object(request, "" if info.is_custom else info.kind)
+    context.check_type_meta(info, obj, ctx.registry)
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
@@ -223,7 +223,7 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
 
     async def attempt() -> web.Response:
         old = ctx.storage.must_get(info, target.namespace or "", name)
-        new = await context.read_object(request)
+        new = await context.read_object(request, "" if info.is_custom else info.kind)
         return await _write_update(ctx, request, target, old, new)
     return await _retrying(attempt)
 
@@ -231,7 +231,7 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def _write_update(ctx: ServerContext, request: web.Request, target: routing.Target,
                         old: dict[str, Any], new: dict[str, Any]) -> web.Response:
     info = target.info
-    context.check_type_meta(info, new)
+    context.check_type_meta(info, new, ctx.registry)
     context.check_namespace(info, new, target.namespace)
     if new["metadata"].get("name", target.name) != target.name:
         raise errors.bad_request(

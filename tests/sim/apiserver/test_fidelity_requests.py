@@ -149,3 +149,45 @@ def test_patch_bodies_are_refused_as_kube_apiserver_words_it(widgets: SimAPI) ->
     reply = _patch(widgets, f"{CMS}/cm", "apiVersion: v1\nkind: Secret\n", "application/apply-patch+yaml",
                    fieldManager="m")
     assert (reply.status_code, reply.json()["message"]) == (400, "invalid object type: /v1, Kind=Secret")
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b"", "unexpected end of JSON input (<empty>)"),
+    (b'{"apiVersion": "v1", "kind": ', 'unexpected end of JSON input ({"apiVersion": "v1", "kind": )'),
+    (b"[]", 'json: cannot unmarshal array into Go value of type struct { APIVersion string '
+            '"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" } (5b5d)'),
+    (b'{"a" 1}', "invalid character '1' after object key ({\"a\" 1})"),
+])
+def test_a_json_body_that_is_no_object_is_unrecognized(sim_api: SimAPI, body: bytes, problem: str) -> None:
+    """requests/bad-requests/{empty-body,malformed-json,body-is-a-list}: the JSON serializer cannot find the
+    kind (SimpleMetaFactory.Interpret), and handlers/rest.go `transformDecodeError` adds a summary of the body."""
+    reply = sim_api.request("POST", CMS, data=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400
+    assert reply.json()["message"] == ("the object provided is unrecognized (must be of type ConfigMap): couldn't "
+                                       f"get version/kind; json parse error: {problem}")
+
+
+@pytest.mark.parametrize("api_version, kind, error", [
+    ("v1", "Secret", "converting (v1.Secret) to (core.ConfigMap): unknown conversion"),
+    ("v1", "Frobnicator", 'no kind "Frobnicator" is registered for version "v1" in scheme "pkg/runtime/scheme.go:111"'),
+    ("apps/v1", "ConfigMap", 'no kind "ConfigMap" is registered for version "apps/v1" in scheme '
+                             '"pkg/runtime/scheme.go:111"'),
+])
+def test_a_body_of_another_type_cannot_be_handled(sim_api: SimAPI, api_version: str, kind: str, error: str) -> None:
+    """requests/bad-requests/{kind-mismatch,unknown-kind,api-version-mismatch}: the codec's error, prefixed by
+    `transformDecodeError` with the sent kind and version."""
+    reply = sim_api.request("POST", CMS, json={"apiVersion": api_version, "kind": kind, "metadata": {"name": "k"}})
+    assert reply.status_code == 400
+    assert reply.json()["message"] == f'{kind} in version "v1" cannot be handled as a ConfigMap: {error}'
+
+
+def test_a_custom_resource_of_another_version_or_kind(widgets: SimAPI) -> None:
+    """crd/lws-validation/wrong-api-version (400 from the versioning decoder) and wrong-kind (422 from
+    customresource/validator.go `ValidateTypeMeta`, named by the sent kind)."""
+    reply = widgets.request("POST", WIDGETS, json={**widget("w"), "apiVersion": f"{GROUP}/v2"})
+    assert (reply.status_code, reply.json()["message"]) == (
+        400, f"the API version in the data ({GROUP}/v2) does not match the expected API version ({GROUP}/{VERSION})")
+    reply = widgets.request("POST", WIDGETS, json={**widget("w"), "kind": "WidgetX"})
+    assert reply.status_code == 422
+    assert reply.json()["details"] == {"name": "w", "group": GROUP, "kind": "WidgetX", "causes": [
+        {"field": "kind", "reason": "FieldValueInvalid", "message": 'Invalid value: "WidgetX": must be Widget'}]}
