@@ -46,7 +46,8 @@ STRIPPED: tuple[Path, ...] = (
 
 def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool,
                       kind: str, builtin: bool, api_version: str, now: str,
-                      custom_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+                      custom_schema: dict[str, Any] | None = None, subresource: str | None = None,
+                      status_reset: bool = False) -> dict[str, Any]:
     """Apply `applied` for `manager` and return the new object with updated `managedFields`.
 
     Args:
@@ -59,6 +60,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
         api_version: the apiVersion recorded in the manager's entry.
         now: RFC 3339 time recorded in the manager's entry ("" leaves it out).
         custom_schema: a custom resource's structural schema (its list and map types).
+        subresource: "status" for an apply to /status: its entry names it, and it owns only status;
+            `status_reset`: the kind has a status subresource, so an apply to the object owns no status.
 
     Raises:
         StatusError: 422 without a manager; 400 for a malformed configuration; 409 Conflict, with one
@@ -68,11 +71,11 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
     _check_applied(applied, kind, manager)
     config = _without_nulls(applied)
     root = types.of_kind(kind, custom_schema=custom_schema, builtin=builtin)
-    mine = owned_fields(config, root)
+    mine = {p for p in owned_fields(config, root) if types.endpoint_owns(p, subresource, status_reset)}
     obj = copy.deepcopy(live) if live is not None else {}
     entries = _entries(obj)
-    own = next((i for i, e in enumerate(entries) if e.get("manager") == manager
-                and e.get("operation") == "Apply" and not e.get("subresource")), None)
+    own = next((i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Apply"
+                and (e.get("subresource") or None) == subresource), None)
     sets = {i: decode(e.get("fieldsV1")) for i, e in enumerate(entries) if i != own}
     previous = decode(entries[own].get("fieldsV1")) if own is not None else set()
     _prune(obj, previous - mine, set().union(*sets.values()))
@@ -81,7 +84,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
     merged = (merge_patches.strategic_merge_patch(obj, config, kind=kind) if builtin
               else merge_patches.merge_patch(obj, config))
     diff = compare.compare(_without_managed_fields(live) if live is not None else {}, merged, root)
-    changed = {p for p in diff.changed if p not in STRIPPED and p != ("f:metadata",)}
+    changed = {p for p in diff.changed if p not in STRIPPED and p != ("f:metadata",)
+               and types.endpoint_owns(p, subresource, status_reset)}
     conflicts = [(path, i) for i in sorted(sets) for path in sorted(sets[i] & changed)]
     if conflicts and not force:
         raise _conflict_error(conflicts, entries)
@@ -90,12 +94,12 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
         # the apiserver's managedFieldsUpdater stamps the time only when the object changed
         now = str(entries[own].get("time") or "") if own is not None else ""
     entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
-             "fieldsType": "FieldsV1", "fieldsV1": encode(mine)}
+             "fieldsType": "FieldsV1", "fieldsV1": encode(mine), "subresource": subresource or ""}
     kept = []
     for i, e in enumerate(entries):
         if i == own:
             continue
-        left = sets[i] - changed - diff.removed
+        left = sets[i] - changed - {p for p in diff.removed if types.endpoint_owns(p, subresource, status_reset)}
         if left:
             kept.append(e if left == sets[i] else {**e, "fieldsV1": encode(left)})
     _set_entries(merged, [*kept, *([{k: v for k, v in entry.items() if v != ""}] if mine else [])])

@@ -274,7 +274,8 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     base = objects.deep_copy(old) if old is not None else None
     patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
                                 manager=manager, force=context.flag(request, "force"),
-                                api_version=info.api_version, now=objects.now_rfc3339(), custom_schema=info.schema)
+                                api_version=info.api_version, now=objects.now_rfc3339(), custom_schema=info.schema,
+                                subresource=target.subresource or None, status_reset=info.has_status)
     patched = context.as_object(patched, "the patched object")
     if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
         raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "

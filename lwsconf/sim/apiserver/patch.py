@@ -44,7 +44,8 @@ def check_media_type(content_type: str, *, builtin: bool) -> str:
 
 def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, kind: str, builtin: bool,
                 manager: str = "", force: bool = False, api_version: str = "", now: str = "",
-                custom_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+                custom_schema: dict[str, Any] | None = None, subresource: str | None = None,
+                status_reset: bool = False) -> dict[str, Any]:
     """Decode a PATCH body by its media type and apply it to `obj`.
 
     Args:
@@ -58,6 +59,7 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
         api_version: the served apiVersion, recorded in managedFields.
         now: RFC 3339 time recorded in managedFields.
         custom_schema: a custom resource's structural schema (apply's list and map types).
+        subresource, status_reset: the endpoint (apply owns only what it may write there).
 
     Returns:
         The patched object (a new dict).
@@ -76,7 +78,8 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
             version = api_version or str(applied.get("apiVersion", ""))
             return apply.server_side_apply(obj, applied, manager=manager, force=force, kind=kind,
                                            builtin=builtin, api_version=version, now=now,
-                                           custom_schema=custom_schema)
+                                           custom_schema=custom_schema, subresource=subresource,
+                                           status_reset=status_reset)
         if obj is None:
             raise errors.internal(f"a {media} patch needs the stored object; answer 404 before patching")
         doc = decode_json(body)

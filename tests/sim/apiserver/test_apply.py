@@ -179,3 +179,18 @@ def test_apply_without_a_field_manager_is_422() -> None:
         apply.server_side_apply(None, _pod(), manager="", force=False, kind="Pod", builtin=True,
                                 api_version="v1", now=NOW)
     assert info.value.code == 422 and info.value.causes[0].field == "fieldManager"
+
+
+def test_apply_to_status_owns_only_status_under_its_subresource() -> None:
+    """An apply through /status is recorded with subresource "status" and owns no spec field (the status
+    strategy's reset fields are the field manager's ignored fields); an apply to the object of a kind with a
+    status subresource owns no status."""
+    live = _apply(None, _pod(), "m1")
+    config = {**_pod(), "status": {"phase": "Running"}}
+    out = apply.server_side_apply(live, config, manager="kubelet", force=False, kind="Pod", builtin=True,
+                                  api_version="v1", now=NOW, subresource="status", status_reset=True)
+    entry = next(e for e in out["metadata"]["managedFields"] if e["manager"] == "kubelet")
+    assert entry["subresource"] == "status" and entry["fieldsV1"] == {"f:status": {"f:phase": {}}}
+    main = apply.server_side_apply(live, config, manager="m1", force=False, kind="Pod", builtin=True,
+                                   api_version="v1", now=NOW, status_reset=True)
+    assert "f:status" not in _fields(main, "m1")

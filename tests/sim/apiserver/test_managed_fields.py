@@ -187,3 +187,22 @@ def test_sim_controllers_are_named_after_the_component_they_stand_for() -> None:
     assert entries.manager_name("", cluster.user_agent("statefulset-controller")) == "kube-controller-manager"
     assert entries.manager_name("", cluster.user_agent("scheduler")) == "kube-scheduler"
     assert entries.manager_name("", cluster.user_agent("kubelet/node-1")) == "kubelet"
+
+
+def test_more_than_ten_update_managers_merge_the_oldest_into_ancient_changes() -> None:
+    """capManagersManager (DefaultMaxUpdateManagers 10): the oldest Update entries of an apiVersion after its
+    first are merged into "ancient-changes", which takes the time of the last one merged; Apply entries stay."""
+    live = _cm(**{f"k{i:02}": "1" for i in range(10)})
+    live["metadata"]["managedFields"] = [
+        {"manager": f"m{i:02}", "operation": "Update", "apiVersion": "v1", "time": f"2026-01-01T00:00:{i:02}Z",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {f"f:k{i:02}": {}}}} for i in range(10)] + [
+        {"manager": "applier", "operation": "Apply", "apiVersion": "v1", "time": NOW, "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {"f:k00": {}}}}]
+    new = _cm(**{f"k{i:02}": "1" for i in range(10)}, extra="1")
+    new["metadata"]["managedFields"] = live["metadata"]["managedFields"]
+    out = _record(live, new, "newcomer", now="2026-01-01T00:01:00Z")
+    managers = [e["manager"] for e in out]
+    assert len([e for e in out if e["operation"] == "Update"]) == 10
+    assert "m00" not in managers and "m01" not in managers and "applier" in managers
+    bucket = next(e for e in out if e["manager"] == "ancient-changes")
+    assert bucket["fieldsV1"] == {"f:data": {"f:k00": {}, "f:k01": {}}} and bucket["time"] == "2026-01-01T00:00:01Z"

@@ -19,9 +19,10 @@ Fields nobody owns are never recorded: apiVersion, kind and the metadata the ser
 `stripMetaManager`), and the fields a subresource resets (`status` through the main resource, everything but
 `status` through `/status`: the strategies' `GetResetFields`).
 
+More than ten Update entries are capped (`cap`, the apiserver's `capManagersManager`).
+
 Simplified: a manager's entry keeps the apiVersion it was written with and nothing is converted between
-versions; the cap of ten Update entries (`capManagersManager`, merging the oldest into "ancient-changes") is
-not applied; managedFields a request sends are used as given, not validated. No I/O here.
+versions; managedFields a request sends are used as given, not validated. No I/O here.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lwsconf.sim.apiserver import apply
-from lwsconf.sim.apiserver.fieldmanager import compare, types
+from lwsconf.sim.apiserver.fieldmanager import cap, compare, types
 from lwsconf.sim.apiserver.fieldmanager.types import Path
 
 FIELD_MANAGER_MAX = 128
@@ -107,7 +108,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)
-    set_entries(meta, kept)
+    set_entries(meta, cap.cap_update_managers(kept))
 
 
 def set_entries(meta: dict[str, Any], entries: list[dict[str, Any]]) -> None:
@@ -126,17 +127,7 @@ def _key(entry: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _owned(paths: Iterable[Path], subresource: str | None, status_reset: bool) -> set[Path]:
     """The paths a write may own: not stripped, and not reset by the endpoint it came through."""
-    out = set()
-    for path in paths:
-        if not path or stripped(path):
-            continue
-        in_status = path[0] == "f:status"
-        if subresource == "status" and not in_status:
-            continue
-        if subresource is None and status_reset and in_status:
-            continue
-        out.add(path)
-    return out
+    return {p for p in paths if p and not stripped(p) and types.endpoint_owns(p, subresource, status_reset)}
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -162,6 +162,18 @@ def _from_schema(node: Mapping[str, Any]) -> FieldType:
     return FieldType(schema=node, atomic=node.get("x-kubernetes-map-type") == "atomic")
 
 
+# --- what an endpoint may own -------------------------------------------------------------------------
+
+def endpoint_owns(path: Path, subresource: str | None, status_reset: bool) -> bool:
+    """Whether a write through this endpoint can own `path`: the strategies' reset fields (`GetResetFields`)
+    are the field manager's ignored fields, everything but `status` through `/status`, `status` through
+    the main resource of a kind with a status subresource."""
+    in_status = bool(path) and path[0] == "f:status"
+    if subresource == "status":
+        return in_status
+    return not (subresource is None and status_reset and in_status)
+
+
 # --- fields set after the field manager ran -----------------------------------------------------------
 
 SET_AFTER_DECODING: dict[str, tuple[Path, ...]] = {
