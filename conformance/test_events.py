@@ -47,8 +47,9 @@ def _summary(events: list[Obj]) -> str:
 
 
 def _need(lws: LWSHarness, name: str, reason: str, *, mentioning: tuple[str, ...] = (),
-          what: str, contract: str) -> Obj:
-    """Wait for a Normal event of `reason` regarding LWS `name` whose note names every object of `mentioning`."""
+          what: str, contract: str, timeout: float | None = None) -> Obj:
+    """Wait for a Normal event of `reason` regarding LWS `name` whose note names every object of `mentioning`
+    (within `create` by default: the events of what has already happened are recorded as it happens)."""
     def check() -> Obj:
         events = _events(lws, name)
         found = [e for e in events if e.get("reason") == reason]
@@ -60,7 +61,7 @@ def _need(lws: LWSHarness, name: str, reason: str, *, mentioning: tuple[str, ...
                 return event
         raise AssertionError(f"no {reason} Event names {list(mentioning)} ({contract}); its {reason} events: "
                              f"{_summary(found)}")
-    event: Obj = lws.wait(check, what=what, timeout=lws.t.create, name=name)
+    event: Obj = lws.wait(check, what=what, timeout=timeout or lws.t.create, name=name)
     return event
 
 
@@ -84,7 +85,7 @@ def test_lifecycle_events_have_documented_reasons(lws: LWSHarness) -> None:
     _need(lws, "ev", "AllGroupsReady", what="an AllGroupsReady event once every group is ready",
           contract="4.5/4.6: the Available condition's reason, recorded when it turns True")
     change_template(lws, "ev", manifest, "2")
-    _need(lws, "ev", "GroupsUpdating", what="a GroupsUpdating event during the rollout",
+    _need(lws, "ev", "GroupsUpdating", what="a GroupsUpdating event during the rollout", timeout=lws.t.rollout_complete,
           contract="4.6: 'Updating replica <p>' and the UpdateInProgress condition's note")
 
     def second_revision() -> str:
@@ -104,6 +105,6 @@ def test_recreate_group_event_names_the_pods(lws: LWSHarness) -> None:
     lws.ready("evr", replicas=1, size=2)
     lws.delete_pod("evr-0-1")
     _need(lws, "evr", "RecreateGroup", mentioning=("evr-0-1", "evr-0"),
-          what="a RecreateGroup event naming worker evr-0-1 and leader evr-0",
+          what="a RecreateGroup event naming worker evr-0-1 and leader evr-0", timeout=lws.t.group_recreated,
           contract="4.6: 'Worker pod <pod> failed, deleted leader pod <leader> to recreate group <i>'")
     lws.ready("evr", replicas=1, size=2)

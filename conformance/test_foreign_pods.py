@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conformance.harness import GROUP_INDEX, NAME, WORKER_INDEX, LWSHarness, P, env_of, labels
+from conformance.harness import GROUP_INDEX, NAME, REVISION, WORKER_INDEX, LWSHarness, P, env_of, labels
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -24,7 +24,8 @@ from lwsconf.waits import observe
 Obj = dict[str, Any]
 LWS_ENV = {"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"}
 LOOKALIKES = {
-    # An LWS-looking leader of a group the LWS does not have, and a worker of its group 0 beyond its size.
+    # An LWS-looking leader of a group the LWS does not have, and a worker of its group 0 beyond its size; both
+    # also get the LWS's current template-revision-hash when they are created.
     "own-7": {WORKER_INDEX: "0", GROUP_INDEX: "7", "app": "own"},
     "own-0-5": {WORKER_INDEX: "5", GROUP_INDEX: "0", "app": "own"},
 }
@@ -45,12 +46,14 @@ def _foreign(lws: LWSHarness) -> dict[str, Obj]:
 @conformance(short_name="PodsOutsideTheLWSAreLeftAlone",
              features={Feature.OBJECT_MODEL, Feature.GROUP_RESTART, Feature.STATUS_CONDITIONS, Feature.DELETION},
              description="Pods in the LWS's namespace with its name pattern and index labels but no name label are "
-                         "admitted unchanged, never counted in its status, not answered by a group restart when "
-                         "deleted, and survive the LWS's deletion (3.4, 4.2, 4.5, 5.2).")
+                         "admitted unchanged, never counted in its status, get no StatefulSet or Service, are not "
+                         "answered by a group restart when deleted, and survive the LWS's deletion (3.4, 4.2, 4.5, 5.2).")
 def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("own", replicas=1, size=2))
     lws.ready("own", replicas=1, size=2)
-    sent = {name: _pod(name, pod_labels) for name, pod_labels in LOOKALIKES.items()}
+    key = labels(lws.statefulsets()["own"])[REVISION]
+    want = {name: {**pod_labels, REVISION: key} for name, pod_labels in LOOKALIKES.items()}
+    sent = {name: _pod(name, pod_labels) for name, pod_labels in want.items()}
     for body in sent.values():
         lws.core.create_namespaced_pod(lws.namespace, body)  # type: ignore[arg-type]
 
@@ -61,14 +64,15 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
         return pods
     pods = lws.wait(running, what=f"pods {sorted(sent)} to run", timeout=lws.t.pods_running, name="own")
     for name, pod in pods.items():
-        # Only LWS labels are checked for additions: Kubernetes adds its own (kube-apiserver 1.37 copies the node's
-        # topology.kubernetes.io/zone onto a pod at binding, PodTopologyLabelsAdmission).
+        # Only LWS labels are checked for additions: Kubernetes adds its own (kube-apiserver >= 1.35 copies the node's
+        # topology.kubernetes.io/zone and /region onto a pod at binding: the PodTopologyLabels admission plugin,
+        # kubernetes plugin/pkg/admission/podtopologylabels, feature gate PodTopologyLabelsAdmission on by default).
         seen = labels(pod)
-        lws_added = {k: v for k, v in seen.items() if k.startswith(P) and k not in LOOKALIKES[name]}
-        changed = {k: seen.get(k) for k, v in LOOKALIKES[name].items() if seen.get(k) != v}
+        lws_added = {k: v for k, v in seen.items() if k.startswith(P) and k not in want[name]}
+        changed = {k: seen.get(k) for k, v in want[name].items() if seen.get(k) != v}
         assert not lws_added and not changed, (
             f"pod {name} labels {seen}: LWS labels added {lws_added}, labels sent but changed {changed}; want its "
-            f"labels as sent {LOOKALIKES[name]}: a pod without the {NAME} label is not an LWS pod (5.2)")
+            f"labels as sent {want[name]}: a pod without the {NAME} label is not an LWS pod (5.2)")
         added = sorted(k for k in pod["metadata"].get("annotations") or {} if k.startswith(P))
         assert not added, f"pod {name} gained annotations {added}"
         for container in pod["spec"]["containers"]:
@@ -85,6 +89,10 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
             f"LWS own status counters {counts}, want 1 each: pods outside it are not its groups (4.5)")
         now = {n: p["metadata"]["uid"] for n, p in lws.pods("own").items()}
         assert now == group, f"LWS own's pods are {now}, were {group}: its group was disturbed"
+        sets, services = sorted(lws.statefulsets()), sorted(lws.services())
+        assert sets == ["own", "own-0"], (f"StatefulSets {sets}, want ['own', 'own-0']: nothing is created for a pod "
+                                          "outside the LWS (a worker StatefulSet is made for its leader pods only, 2.3)")
+        assert services == ["own"], f"Services {services}, want ['own']: nothing is created for a pod outside the LWS"
         live = _foreign(lws)
         for name in foreign:
             pod = live.get(name)
