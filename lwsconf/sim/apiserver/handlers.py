@@ -321,8 +321,15 @@ async def delete(ctx: ServerContext, request: web.Request, target: routing.Targe
     return render_object(ctx, request, target, result, warnings=warnings)
 
 
-RETURNS_DELETED_OBJECT = {("", "pods"), ("", "services"), ("", "namespaces")}
-"""Kinds whose REST storage sets ReturnDeletedObject: a delete that removes one at once answers the
+RETURNS_DELETED_OBJECT = {
+    ("", "pods"), ("", "services"), ("", "namespaces"), ("", "serviceaccounts"), ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"), ("", "podtemplates"), ("", "resourcequotas"), ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csidrivers"), ("storage.k8s.io", "csinodes"), ("storage.k8s.io", "volumeattachments"),
+    ("storage.k8s.io", "volumeattributesclasses"), ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaimtemplates"), ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses")}
+"""Kinds whose REST storage sets ReturnDeletedObject (kubernetes pkg/registry/*/storage/storage.go, 1.37):
+a delete that removes one at once answers the
 object; every other kind answers a Success Status naming it (kube-apiserver's Store.finalizeDelete).
 A delete that only marks the object (finalizers, graceful pod deletion) answers the object for all."""
 

@@ -78,6 +78,29 @@ def _delete_dry_run(body: dict[str, Any], query: dict[str, str]) -> bool:
     return bool(dry)
 
 
+DAEMONSETS = ("apps", "daemonsets")
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""apps/v1 carries the internal DaemonSetSpec.TemplateGeneration as this annotation (kubernetes
+pkg/apis/apps/v1/conversion.go); the strategy sets it to 1 on create and adds 1 when the template changes
+(pkg/registry/apps/daemonset/strategy.go)."""
+
+
+def _template_generation(obj: dict[str, Any]) -> int:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+    try:
+        return int(value) if isinstance(value, str) else 0
+    except ValueError:
+        return 0
+
+
+def _set_template_generation(obj: dict[str, Any], generation: int) -> None:
+    meta = obj.setdefault("metadata", {})
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    annotations[TEMPLATE_GENERATION] = str(generation)
+
+
 class Storage:
     """Create/update/delete with Kubernetes semantics over one `store.Store`."""
 
@@ -171,6 +194,8 @@ class Storage:
         meta["creationTimestamp"] = objects.now_rfc3339()
         if info.tracks_generation or info.is_custom:
             meta["generation"] = 1
+        if info.key == DAEMONSETS:
+            _set_template_generation(obj, max(1, _template_generation(obj)))
 
     def _free_generated_name(self, info: resources.ResourceInfo, meta: dict[str, Any]) -> str:
         prefix = meta.get("generateName") or ""
@@ -225,6 +250,10 @@ class Storage:
         `generation` moves when the spec changed once defaults are applied (kube-apiserver's strategies
         compare the decoded, defaulted objects), so a PUT that omits defaulted fields does not bump it.
         """
+        if info.key == DAEMONSETS:  # the client's annotation is ignored; a changed template bumps it
+            old_generation = max(1, _template_generation(old))
+            changed = (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template")
+            _set_template_generation(new, old_generation + 1 if changed else old_generation)
         if new == old:
             return old
         new_meta, old_meta = new["metadata"], old["metadata"]

@@ -191,3 +191,31 @@ def test_a_custom_resource_of_another_version_or_kind(widgets: SimAPI) -> None:
     assert reply.status_code == 422
     assert reply.json()["details"] == {"name": "w", "group": GROUP, "kind": "WidgetX", "causes": [
         {"field": "kind", "reason": "FieldValueInvalid", "message": 'Invalid value: "WidgetX": must be Widget'}]}
+
+
+def test_deleting_a_service_account_answers_the_deleted_object(sim_api: SimAPI) -> None:
+    """crud/crud-serviceaccounts/delete: serviceaccount storage sets ReturnDeletedObject
+    (kubernetes pkg/registry/core/serviceaccount/storage/storage.go)."""
+    sas = "/api/v1/namespaces/default/serviceaccounts"
+    assert sim_api.request("POST", sas, json={"apiVersion": "v1", "kind": "ServiceAccount",
+                                              "metadata": {"name": "sa1"}}).status_code == 201
+    deleted = sim_api.request("DELETE", f"{sas}/sa1").json()
+    assert (deleted["kind"], deleted["metadata"]["name"]) == ("ServiceAccount", "sa1")
+
+
+def test_daemonset_template_generation_annotation(sim_api: SimAPI) -> None:
+    """crud/crud-daemonsets/*: apps/v1 shows DaemonSetSpec.TemplateGeneration as an annotation, 1 on create,
+    kept when the template stays, one more when it changes, whatever the client sent (daemonset strategy.go)."""
+    dss = "/apis/apps/v1/namespaces/default/daemonsets"
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+          "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+              "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    key = "deprecated.daemonset.template.generation"
+    created = sim_api.request("POST", dss, json=ds).json()
+    assert created["metadata"]["annotations"] == {key: "1"}
+    kept = sim_api.request("PUT", f"{dss}/d", json={**ds, "metadata": {"name": "d", "labels": {"x": "y"},
+                                                                         "annotations": {key: "7"}}}).json()
+    assert kept["metadata"]["annotations"] == {key: "1"}
+    ds["spec"]["template"]["spec"]["containers"][0]["image"] = "j"  # type: ignore[index]
+    changed = sim_api.request("PUT", f"{dss}/d", json=ds).json()
+    assert changed["metadata"]["annotations"] == {key: "2"}
