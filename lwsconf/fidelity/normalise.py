@@ -153,6 +153,9 @@ _MESSAGE_NUMBERS = (
     (re.compile(r"too old resource version: \d+ \(\d+\)"), "too old resource version: N (N)"),
     (re.compile(r"Too large resource version: \d+, current: \d+"), "Too large resource version: N, current: N"),
     (re.compile(r"(resourceVersion|resource version)( in precondition)?: \d+"), r"\1\2: N"),
+    # rest.BeforeDelete's precondition Conflict
+    (re.compile(r"the ResourceVersion in the precondition \(\d+\) does not match the ResourceVersion in record "
+                r"\(\d+\)"), "the ResourceVersion in the precondition (N) does not match the ResourceVersion in record (N)"),
     (re.compile(r"(continue|Continue) parameter is too old.*"), r"\1 parameter is too old"),
 )
 

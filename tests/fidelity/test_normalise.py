@@ -72,6 +72,10 @@ def test_resource_versions_in_messages() -> None:
     b = view({"kind": "Status", "message": "too old resource version: 1 (9120)"})
     assert a == b
     assert view({"kind": "Status", "message": "not found"}) != view({"kind": "Status", "message": "gone"})
+    precondition = ("the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record ({}). "
+                    "The object might have been modified")
+    assert view({"kind": "Status", "message": precondition.format(19, 21)}) == \
+        view({"kind": "Status", "message": precondition.format(225, 227)})
 
 
 def test_periodic_bookmarks_collapse_but_initial_events_end_is_kept() -> None:

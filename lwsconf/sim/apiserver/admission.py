@@ -111,6 +111,8 @@ class Admission:
             causes = self._validate_custom(info, obj, old, causes)
         elif subresource != "status" or old is None:
             causes += validation.validate_builtin(info.key, obj, old)
+        else:
+            causes += validation.validate_builtin_status(info.key, obj)
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name") or meta.get("generateName", ""), causes)
 

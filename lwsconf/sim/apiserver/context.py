@@ -316,19 +316,24 @@ def int_query(request: web.Request, name: str) -> int | None:
     return number
 
 
-def resource_version(request: web.Request) -> int | None:
+def resource_version(request: web.Request, *, watch: bool = False) -> int | None:
     """The `resourceVersion` query parameter of a read: None when absent, else a decimal uint64; 400 otherwise.
 
-    kube-apiserver parses it with strconv.ParseUint (storage.APIObjectVersioner.ParseResourceVersion):
-    a watch then answers 422 and a list or get an unconverted storage error (500); the sim answers 400
-    for all three, naming the parameter.
+    kube-apiserver parses it with strconv.ParseUint (storage.APIObjectVersioner.ParseResourceVersion): a list
+    (and here a get) answers 400 "invalid resource version: ...", a watch (`watch=True`) the parse error
+    unconverted, a reasonless 500, which the sim answers as a 400 with the same message.
     """
     value = request.query.get("resourceVersion")
     if value in (None, ""):
         return None
     if not value.isascii() or not value.isdigit() or int(value) >= 2**64:
-        raise errors.bad_request(f"resourceVersion must be a decimal string (an unsigned 64-bit integer), "
-                                 f"got {value!r}: pass a resourceVersion the server returned, or none")
+        # kube-apiserver 1.37.2's words (lwsconf fidelity versions/rv-lists/list-garbage-rv: the etcd3 store's
+        # 400 "invalid resource version"; watch/watch-errors/garbage-rv: the watch cache's error unconverted)
+        syntax = "value out of range" if value.isascii() and value.isdigit() else "invalid syntax"
+        why = f'resourceVersion: Invalid value: {json.dumps(value)}: strconv.ParseUint: parsing {json.dumps(value)}: {syntax}'
+        # a watch gets the parse error as its message, but as a 400: kube-apiserver's unconverted 500 is not
+        # emulated (the sim never answers a malformed request with a 5xx; tests/sim/apiserver/test_bad_input.py)
+        raise errors.bad_request(why if watch else f"invalid resource version: {why}")
     return int(value)
 
 

@@ -265,9 +265,19 @@ def _secret(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 
 def _core_event(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """The Go type always serializes `involvedObject` (the v37 client requires it)."""
+    """The Go type always serializes `involvedObject` (the v37 client requires it), the `source` struct,
+    its three metav1 times (null when unset) and the two reporting strings without omitempty, as
+    kube-apiserver 1.37.2 answers a bare core Event (lwsconf fidelity webhooks/webhooks-exact/
+    core-event-not-hooked)."""
     if obj.get("involvedObject") is None:
         obj["involvedObject"] = {}
+    if obj.get("source") is None:
+        obj["source"] = {}
+    for time_field in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        obj.setdefault(time_field, None)
+    for text_field in ("reportingComponent", "reportingInstance"):
+        if obj.get(text_field) is None:
+            obj[text_field] = ""
 
 
 # --- apiextensions.k8s.io/v1 ----------------------------------------------------------------------

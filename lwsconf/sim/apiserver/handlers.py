@@ -179,9 +179,16 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
     if target.info.is_custom:  # unstructured lists always carry the (empty) continue token
         meta["continue"] = ""
     limit = context.int_query(request, "limit")
+    if request.query.get("resourceVersion") == "0" and not token:
+        # resourceVersion=0 is served whole from kube-apiserver's watch cache, limit ignored (lwsconf fidelity
+        # versions/rv-lists/list-limit-with-rv0: no continue token from kube-apiserver 1.37.2)
+        limit = None
     if limit is not None and 0 < limit < len(keys):  # limit <= 0 means no limit, as in kube-apiserver
         meta["continue"] = _continue_token(ctx.db.rv, keys[limit - 1])
-        meta["remainingItemCount"] = len(keys) - limit
+        if label_sel.is_empty() and field_sel.is_empty():
+            # counted only for an unfiltered list: the etcd3 store cannot know how many more would match
+            # (lwsconf fidelity selectors/selectors-labels/limit-2-selected)
+            meta["remainingItemCount"] = len(keys) - limit
         keys = keys[:limit]
     info = target.info
     if tables.wants_table(request.headers.get("Accept", "")):
@@ -238,8 +245,14 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
             f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({target.name})")
     new["metadata"]["name"] = target.name
     if new["metadata"].get("uid") and new["metadata"]["uid"] != old["metadata"]["uid"]:
+        # the sent uid is a storage precondition; etcd3's StorageError reaches the client inside the Conflict
+        # (lwsconf fidelity versions/rv-concurrency/update-uid-mismatch; the key is the usual registry path)
+        key = "/".join(p for p in ("/registry", info.group if info.is_custom else "", info.plural,
+                                   target.namespace or "", target.name or "") if p)
         raise errors.conflict(info.plural, info.group, target.name or "",
-                              "Precondition failed: UID in object meta does not match the stored object")
+                              f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+                              f"AdditionalErrorMsg: Precondition failed: UID in precondition: "
+                              f"{new['metadata']['uid']}, UID in object meta: {old['metadata']['uid']}")
     merged = ctx.storage.prepare_update(info, new, old, subresource=target.subresource)
     warnings = await admit(ctx, request, target, "UPDATE", merged, old)
     hooks.before_update(ctx, info, merged, old)

@@ -96,12 +96,21 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
                                   force=context.flag(request, "force"), api_version="autoscaling/v1",
                                   now=objects.now_rfc3339())
     scale = context.as_object(scale, "the Scale")
+    sent_name = (scale.get("metadata") or {}).get("name")
+    if request.method == "PUT" and sent_name != target.name:  # the UPDATE handler's checkName (handlers/rest.go)
+        raise errors.bad_request(f"the name of the object ({sent_name or ''}) does not match the name on the URL "
+                                 f"({target.name})")
     spec = scale.get("spec") or {}
     if not isinstance(spec, dict):
         raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
             "spec", f"Invalid value: {spec!r}: must be an object such as {{\"replicas\": 3}}")])
     replicas = spec.get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 0:
+        # autoscaling ValidateScale -> ValidateNonnegativeField, as kube-apiserver 1.37.2 words it
+        # (lwsconf fidelity subresources/scale-subresource/patch-scale-negative)
+        raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
+            "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0", "FieldValueInvalid")])
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
             "spec.replicas", f"Invalid value: {replicas!r}: must be a non-negative integer")])
     sent_rv = scale["metadata"].get("resourceVersion")

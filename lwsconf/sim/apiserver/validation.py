@@ -99,6 +99,20 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
 """One function per kind; kinds not listed (serviceaccounts, endpoints, custom resources) get none."""
 
 
+STATUS_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any]], list[errors.Cause]]] = {
+    ("apps", "deployments"): workloads.validate_deployment_status,
+    ("apps", "statefulsets"): workloads.validate_statefulset_status,
+}
+"""What a write through the status subresource is checked against (the strategies' ValidateUpdate of
+their status); kinds not listed take any status."""
+
+
+def validate_builtin_status(key: tuple[str, str], obj: dict[str, Any]) -> list[errors.Cause]:
+    """The status checks of a built-in kind, for a write through `/status`."""
+    validator = STATUS_VALIDATORS.get(key)
+    return validator(obj) if validator is not None else []
+
+
 def validate_builtin(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
     """Kind-specific validation of a built-in object (metadata is `validate_metadata`'s job).
 

@@ -239,3 +239,45 @@ def validate_controllerrevision(obj: dict[str, Any], old: dict[str, Any] | None)
     if old is not None:
         causes += f.unchanged("data", obj.get("data"), old.get("data"))
     return causes
+
+
+# --- status subresource ---------------------------------------------------------------------------
+
+def _status_counts(status: dict[str, Any], nonnegative: tuple[str, ...],
+                   at_most_replicas: tuple[str, ...], available_vs_ready: str) -> list[errors.Cause]:
+    """The counters a workload status must keep consistent: each non-negative, none above
+    `status.replicas`, availableReplicas not above readyReplicas (an unset counter is 0, as in Go)."""
+    causes: list[errors.Cause] = []
+    for field in nonnegative:
+        causes += f.nonnegative(f"status.{field}", status.get(field))
+
+    def count(field: str) -> int:
+        value = status.get(field)
+        return value if f.is_int(value) else 0
+
+    for field in at_most_replicas:
+        if count(field) > count("replicas"):
+            causes.append(f.invalid(f"status.{field}", count(field), "cannot be greater than status.replicas"))
+    if count("availableReplicas") > count("readyReplicas"):
+        causes.append(f.invalid("status.availableReplicas", count("availableReplicas"),
+                                f"cannot be greater than {available_vs_ready}"))
+    return causes
+
+
+def validate_deployment_status(obj: dict[str, Any]) -> list[errors.Cause]:
+    """pkg/apis/apps/validation `ValidateDeploymentStatus`, run on status writes: kube-apiserver 1.37.2
+    refuses `status.replicas: -1` with these four causes in this order (lwsconf fidelity
+    subresources/status-subresource/invalid-status)."""
+    return _status_counts(f.as_dict(obj.get("status")),
+                          ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+                           "unavailableReplicas", "terminatingReplicas", "collisionCount"),
+                          ("updatedReplicas", "readyReplicas", "availableReplicas"), "readyReplicas")
+
+
+def validate_statefulset_status(obj: dict[str, Any]) -> list[errors.Cause]:
+    """pkg/apis/apps/validation `ValidateStatefulSetStatus`, run on status writes."""
+    return _status_counts(f.as_dict(obj.get("status")),
+                          ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas",
+                           "observedGeneration", "collisionCount"),
+                          ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"),
+                          "status.readyReplicas")

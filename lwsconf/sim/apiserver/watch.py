@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ from lwsconf.sim.apiserver.protobuf import envelope, negotiation
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 BOOKMARK_INTERVAL_SECONDS = 2.0
+BOOKMARK_BEFORE_DEADLINE_SECONDS = 2.0
 
 
 class WatchSession:
@@ -81,7 +83,7 @@ class WatchSession:
     def backlog(self) -> list[bytes] | None:
         """What the client must see before live events, or None when its resourceVersion expired."""
         query = self.request.query
-        rv = context.resource_version(self.request)
+        rv = context.resource_version(self.request, watch=True)
         if query.get("sendInitialEvents", "").lower() == "true":
             return [*self.initial_events(), self.bookmark(initial_end=True)]
         if not rv:
@@ -97,7 +99,26 @@ class WatchSession:
         return out
 
 
+def check_watch_list_options(request: web.Request) -> None:
+    """ValidateListOptions for a watch asking for initial events (apimachinery internalversion/validation):
+    the WatchList protocol needs resourceVersionMatch=NotOlderThan and bookmarks; kube-apiserver 1.37.2
+    answers 422 otherwise (lwsconf fidelity watch/watch-errors/send-initial-without-match)."""
+    query = request.query
+    if not query.get("sendInitialEvents"):
+        return
+    causes = []
+    if query.get("resourceVersionMatch") != "NotOlderThan":
+        causes.append(errors.Cause("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting "
+                                   "resourceVersionMatch to NotOlderThan", "FieldValueForbidden"))
+    if query.get("allowWatchBookmarks", "").lower() != "true":
+        causes.append(errors.Cause("allowWatchBookmarks", "Forbidden: sendInitialEvents requires setting "
+                                   "allowWatchBookmarks to true", "FieldValueForbidden"))
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
+
+
 async def serve(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
+    check_watch_list_options(request)
     session = WatchSession(ctx, request, target)
     timeout = _timeout(request)
     ctx.db.subscribe(target.info.storage_key, session.watcher)
@@ -119,6 +140,15 @@ async def serve(ctx: ServerContext, request: web.Request, target: routing.Target
     return session.response
 
 
+def _next_bookmark(now: float, deadline: float) -> float:
+    """When the next periodic BOOKMARK is due: every BOOKMARK_INTERVAL_SECONDS, but never later than
+    BOOKMARK_BEFORE_DEADLINE_SECONDS before the watch ends, and none at all once that moment has passed
+    (kube-apiserver's cacheWatcher.nextBookmarkTime: a 2 s watch gets no BOOKMARK; lwsconf fidelity
+    watch/watch-resume/resume-bookmarks)."""
+    due = min(now + BOOKMARK_INTERVAL_SECONDS, deadline - BOOKMARK_BEFORE_DEADLINE_SECONDS)
+    return due if due > now else math.inf
+
+
 def _timeout(request: web.Request) -> float:
     """`timeoutSeconds` is an int64 in ListOptions: "inf", "nan" or "1.5" are 400 (they once meant a
     watch that never ended, or ended at once)."""
@@ -129,7 +159,7 @@ def _timeout(request: web.Request) -> float:
 async def _pump(session: WatchSession, deadline: float) -> None:
     """Copy live events to the client until the deadline, a disconnect or server shutdown."""
     queue = session.watcher.queue
-    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL_SECONDS
+    next_bookmark = _next_bookmark(time.monotonic(), deadline)
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -140,7 +170,7 @@ async def _pump(session: WatchSession, deadline: float) -> None:
         except TimeoutError:
             if session.bookmarks and time.monotonic() >= next_bookmark:
                 await session.response.write(session.bookmark())
-                next_bookmark = time.monotonic() + BOOKMARK_INTERVAL_SECONDS
+                next_bookmark = _next_bookmark(time.monotonic(), deadline)
             continue
         if event is None:
             return
