@@ -2,7 +2,8 @@
 
 Waiting for an end state cannot show what happened on the way; these read every observed instant:
 a group serving half-updated (`half_updated`), the order groups were replaced in
-(`replacement_order`), the most groups down at once (`max_unready`), the fewest serving
+(`replacement_order`), the most groups down at once (`max_unready`; `max_taken_down` leaves out groups
+whose original pods are all still there, unready on their own), the fewest serving
 (`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`). `describe` is what a failed
 assertion prints. Pure functions of the model.
 """
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 
 from lwsconf.timeline.model import GroupSample, LeaderSample, Timeline
 
-__all__ = ["describe", "half_updated", "leader_uids", "max_unready", "min_ready", "peak_leader_replicas",
+__all__ = ["describe", "half_updated", "leader_uids", "max_taken_down", "max_unready", "min_ready", "peak_leader_replicas",
            "replacement_order", "states"]
 
 
@@ -50,6 +51,25 @@ def max_unready(timeline: Timeline, groups: range) -> tuple[int, float]:
     worst, when = 0, 0.0
     for t, latest in states(timeline):
         down = sum(1 for g in groups if g not in latest or not latest[g].ready)
+        if down > worst:
+            worst, when = down, t
+    return worst, when
+
+
+def max_taken_down(timeline: Timeline, groups: range) -> tuple[int, float]:
+    """As `max_unready`, but a group that still has exactly the pods of its first sample (same UIDs) is not
+    counted when unready: nothing replaced it, so its pods lost readiness on their own (a readiness probe
+    timing out on a loaded machine), which no controller can prevent. A controller takes a group down only by
+    deleting its pods, so any group it touched has a missing or a new pod and still counts. Seen: the
+    reference's RollingUpdateMaxUnavailable on --cluster=local (run 20261203-034417-d1ad, load average ~30),
+    where old group 0's untouched pods went unready for 1.4 s while groups 1 and 2 were being replaced."""
+    first: dict[int, frozenset[str]] = {}
+    for s in sorted(timeline.samples, key=lambda s: s.seq):
+        first.setdefault(s.group, frozenset(p.uid for p in s.pods))
+    worst, when = 0, 0.0
+    for t, latest in states(timeline):
+        down = sum(1 for g in groups if g not in latest or not latest[g].ready and (
+            not latest[g].pods or frozenset(p.uid for p in latest[g].pods) != first.get(g)))
         if down > worst:
             worst, when = down, t
     return worst, when

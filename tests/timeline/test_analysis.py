@@ -49,3 +49,21 @@ def test_peak_leader_replicas_is_the_largest_replicas_seen() -> None:
                                     LeaderSample(2.0, 2, 0, 1, "b")])
     assert analysis.peak_leader_replicas(timeline) == 3
     assert analysis.peak_leader_replicas(Timeline()) == 0
+
+
+def test_taken_down_leaves_out_a_group_unready_with_its_original_pods() -> None:
+    """Groups 1 and 2 replaced (new leader UIDs), group 0 unready with the pods it started with: three unready,
+    two taken down; once group 0's leader is replaced it counts too."""
+    timeline = Timeline(samples=[
+        *(group(0.0, 1, g, True, "old") for g in range(3)),
+        group(1.0, 2, 1, False), group(1.1, 3, 2, False, "new", leader_uid="n2"),
+        group(2.0, 4, 0, False, "old"),
+        group(3.0, 5, 1, True, "new", leader_uid="n1"), group(3.1, 6, 2, True, "new", leader_uid="n2"),
+        group(4.0, 7, 0, False, "new", leader_uid="n0")])
+    assert analysis.max_unready(timeline, range(3)) == (3, 2.0)
+    assert analysis.max_taken_down(timeline, range(3)) == (2, 1.1)
+
+
+def test_taken_down_counts_missing_and_emptied_groups() -> None:
+    timeline = Timeline(samples=[group(0.0, 1, 0, True, "a"), group(1.0, 2, 0, False)])
+    assert analysis.max_taken_down(timeline, range(2)) == (2, 1.0)
