@@ -139,7 +139,12 @@ def seen_divergences(runs: Sequence[Run], table: Sequence[DivergenceRow]) -> lis
 def _implementation(report: schema.Report) -> str:
     impl = report.implementation
     name = impl.project or "implementation"
+    name = f"{impl.organization}/{name}" if impl.organization else name  # kubernetes-sigs/lws: whose LWS it is
     return f"{name} {impl.version}" if impl.version else f"{name} (bundled with lwsconf {report.lwsconf_version})"
+
+
+def _where(run: Run) -> str:
+    return f"{_implementation(run.report)} on {run.report.backend}" if run.report is not None else run.label
 
 
 def cell(run: Run, feature: str, seen: Sequence[Seen], column: int) -> Cell:
@@ -268,7 +273,7 @@ def render_markdown(runs: Sequence[Run], table: Sequence[DivergenceRow] = (), *,
     if not seen:
         out.append("None of these runs showed a known divergence.")
     for n, s in enumerate(seen, 1):
-        where = ", ".join(" ".join(header(runs[c])[:2]) for c in s.columns)
+        where = ", ".join(_where(runs[c]) for c in s.columns)
         if s.row is not None:
             link = f"[divergences.yaml line {s.row.line}]({divergences_link}#L{s.row.line})" if divergences_link \
                 else f"divergences.yaml line {s.row.line}"
@@ -334,7 +339,7 @@ def render_html(runs: Sequence[Run], table: Sequence[DivergenceRow] = (), *, div
         run_items.append(f"<li>{_code(escape(head))}{f'<ul>{sub}</ul>' if sub else ''}</li>")
     div_items = []
     for n, s in enumerate(seen, 1):
-        where = ", ".join(" ".join(header(runs[c])[:2]) for c in s.columns)
+        where = ", ".join(_where(runs[c]) for c in s.columns)
         if s.row is not None:
             target = f"divergences.yaml line {s.row.line}"
             link = (f'<a href="{escape(divergences_link)}">{escape(target)}</a>' if divergences_link

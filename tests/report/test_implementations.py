@@ -39,7 +39,8 @@ def passing(report: schema.Report) -> schema.Report:
 
 
 def on(report: schema.Report, backend: str, project: str, version: str, date: str) -> schema.Report:
-    impl = replace(report.implementation, project=project, version=version)
+    impl = replace(report.implementation, organization="kubernetes-sigs" if project == "lws" else "", project=project,
+                   version=version)
     env = replace(report.environment, kubernetes_version="v1.37.2" if backend == "local" else "v1.37.0-lwsconf-sim",
                   simulated=("node image", "kubelets") if backend == "local" else ("node image",))
     return replace(report, implementation=impl, environment=env, backend=backend, date=date)
@@ -90,7 +91,7 @@ def test_each_column_names_implementation_cluster_kubernetes_and_date(runs: list
     assert implementations.header(runs[1]) == (
         f"reference (bundled with lwsconf {runs[1].report.lwsconf_version if runs[1].report else ''})",
         "cluster: local (simulated: node image, kubelets)", "Kubernetes v1.37.2", "run 2026-12-03 03:44:15 UTC")
-    assert implementations.header(runs[3])[0] == "lws v0.9.0"
+    assert implementations.header(runs[3])[0] == "kubernetes-sigs/lws v0.9.0"
     assert implementations.header(runs[2]) == (SIM_UPSTREAM[0], f"not run: {SIM_UPSTREAM[1]}")
 
 
@@ -101,8 +102,8 @@ def test_a_known_divergence_is_its_own_cell_and_links_to_its_evidence(runs: list
     assert row == (f"| {Feature.SCALING.value} | ✅ pass | ✅ pass | ⛔ not run | "
                    "🔶 known divergence [[1]](#divergence-1) |")
     entry = next(line for line in page.splitlines() if 'id="divergence-1"' in line)
-    assert entry == ('- <a id="divergence-1"></a>**[1] ScaleDownHighestIndexFirst** (lws v0.9.0; seen on lws v0.9.0 cluster: '
-                     "local (simulated: node image, kubelets)): class version, upstream v0.9.0 ([divergences.yaml "
+    assert entry == ('- <a id="divergence-1"></a>**[1] ScaleDownHighestIndexFirst** (kubernetes-sigs/lws v0.9.0; seen '
+                     "on kubernetes-sigs/lws v0.9.0 on local): class version, upstream v0.9.0 ([divergences.yaml "
                      "line 3](../conformance/divergences.yaml#L3)): v0.9.0 adds groups backwards (pkg/x.go:1).")
     assert "Other" not in page  # a row no run showed is not on the page
 
