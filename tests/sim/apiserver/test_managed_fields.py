@@ -206,3 +206,18 @@ def test_more_than_ten_update_managers_merge_the_oldest_into_ancient_changes() -
     assert "m00" not in managers and "m01" not in managers and "applier" in managers
     bucket = next(e for e in out if e["manager"] == "ancient-changes")
     assert bucket["fieldsV1"] == {"f:data": {"f:k00": {}, "f:k01": {}}} and bucket["time"] == "2026-01-01T00:00:01Z"
+
+
+def test_a_daemonsets_template_generation_is_owned_by_its_writer() -> None:
+    """apps/v1 conversion always shows TemplateGeneration as the deprecated.daemonset.template.generation
+    annotation, so the creator owns it though the strategy sets its value later (fidelity
+    crud/crud-daemonsets/create)."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {"selector": None}}
+    sent = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}}
+    [entry] = _record(None, ds, kind="DaemonSet", api_version="apps/v1", status_reset=True, sent=sent)
+    assert entry["fieldsV1"]["f:metadata"] == {"f:annotations": {".": {}, "f:deprecated.daemonset.template.generation": {}}}
+
+
+def test_compare_skips_equal_subtrees_but_not_a_type_change() -> None:
+    out = compare.compare({"spec": {"a": {"b": 1}, "c": 1}}, {"spec": {"a": {"b": 1}, "c": "1"}}, types.of_kind("X"))
+    assert out.modified == {("f:spec", "f:c")} and not out.added and not out.removed

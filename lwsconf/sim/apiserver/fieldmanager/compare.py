@@ -69,6 +69,8 @@ def element(item: Any, t: FieldType) -> str | None:
 
 
 def _compare(lhs: Any, rhs: Any, t: FieldType, path: Path, out: Comparison) -> None:
+    if lhs is not MISSING and type(lhs) is type(rhs) and lhs == rhs:
+        return  # equal on both sides: nothing added, modified or removed beneath (most of an update)
     if not _descend(lhs, rhs, t, path, out):
         _leaf(lhs, rhs, path, out)
         return

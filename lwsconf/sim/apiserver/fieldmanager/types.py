@@ -110,6 +110,13 @@ class FieldType:
             return FieldType(struct="ObjectMeta")
         if self.schema is not None:
             return _schema_child(self.schema, name)
+        key = (self.struct, name)
+        known = _BUILTIN_CHILDREN.get(key)
+        if known is None:
+            known = _BUILTIN_CHILDREN[key] = self._builtin_child(name)
+        return known
+
+    def _builtin_child(self, name: str) -> FieldType:
         overlay = _OVERLAY.get((self.struct or "", name))
         facts = merge_patches.field_of(self.struct, name)
         if overlay is None:
@@ -130,6 +137,10 @@ class FieldType:
     def granular_list(self) -> bool:
         """An associative list or a set: its elements are fields of their own."""
         return bool(self.keys) or self.as_set
+
+
+_BUILTIN_CHILDREN: dict[tuple[str | None, str], FieldType] = {}
+"""Built-in field types by (struct, field name): the facts are static, so each is worked out once."""
 
 
 def of_kind(kind: str, *, custom_schema: Mapping[str, Any] | None = None, builtin: bool = True) -> FieldType:
@@ -190,15 +201,27 @@ SET_AFTER_DECODING: dict[str, tuple[Path, ...]] = {
 """Per kind, JSON paths the sim sets while defaulting that kube-apiserver sets after its field manager."""
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""apps/v1 shows the internal DaemonSetSpec.TemplateGeneration as this annotation (pkg/apis/apps/v1/conversion.go,
+unconditionally), so the field manager, which compares apps/v1 objects converted from the decoded internal one,
+always sees it: the client's value, "0" when it sent none (the strategy sets the real one later)."""
+
+
 def as_decoded(kind: str, obj: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
     """`obj` (defaulted by the sim) as kube-apiserver's field manager sees it: the `SET_AFTER_DECODING`
-    fields the client did not send (`sent`, the object before defaulting) left out."""
+    fields the client did not send (`sent`, the object before defaulting) left out, and a DaemonSet's
+    template generation annotation as conversion shows it."""
     late = SET_AFTER_DECODING.get(kind)
-    if not late:
+    if not late and kind != "DaemonSet":
         return obj
     out = copy.deepcopy(obj)
-    for path in late:
+    for path in late or ():
         _drop_unsent(out, sent, path)
+    if kind == "DaemonSet" and isinstance(out.get("metadata"), dict):
+        annotations = out["metadata"].get("annotations")
+        annotations = dict(annotations) if isinstance(annotations, dict) else {}
+        annotations.setdefault(TEMPLATE_GENERATION, "0")
+        out["metadata"]["annotations"] = annotations
     return out
 
 
