@@ -104,16 +104,17 @@ def object_media_type(request: web.Request) -> str:
     return media
 
 
-async def read_object(request: web.Request, kind: str = "") -> dict[str, Any]:
+async def read_object(request: web.Request, kind: str = "", duplicates: list[str] | None = None) -> dict[str, Any]:
     """Read and decode the object a POST or PUT carries (415 for other media types, 400 for bad bodies).
 
-    `kind`: the built-in kind the URL serves, for kube-apiserver's wording of a JSON body it cannot read.
+    `kind`: the built-in kind the URL serves, for kube-apiserver's wording of a JSON body it cannot read;
+    `duplicates`: gets the paths of keys a JSON body repeats.
     """
     media = object_media_type(request)
-    return decode_object(await read_body(request), media, kind)
+    return decode_object(await read_body(request), media, kind, duplicates)
 
 
-def decode_object(data: bytes, content_type: str, kind: str = "") -> dict[str, Any]:
+def decode_object(data: bytes, content_type: str, kind: str = "", duplicates: list[str] | None = None) -> dict[str, Any]:
     """Parse a JSON, YAML or protobuf request body into an object dict; 400 with the parser's reason.
 
     With `kind` (a built-in's), a JSON body that is not an object reads as kube-apiserver's
@@ -129,8 +130,7 @@ def decode_object(data: bytes, content_type: str, kind: str = "") -> dict[str, A
     if is_yaml:
         objects.check_yaml_depth(data)
     try:
-        obj = yaml.load(data, Loader=apply.KubeYamlLoader) if is_yaml else \
-            json.loads(data, parse_constant=_reject_constant)
+        obj = yaml.load(data, Loader=apply.KubeYamlLoader) if is_yaml else _load_json(data, duplicates)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the body of the request was not valid JSON or YAML: {exc}") from None
     except RecursionError:
@@ -159,6 +159,58 @@ def decode_protobuf(data: bytes, default_api_version: str = "", default_kind: st
 
 _FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
 """The Go type the JSON serializer's SimpleMetaFactory unmarshals a body into to find its kind."""
+
+
+class _Repeated(dict[str, Any]):
+    """An object whose body repeated some keys (`repeated`), until `_load_json` has named their paths."""
+
+    repeated: list[str]
+
+
+def _load_json(data: bytes, duplicates: list[str] | None) -> Any:
+    """JSON as Go's decoder reads a repeated key: a repeated object merges into the first (a map or struct
+    decoded into again), anything else is replaced; the repeated keys' dotted paths go to `duplicates`
+    (sigs.k8s.io/json's strict errors: `duplicate field "data"`)."""
+    seen = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal seen
+        out: dict[str, Any] = {}
+        repeated = []
+        for key, value in items:
+            if key in out:
+                repeated.append(key)
+                if isinstance(out[key], dict) and isinstance(value, dict):
+                    value = {**out[key], **value}
+            out[key] = value
+        if not repeated:
+            return out
+        seen = True
+        marked = _Repeated(out)
+        marked.repeated = repeated
+        return marked
+
+    value = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=pairs)
+    return _name_repeated(value, "", duplicates if duplicates is not None else []) if seen else value
+
+
+def _name_repeated(value: Any, path: str, out: list[str]) -> Any:
+    if isinstance(value, list):
+        return [_name_repeated(v, path, out) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if isinstance(value, _Repeated):
+        out += [f"{path}.{key}" if path else key for key in value.repeated]
+    return {k: _name_repeated(v, f"{path}.{k}" if path else k, out) for k, v in value.items()}
+
+
+def duplicate_warnings(info: resources.ResourceInfo, duplicates: list[str], field_validation: str) -> list[str]:
+    """Repeated keys as `fieldValidation` wants them: Strict a 400 worded as the strict decoder, Warn
+    warnings, Ignore nothing (apiserver handlers/create.go over sigs.k8s.io/json's strict errors)."""
+    if duplicates and field_validation == "Strict":
+        raise errors.bad_request(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                                 "strict decoding error: " + ", ".join(f'duplicate field "{p}"' for p in duplicates))
+    return [f'duplicate field "{p}"' for p in duplicates] if field_validation == "Warn" else []
 
 
 def _check_json_object(data: bytes, kind: str) -> None:

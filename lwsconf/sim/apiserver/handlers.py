@@ -205,12 +205,14 @@ async def list_(ctx: ServerContext, request: web.Request, target: routing.Target
 async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     info = target.info
     context.field_manager(request, "CreateOptions")
-    obj = await context.read_object(request, "" if info.is_custom else info.kind)
+    duplicates: list[str] = []
+    obj = await context.read_object(request, "" if info.is_custom else info.kind, duplicates)
+    repeated = context.duplicate_warnings(info, duplicates, context.field_validation(request))
     context.check_type_meta(info, obj, ctx.registry)
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
-    warnings = await admit(ctx, request, target, "CREATE", obj, None)
+    warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)
     dry = context.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name

@@ -87,7 +87,8 @@ def test_malformed_requests_get_4xx_status_and_leave_the_store_intact(
     headers = {"Content-Type": media} if media else {}
     reply = fuzz_server.request(method, collection + suffix + query, data=body, headers=headers)
     assert reply.status_code < 500, f"{method} {collection}{suffix}{query} -> {reply.status_code}: {reply.text[:500]}"
-    if reply.status_code >= 400 and not suffix.endswith("/log"):
+    removed_api = reply.status_code == 404 and reply.text == "404 page not found\n"  # a fuzzed DELETE of the CRD
+    if reply.status_code >= 400 and not suffix.endswith("/log") and not removed_api:  # (the mux's plain 404 then)
         status = reply.json()
         assert status["kind"] == "Status" and status["message"], status
     assert keep_snapshot(fuzz_server) == before

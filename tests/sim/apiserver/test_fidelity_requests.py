@@ -219,3 +219,16 @@ def test_daemonset_template_generation_annotation(sim_api: SimAPI) -> None:
     ds["spec"]["template"]["spec"]["containers"][0]["image"] = "j"  # type: ignore[index]
     changed = sim_api.request("PUT", f"{dss}/d", json=ds).json()
     assert changed["metadata"]["annotations"] == {key: "2"}
+
+
+def test_a_repeated_key_merges_and_is_reported_per_field_validation(sim_api: SimAPI) -> None:
+    """requests/field-validation/duplicate-strict and duplicate-warn: Go decodes a repeated object into the
+    first (the maps merge), Strict refuses it as the strict decoder words it, Warn warns."""
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d1"},"data":{"a":"1"},"data":{"b":"2"}}'
+    reply = sim_api.request("POST", CMS, data=body, params={"fieldValidation": "Strict"},
+                            headers={"Content-Type": "application/json"})
+    assert (reply.status_code, reply.json()["message"]) == (
+        400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data"')
+    reply = sim_api.request("POST", CMS, data=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 201 and reply.json()["data"] == {"a": "1", "b": "2"}
+    assert reply.headers["Warning"] == '299 - "duplicate field \\"data\\""'
