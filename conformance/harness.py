@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from kubernetes import client
 
 from lwsconf import workloads
+from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core, lws, observe, proxy, recorder, rollout
@@ -314,3 +315,34 @@ def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
     group = lws.groups(name).get(index)
     revs = group.revisions() if group else set()
     return next(iter(revs)) if len(revs) == 1 else None
+
+
+def max_taken_down(timeline: timeline_model.Timeline, groups: range,
+                   unready_at_start: frozenset[int] = frozenset()) -> tuple[int, float]:
+    """The most of `groups` a rollout had down at one instant, and when: what the controller took down.
+
+    A group is down from the instant its original leader is gone (from the start when it did not exist yet,
+    or when it is in `unready_at_start`) until a new incarnation of it is first seen ready. Readiness that
+    flaps in a group the rollout has not touched, or has already brought back, is not counted: on an
+    overloaded machine the kubelet's probes time out on their own, which no controller causes or prevents,
+    and a controller that sees it only holds back more (4.4.4 counts unready groups against maxUnavailable).
+    """
+    first_uid: dict[int, str | None] = {}
+    down: dict[int, bool] = {}
+    worst, when = 0, 0.0
+    for t, latest in analysis.states(timeline):
+        for g in groups:
+            sample = latest.get(g)
+            leader = sample.leader if sample is not None else None
+            uid = leader.uid if leader is not None else None
+            if g not in first_uid:
+                first_uid[g] = uid
+                down[g] = uid is None or g in unready_at_start
+            elif not down[g] and uid != first_uid[g]:
+                down[g] = True  # taken down: its leader (original or the one that came back) is gone
+            if down[g] and sample is not None and sample.ready and uid is not None and uid != first_uid[g]:
+                down[g], first_uid[g] = False, uid  # a new incarnation is ready: back
+        count = sum(down.values())
+        if count > worst:
+            worst, when = count, t
+    return worst, when

@@ -15,7 +15,7 @@ maxSurge 2; maxUnavailable larger than replicas.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, change_template
+from conformance.harness import LWSHarness, change_template, max_taken_down
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
@@ -79,7 +79,7 @@ def _leaders_at_start(timeline: Timeline) -> dict[int, str]:
 
 
 def _at_most_down(timeline: Timeline, groups: range, allowed: int, why: str) -> None:
-    worst, when = analysis.max_unready(timeline, groups)
+    worst, when = max_taken_down(timeline, groups)
     assert worst <= allowed, (f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, "
                               f"want at most {allowed}: {why}\n{analysis.describe(timeline, around=when)}")
 
