@@ -221,3 +221,11 @@ def test_a_daemonsets_template_generation_is_owned_by_its_writer() -> None:
 def test_compare_skips_equal_subtrees_but_not_a_type_change() -> None:
     out = compare.compare({"spec": {"a": {"b": 1}, "c": 1}}, {"spec": {"a": {"b": 1}, "c": "1"}}, types.of_kind("X"))
     assert out.modified == {("f:spec", "f:c")} and not out.added and not out.removed
+
+
+def test_an_events_involved_object_is_atomic() -> None:
+    """core/v1 ObjectReference is +structType=atomic (fidelity webhooks/webhooks-exact/core-event-not-hooked)."""
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "reason": "R",
+             "involvedObject": {"kind": "Pod", "name": "p"}}
+    [entry] = _record(None, event, kind="Event")
+    assert entry["fieldsV1"] == {"f:involvedObject": {}, "f:reason": {}}

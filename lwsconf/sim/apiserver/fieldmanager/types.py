@@ -64,6 +64,7 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
     ("WorkloadSpec", "selector"): _ATOMIC,
     ("ObjectMeta", "ownerReferences"): _Facts(keys=("uid",), item_atomic=True),
     ("Event", "involvedObject"): _ATOMIC,  # core/v1 ObjectReference is +structType=atomic
+    ("Event", "regarding"): _ATOMIC, ("Event", "related"): _ATOMIC,  # events.k8s.io/v1, the same type
     # admissionregistration/v1: webhooks +listType=map by name; LabelSelector, MatchResources, ParamKind and
     # ParamRef are +structType=atomic; matchConditions +listType=map by name; validationActions +listType=set
     ("MutatingWebhookConfiguration", "webhooks"): _Facts(struct="Webhook", keys=("name",)),
@@ -81,7 +82,7 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
 }
 _ROOTS = {"ValidatingAdmissionPolicy": "AdmissionPolicy", "MutatingAdmissionPolicy": "AdmissionPolicy",
           "ValidatingAdmissionPolicyBinding": "AdmissionPolicyBinding",
-          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD"}
+          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD", "Event": "Event"}
 """Kinds whose facts live only in `_OVERLAY`, under a struct name of their own."""
 _KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 """Key fields with a schema default (core/v1 `protocol` of container and Service ports)."""
