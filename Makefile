@@ -94,8 +94,8 @@ implementations: $(STAMP)
 	  reports/sim-upstream/latest reports/local-upstream/latest \
 	  --not-run reports/sim-reference/latest "reference on sim" "no report yet: run make conformance" \
 	  --not-run reports/local-reference/latest "reference on local" "no report yet: run make conformance-local" \
-	  --not-run reports/sim-upstream/latest "lws (upstream-local) on sim" "$(SIM_UPSTREAM_NOT_RUN)" \
-	  --not-run reports/local-upstream/latest "lws (upstream-local) on local" "no report yet: run make conformance-upstream" \
+	  --not-run reports/sim-upstream/latest "kubernetes-sigs/lws v0.9.0 (upstream-local) on sim" "$(SIM_UPSTREAM_NOT_RUN)" \
+	  --not-run reports/local-upstream/latest "kubernetes-sigs/lws v0.9.0 (upstream-local) on local" "no report yet: run make conformance-upstream" \
 	  --divergences conformance/divergences.yaml \
 	  --markdown docs/implementations.md --html docs/implementations.html >/dev/null
 	@echo "make implementations: wrote docs/implementations.md and docs/implementations.html"
