@@ -153,9 +153,10 @@ def strategic_merge_patch(obj: dict[str, Any], patch: Any, *, kind: str) -> dict
 
 
 def _bad_patch_type(directive: Any, where: dict[str, Any]) -> errors.StatusError:
-    """apimachinery's `mergepatch.ErrBadPatchType` (pkg/util/mergepatch/errors.go), a plain Go error that
-    kube-apiserver answers as a 500 without a reason (`ErrorToAPIStatus` of a non-Status error)."""
-    return errors.StatusError(500, "", f"unknown patch type: {go_format(directive)} in map: {go_format(where)}")
+    """apimachinery's `mergepatch.ErrBadPatchType` (pkg/util/mergepatch/errors.go), word for word. kube-apiserver
+    answers this plain Go error as a reasonless 500 (`ErrorToAPIStatus`); the sim answers the same words as a
+    400 BadRequest, as it never answers a malformed request with a 5xx (lwsconf/fidelity/accepted.py)."""
+    return errors.bad_request(f"unknown patch type: {go_format(directive)} in map: {go_format(where)}")
 
 
 def go_json_kind(value: Any) -> str:
