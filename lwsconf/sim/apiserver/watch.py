@@ -101,8 +101,9 @@ class WatchSession:
 
 def check_watch_list_options(request: web.Request) -> None:
     """ValidateListOptions for a watch asking for initial events (apimachinery internalversion/validation):
-    the WatchList protocol needs resourceVersionMatch=NotOlderThan and bookmarks; kube-apiserver 1.37.2
-    answers 422 otherwise (lwsconf fidelity watch/watch-errors/send-initial-without-match)."""
+    the WatchList protocol needs resourceVersionMatch=NotOlderThan; kube-apiserver 1.37.2 answers 422
+    otherwise (lwsconf fidelity watch/watch-errors/send-initial-without-match), and accepts it without
+    allowWatchBookmarks (send-initial-without-bookmarks: 200)."""
     query = request.query
     if not query.get("sendInitialEvents"):
         return
@@ -110,9 +111,6 @@ def check_watch_list_options(request: web.Request) -> None:
     if query.get("resourceVersionMatch") != "NotOlderThan":
         causes.append(errors.Cause("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting "
                                    "resourceVersionMatch to NotOlderThan", "FieldValueForbidden"))
-    if query.get("allowWatchBookmarks", "").lower() != "true":
-        causes.append(errors.Cause("allowWatchBookmarks", "Forbidden: sendInitialEvents requires setting "
-                                   "allowWatchBookmarks to true", "FieldValueForbidden"))
     if causes:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
 

@@ -176,3 +176,10 @@ def test_watch_list_needs_not_older_than_and_bookmarks(sim_api: SimAPI) -> None:
     assert reply.status_code == 422
     assert reply.json()["message"] == ('ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
                                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+
+
+def test_watch_list_without_bookmarks_is_accepted(sim_api: SimAPI) -> None:
+    """watch/watch-errors/send-initial-without-bookmarks: kube-apiserver 1.37.2 answers 200."""
+    reply = sim_api.request("GET", CMS, params={"watch": "true", "timeoutSeconds": "1", "sendInitialEvents": "true",
+                                                "resourceVersionMatch": "NotOlderThan"})
+    assert reply.status_code == 200
