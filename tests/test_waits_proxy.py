@@ -70,3 +70,22 @@ def test_service_waits_see_endpoints_and_route(sim_api: SimAPI, probe_pod: int) 
     with pytest.raises(AssertionError, match="not one of"):
         services.service_must_route_only_to(sim_api.api, NS, "leaders", 80, {"other-0"},
                                             Timeouts(max_time_to_consistency=0.3, poll_interval=0.05))
+
+
+def test_port_forward_never_patches_the_callers_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubernetes.stream swaps `call_api` on the client it is handed for the whole call; handed the caller's
+    shared client, a recorder's watches on other threads went out as port-forwards and failed "Missing required
+    parameter `ports`" (run 20261203-043538-b547). The port-forward gets a client of its own, same configuration."""
+    from lwsconf.waits import portforward
+
+    shared = client.ApiClient(client.Configuration())
+    seen: list[client.ApiClient] = []
+
+    def fake_portforward(method: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(method.__self__.api_client)
+        raise OSError("no cluster here")
+
+    monkeypatch.setattr(portforward, "portforward", fake_portforward)
+    status, message = portforward.http_get(shared, NS, "demo-0", 8080, "/", None, 1.0)
+    assert (status, message) == (0, "port-forward failed: no cluster here")
+    assert len(seen) == 1 and seen[0] is not shared and seen[0].configuration is shared.configuration, seen

@@ -51,6 +51,18 @@ def http_get(api: client.ApiClient, namespace: str, pod: str, port: int, path: s
     target = path if path.startswith("/") else f"/{path}"
     if query:
         target += "?" + urlencode(query)
+    # A client of its own: kubernetes.stream swaps `call_api` on the ApiClient it is given for the length of
+    # the call, so every other thread using that client (a timeline recorder's watches) had its requests sent
+    # as port-forwards meanwhile and failed "Missing required parameter `ports`" (RolloutSurvivesController-
+    # Restart against upstream on --cluster=local, run 20261203-043538-b547: the recording lost every instant).
+    own = client.ApiClient(api.configuration)
+    try:
+        return _get(own, namespace, pod, port, target, timeout)
+    finally:
+        own.close()  # type: ignore[no-untyped-call]
+
+
+def _get(api: client.ApiClient, namespace: str, pod: str, port: int, target: str, timeout: float) -> tuple[int, Any]:
     try:
         forward = portforward(client.CoreV1Api(api).connect_get_namespaced_pod_portforward, pod, namespace,
                               ports=str(port), _request_timeout=timeout)
