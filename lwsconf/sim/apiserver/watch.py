@@ -85,7 +85,9 @@ class WatchSession:
         query = self.request.query
         rv = context.resource_version(self.request, watch=True)
         if query.get("sendInitialEvents", "").lower() == "true":
-            return [*self.initial_events(), self.bookmark(initial_end=True)]
+            # the initial-events-end BOOKMARK only for a watch that allows bookmarks, as kube-apiserver 1.37.2
+            # (lwsconf fidelity watch/watch-errors/send-initial-without-bookmarks: the ADDED events alone)
+            return [*self.initial_events(), *([self.bookmark(initial_end=True)] if self.bookmarks else [])]
         if not rv:
             return self.initial_events()
         replay = self.ctx.db.replay_since(self.info.storage_key, rv)

@@ -183,3 +183,4 @@ def test_watch_list_without_bookmarks_is_accepted(sim_api: SimAPI) -> None:
     reply = sim_api.request("GET", CMS, params={"watch": "true", "timeoutSeconds": "1", "sendInitialEvents": "true",
                                                 "resourceVersionMatch": "NotOlderThan"})
     assert reply.status_code == 200
+    assert "BOOKMARK" not in reply.text, "no initial-events-end BOOKMARK without allowWatchBookmarks"
