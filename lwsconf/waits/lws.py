@@ -129,3 +129,31 @@ def group_must_be_recreated(api: client.ApiClient, namespace: str, name: str, in
         return group
     return core.wait_until(check, what=f"group {index} of {namespace}/{name} to be recreated",
                            timeout=t.group_recreated, poll=t.poll_interval, describe=_describe(api, namespace, name))
+
+
+def lws_kind_must_accept_writes(api: client.ApiClient, *, timeout: float, poll: float) -> None:
+    """Wait until a server-side dry-run create of a LeaderWorkerSet gets past mutating admission.
+
+    An Established CRD that already answers lists can still refuse writes: kube-apiserver's
+    MutatingAdmissionPolicy dispatcher answers 503 "Resource kind ... not found. There can be a delay between
+    when CustomResourceDefinitions are created and when they are available" until its type converter has the
+    new kind (apiserver `pkg/admission/plugin/policy/mutating/dispatcher.go`; seen on fresh local clusters,
+    2026-12-03). Only 404 and 503 mean "not yet": the probe is deliberately incomplete, so any later answer
+    (a 422 from validation, even a 201) shows the write path is open. Nothing is stored (dryRun=All).
+    """
+    custom = client.CustomObjectsApi(api)
+    probe = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+             "metadata": {"generateName": "lwsconf-write-probe-"}, "spec": {}}
+    last: list[str] = ["not tried yet"]
+
+    def check() -> None:
+        try:
+            custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets",
+                                                   probe, dry_run="All")
+        except client.ApiException as exc:
+            last[0] = f"HTTP {exc.status}: {(exc.body or '')[:300]}"
+            if exc.status in (404, 503):
+                raise core.NotYet(f"a dry-run LeaderWorkerSet create answered {last[0]}") from None
+
+    core.wait_until(check, what="LeaderWorkerSet creates to get past admission (dry run)", timeout=timeout,
+                    poll=poll, describe=lambda: f"last answer: {last[0]}")

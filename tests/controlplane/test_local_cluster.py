@@ -24,6 +24,7 @@ from lwsconf.controlplane import versions
 from lwsconf.localcluster.cluster import LocalCluster
 from lwsconf.reconciler.run import RunningReconciler
 from lwsconf.waits.core import NotYet, wait_until
+from lwsconf.waits.lws import lws_kind_must_accept_writes
 
 from .test_local import _binaries_or_skip
 
@@ -75,14 +76,7 @@ def test_local_cluster_nodes_ready_and_sample_lws_available(release: versions.Re
         assert "MutatingAdmissionPolicy/leaderworkerset-unique-leader-subdomain" in made, made
         custom = client.CustomObjectsApi(api)
 
-        def crd_served() -> bool:
-            try:
-                custom.list_namespaced_custom_object(GROUP, VERSION, "default", PLURAL)
-            except client.ApiException as exc:
-                raise NotYet(f"listing {PLURAL} answered {exc.status}") from None
-            return True
-
-        wait_until(crd_served, what=f"{PLURAL}.{GROUP} to be served", timeout=60, poll=0.5)
+        lws_kind_must_accept_writes(api, timeout=60, poll=0.5)
         with RunningReconciler(cluster.kubeconfig):
             custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, sample_lws("sample"))
 

@@ -87,8 +87,18 @@ def _event_to_core(obj: Obj) -> Obj:
     return out
 
 
+_EVENTS_V1_OMITEMPTY = {"reportingController": "", "reportingInstance": "", "action": "", "reason": "", "note": "",
+                        "type": "", "deprecatedCount": 0}
+"""events.k8s.io/v1 fields tagged `omitempty` whose core/v1 counterparts are not (`reportingComponent`,
+`reportingInstance`) or may be stored empty: Go's encoder drops the zero value, so a converted Event carries
+none of them (kube-apiserver sends a webhook an events.k8s.io/v1 Event without `reportingInstance: ""`)."""
+
+
 def _core_to_event(obj: Obj) -> Obj:
     out = _rename(obj, _CORE_TO_EVENTS_V1, "events.k8s.io/v1")
+    for key, zero in _EVENTS_V1_OMITEMPTY.items():
+        if key in out and out[key] == zero and type(out[key]) is type(zero):
+            del out[key]
     if out.get("regarding") is None:
         out["regarding"] = {}
     return out

@@ -308,7 +308,9 @@ def unknown_fields(draw: st.DrawFn) -> FuzzRequest:
                        names=(f'unknown field \\"{field_path}\\"',))
 
 
-BAD_LABEL_SELECTORS = ["a in (", "a in ()", "a notin b", "(a)", "a=b c", "a==b==c", "!", "!!a", "a in (b,,c",
+# Not here: "a in ()", which apimachinery's labels parser reads as `a in ("")` (its grammar comment gives
+# "z notin ()" as valid syntax), so kube-apiserver answers 200.
+BAD_LABEL_SELECTORS = ["a in (", "a notin b", "(a)", "a=b c", "a==b==c", "!", "!!a", "a in (b,,c",
                        "=b", "a,,b", "a=(b)", "a in (b) c", "a >", "a < b", "-a=b", "a=b*", "x" * 64 + "=b",
                        "a=" + "v" * 64, "a/b/c=d", "a=b,", ",", "a in b)", "a=\u00e9"]
 BAD_FIELD_SELECTORS = ["spec.bogus=1", "metadata.labels=x", "metadata.name in (a)", "metadata.name",
@@ -330,7 +332,7 @@ def selector(draw: st.DrawFn) -> FuzzRequest:
     if random_text:
         return FuzzRequest("selector/random", "GET", path, content_type=None, expect=EITHER)
     return FuzzRequest(f"selector/{verb}", "DELETE" if verb == "deletecollection" else "GET", path,
-                       content_type=None, names=("selector|requirement|field label",))
+                       content_type=None, names=("selector|requirement|field label|expected",))
 
 
 BAD_RVS = ["abc", "-1", "1.5", " 7", "0x10", "1e3", "99999999999999999999999", "\u0663", "7 ", "+7"]
