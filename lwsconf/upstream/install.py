@@ -83,6 +83,16 @@ def ensure_namespace(api: client.ApiClient, name: str) -> None:
             raise InstallError(f"creating namespace {name}: HTTP {exc.status} {exc.reason}") from None
 
 
+def delete_lease(api: client.ApiClient, namespace: str, name: str) -> None:
+    """Delete a leader-election Lease (gone already is fine); InstallError when the API refuses."""
+    try:
+        client.CoordinationV1Api(api).delete_namespaced_lease(name, namespace)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise InstallError(f"deleting Lease {namespace}/{name}: HTTP {exc.status} "
+                               f"{str(exc.body or exc.reason)[:300]}") from None
+
+
 def install_webhooks(api: client.ApiClient, configurations: list[dict[str, Any]]) -> None:
     adm = client.AdmissionregistrationV1Api(api)
     verbs: dict[str, tuple[Callable[..., Any], ...]] = {"MutatingWebhookConfiguration": (adm.create_mutating_webhook_configuration,

@@ -5,11 +5,12 @@
 configured certDir), a kubeconfig (the one under test, its context made current) and upstream's
 configuration file (kind Configuration, config.lws.x-k8s.io/v1alpha1) with internal certificate
 management off, the webhook server, metrics and health probes on free 127.0.0.1 ports, leader election
-on (the Lease goes to `lws-system`, which upstream's utils.GetOperatorNamespace falls back to out of
-cluster). It then waits, with a named timeout, for /readyz; a manager that exits fails at once with its
+on with generous durations (`LEADER_ELECTION`; the Lease goes to `lws-system`, which upstream's
+utils.GetOperatorNamespace falls back to out of cluster). It then waits, with a named timeout, for /readyz; a manager that exits fails at once with its
 log tail. The process runs in its own session with PR_SET_PDEATHSIG (`controlplane.process`), so it
 dies with us however we die; `stop()` (SIGTERM, then SIGKILL) and the exit hook remove the folder.
-`restart()` is the LWSControllerRestart tests' stop-and-start.
+`restart()` is the LWSControllerRestart tests' stop-and-start; `halt()` and `launch()` are its halves, for
+a caller that releases the old process's Lease in between (`run.Running.restart`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,20 @@ from lwsconf.waits.core import NotYet, Terminal, wait_until
 PROBE_TIMEOUT = 5.0
 LEASE_NAMESPACE = "lws-system"
 """Where upstream's manager keeps its leader-election Lease when not in a pod (pkg/utils/utils.go)."""
+LEASE_NAME = "b8b2488c.x-k8s.io"
+"""Its Lease's name: upstream's default leader-election id (api/config/v1alpha1/defaults.go,
+DefaultLeaderElectionID), which our configuration leaves as it is."""
+LEADER_ELECTION: dict[str, object] = {"leaderElect": True, "leaseDuration": "60s", "renewDeadline": "45s",
+                                      "retryPeriod": "5s"}
+"""The configuration's `leaderElection` (component-base's LeaderElectionConfiguration, which upstream's
+pkg/config hands to controller-runtime's LeaseDuration/RenewDeadline/RetryPeriod). Upstream's defaults
+(15s/10s/2s) make the manager exit with "leader election lost" when it cannot renew its Lease within
+10s: under a load average of 20-30 on a 2-core machine the API server (the sim above all) answered that
+slowly, the manager exited mid-run and every later test timed out. 45s to renew (controller-runtime
+then gives each leader-election request 22.5s, RenewDeadline/2) rides that out; the lease must outlast
+the renew deadline, and retrying every 5s keeps the Lease writes few. Leader election stays on, as in
+upstream's own deployment: a longer lease only delays a *new* manager's first acquisition, which
+`run.Running.restart` avoids by deleting the stopped manager's Lease."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +63,7 @@ class Ports:
 def configuration(ports: Ports, cert_dir: Path) -> dict[str, object]:
     """Upstream's configuration file for an out-of-cluster manager on loopback."""
     return {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
-            "leaderElection": {"leaderElect": True},
+            "leaderElection": dict(LEADER_ELECTION),
             "internalCertManagement": {"enable": False},
             "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
             "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
@@ -142,10 +157,18 @@ class ManagerProcess:
 
     def restart(self) -> None:
         """Stop the process and start a new one with the same configuration, certificate and ports."""
+        self.halt()
+        self.launch()
+
+    def halt(self) -> None:
+        """Stop the process (its log kept as manager.previous.log); `launch()` starts the next one."""
         if self.component is not None:
             self.component.stop()
             previous = self.folder / "manager.log"
             previous.rename(self.folder / "manager.previous.log")
+
+    def launch(self) -> None:
+        """Start the process again after `halt()` and wait for /readyz."""
         self._launch()
 
     def stop(self) -> None:

@@ -21,7 +21,7 @@ from kubernetes import client, config
 from lwsconf.controlplane import build as gobuild
 from lwsconf.timeouts import Timeouts
 from lwsconf.upstream import build, install, manifests, source
-from lwsconf.upstream.manager import LEASE_NAMESPACE, ManagerProcess
+from lwsconf.upstream.manager import LEASE_NAME, LEASE_NAMESPACE, ManagerProcess
 from lwsconf.waits import core
 
 PROBE_NAMESPACE = "default"
@@ -67,12 +67,35 @@ class Running:
         return "\n".join(lines) + "\n"
 
     def restart(self) -> None:
-        """The LWSControllerRestart tests' restart: a new process, then the webhooks answer again."""
+        """The LWSControllerRestart tests' restart: a new process, then the webhooks answer again.
+
+        Upstream's manager does not release its Lease when stopped (no LeaderElectionReleaseOnCancel in
+        cmd/main.go), so a new one would wait out the whole `LEADER_ELECTION` lease (60s) before it
+        reconciles anything. The old process has exited when `halt()` returns, so deleting its Lease is
+        what a release on cancel would have done; the new manager then leads at once."""
         try:
-            self.manager.restart()
-        except (core.WaitTimeout, core.Terminal) as exc:
+            self.manager.halt()
+            install.delete_lease(self.api, LEASE_NAMESPACE, LEASE_NAME)
+            self.manager.launch()
+        except (core.WaitTimeout, core.Terminal, install.InstallError) as exc:
             raise UpstreamError(str(exc)) from None
         self.wait_admitting(self.timeouts.controller_restart)
+
+    def health(self) -> str | None:
+        """None while the manager runs; once it has exited, what happened and its log tail.
+
+        The plugin asks before every test (`Implementation.health`), so a manager that died mid-run (e.g.
+        "leader election lost" under a slow API server) fails the run once, instead of every later
+        test waiting out its timeouts against a cluster nobody reconciles."""
+        component = self.manager.component
+        code = component.exited() if component is not None else None
+        if component is None or code is None:
+            return None
+        hint = (" It lost its leader-election Lease: the API server answered its renewals too slowly (a "
+                "heavily loaded machine); rerun on a quieter one." if "leader election lost" in component.tail()
+                else "")
+        return (f"upstream's LWS manager exited with status {code} during the run; no test from this "
+                f"one on can pass without a controller.{hint}\n{self.manager.describe()}")
 
 
 def _api(kubeconfig: Path, context: str | None) -> client.ApiClient:

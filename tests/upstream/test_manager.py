@@ -52,9 +52,27 @@ def kubeconfig(tmp_path: Path) -> Path:
 def test_configuration_keeps_everything_on_loopback_with_our_certificate(tmp_path: Path) -> None:
     config = manager.configuration(manager.Ports(webhook=1, metrics=2, health=3), tmp_path)
     assert config == {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
-                      "leaderElection": {"leaderElect": True}, "internalCertManagement": {"enable": False},
+                      "leaderElection": {"leaderElect": True, "leaseDuration": "60s", "renewDeadline": "45s",
+                                         "retryPeriod": "5s"},
+                      "internalCertManagement": {"enable": False},
                       "webhook": {"host": "127.0.0.1", "port": 1, "certDir": str(tmp_path)},
                       "metrics": {"bindAddress": "127.0.0.1:2"}, "health": {"healthProbeBindAddress": "127.0.0.1:3"}}
+
+
+def _seconds(duration: object) -> float:
+    text = str(duration)
+    assert text.endswith("s") and text[:-1].isdigit(), f"{duration!r}: not a whole-seconds Go duration"
+    return float(text[:-1])
+
+
+def test_leader_election_durations_are_ones_client_go_accepts_and_outlast_a_slow_api_server() -> None:
+    """client-go's NewLeaderElector refuses leaseDuration <= renewDeadline and renewDeadline <=
+    JitterFactor (1.2) x retryPeriod; the renew deadline is what a slow API server must beat, 10s upstream."""
+    election = manager.LEADER_ELECTION
+    lease, renew, retry = (_seconds(election[k]) for k in ("leaseDuration", "renewDeadline", "retryPeriod"))
+    assert election["leaderElect"] is True
+    assert lease > renew > 1.2 * retry
+    assert renew >= 45
 
 
 def _alive(pid: int) -> bool:
