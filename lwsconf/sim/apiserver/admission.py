@@ -35,6 +35,7 @@ from lwsconf.sim.apiserver import (
     validation_meta,
 )
 from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest
+from lwsconf.sim.apiserver.protobuf import godecode
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class Admission:
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
         else:
-            warnings += _unknown_field_warnings(info, builtin_fields.drop_unknown(info.key, obj), field_validation)
+            dropped = builtin_fields.drop_unknown(info.key, obj, godecode.message_for(info.api_version, info.kind))
+            warnings += _unknown_field_warnings(info, dropped, field_validation)
             defaults.default_builtin(info.key, obj, old)
         if track is not None:
             track(obj, sent)

@@ -27,6 +27,7 @@ import copy
 import datetime
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -116,13 +117,19 @@ def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
 # --- the body ---------------------------------------------------------------------------------------
 
 class KubeYamlLoader(yaml.SafeLoader):
-    """SafeLoader that keeps unquoted timestamps as strings, as sigs.k8s.io/yaml does."""
+    """SafeLoader that reads plain scalars as sigs.k8s.io/yaml's go-yaml v2 does: unquoted timestamps stay
+    strings, and `y`, `Y`, `n`, `N` are booleans besides YAML 1.1's yes/no/on/off/true/false (go-yaml v2
+    resolve.go's table; so `name: y` is `true`, which kube-apiserver then refuses as "cannot unmarshal bool
+    into Go struct field ObjectMeta.metadata.name of type string": lwsconf fidelity requests/bad-requests/yaml-body)."""
+
+    bool_values = {**yaml.SafeLoader.bool_values, "y": True, "n": False}
 
 
 KubeYamlLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+KubeYamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 
 
 def decode_yaml(body: bytes) -> dict[str, Any]:

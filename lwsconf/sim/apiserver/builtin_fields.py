@@ -1,16 +1,17 @@
-"""Unknown fields of built-in kinds, at the root and in metadata: what kube-apiserver's typed decoding drops.
+"""Unknown fields of built-in kinds: what kube-apiserver's typed decoding drops.
 
 kube-apiserver decodes a built-in object into its Go type, so a field the type does not have is dropped,
 and reported as `unknown field "x"` under `fieldValidation=Strict` (400) or `Warn` (a warning). The sim keeps
-built-ins as JSON, so it applies the same rule from the table below: the top-level fields of each served
-kind, plus ObjectMeta's fields under `metadata`. Nested fields (`spec.x`) are not checked here: the sim has
-no typed schema of every built-in spec. No I/O here.
+built-ins as JSON, so it applies the same rule: at every depth from the Go types (`protobuf.godecode`, from
+the committed schema; `spec.replicaz`, `spec.template.spec.containers[0].x`), and for a kind without a Go
+type there, from the table below (top-level fields, and ObjectMeta's under `metadata`). No I/O here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lwsconf.sim.apiserver.protobuf import godecode
 from lwsconf.sim.apiserver.schema import OBJECT_META_FIELDS
 
 _TYPE_META = ("apiVersion", "kind", "metadata")
@@ -43,12 +44,16 @@ ROOT_FIELDS: dict[tuple[str, str], frozenset[str]] = {key: frozenset(_TYPE_META 
 """The top-level fields of each served built-in kind (its Go type's JSON fields)."""
 
 
-def drop_unknown(key: tuple[str, str], obj: dict[str, Any]) -> list[str]:
-    """Remove, in place, top-level fields `key`'s kind does not have and non-ObjectMeta metadata fields.
+def drop_unknown(key: tuple[str, str], obj: dict[str, Any], message: str | None = None) -> list[str]:
+    """Remove, in place, the fields the kind's Go type does not have; returns their paths.
 
-    Returns the removed fields' paths (`extra`, `metadata.extra`), sorted. A kind missing from
-    `ROOT_FIELDS` has its metadata checked only.
+    With `message` (the kind's protobuf message), at every depth, in document order as sigs.k8s.io/json
+    reports them (lwsconf fidelity requests/field-validation/nested-unknown-*). Otherwise from the table:
+    top-level fields `key`'s kind does not have and non-ObjectMeta metadata fields, sorted (a kind missing
+    from `ROOT_FIELDS` has its metadata checked only).
     """
+    if message is not None:
+        return godecode.decode(obj, message, prune=True).unknown
     removed = []
     allowed = ROOT_FIELDS.get(key)
     if allowed is not None:

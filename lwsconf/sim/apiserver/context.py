@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 
 from lwsconf.sim.apiserver import admission, apply, errors, objects, resources, storage, store
-from lwsconf.sim.apiserver.protobuf import codec, envelope, negotiation
+from lwsconf.sim.apiserver.protobuf import codec, envelope, godecode, negotiation
 from lwsconf.sim.apiserver.webhooks.dispatch import Webhooks
 
 DEFAULT_SERVICE_RANGE = ipaddress.IPv4Network("127.96.0.0/16")
@@ -104,21 +104,25 @@ def object_media_type(request: web.Request) -> str:
     return media
 
 
-async def read_object(request: web.Request, kind: str = "", duplicates: list[str] | None = None) -> dict[str, Any]:
+async def read_object(request: web.Request, kind: str = "", duplicates: list[str] | None = None, *,
+                      api_version: str = "") -> dict[str, Any]:
     """Read and decode the object a POST or PUT carries (415 for other media types, 400 for bad bodies).
 
     `kind`: the built-in kind the URL serves, for kube-apiserver's wording of a JSON body it cannot read;
-    `duplicates`: gets the paths of keys a JSON body repeats.
+    `duplicates`: gets the paths of keys a JSON body repeats; `api_version` (with `kind`): the body is
+    checked as Go's typed decode would read it (`check_go_types`).
     """
     media = object_media_type(request)
-    return decode_object(await read_body(request), media, kind, duplicates)
+    return decode_object(await read_body(request), media, kind, duplicates, api_version=api_version)
 
 
-def decode_object(data: bytes, content_type: str, kind: str = "", duplicates: list[str] | None = None) -> dict[str, Any]:
+def decode_object(data: bytes, content_type: str, kind: str = "", duplicates: list[str] | None = None, *,
+                  api_version: str = "") -> dict[str, Any]:
     """Parse a JSON, YAML or protobuf request body into an object dict; 400 with the parser's reason.
 
     With `kind` (a built-in's), a JSON body that is not an object reads as kube-apiserver's
-    `transformDecodeError` words it (apiserver pkg/endpoints/handlers/rest.go).
+    `transformDecodeError` words it (apiserver pkg/endpoints/handlers/rest.go); with `api_version` too, a
+    value of the wrong JSON type is that decoder's 400 (`check_go_types`).
     """
     if kind and "json" in content_type:
         _check_json_object(data, kind)
@@ -137,7 +141,30 @@ def decode_object(data: bytes, content_type: str, kind: str = "", duplicates: li
         raise errors.bad_request(f"the body is nested more than {objects.MAX_NESTING} levels deep; "
                                  "flatten it") from None
     objects.check_size(obj)
-    return as_object(apply.jsonable(obj, "") if is_yaml else obj, "the body")
+    obj = apply.jsonable(obj, "") if is_yaml else obj
+    if kind and api_version:
+        check_go_types(obj, api_version, kind)
+    return as_object(obj, "the body")
+
+
+def check_go_types(obj: Any, api_version: str, kind: str) -> None:
+    """400 when a built-in body holds a value of the wrong JSON type, as kube-apiserver answers it: the JSON
+    serializer decodes into the Go struct and encoding/json's first UnmarshalTypeError comes back through
+    `transformDecodeError` (apiserver handlers/rest.go: `<kind> in version "<v>" cannot be handled as a
+    <kind>: json: cannot unmarshal ...`; lwsconf fidelity requests/bad-requests/wrong-type-*). Checked for a
+    body of the URL's own kind (another kind fails on its kind first, `check_type_meta`)."""
+    if not isinstance(obj, dict):
+        return
+    sent_version, sent_kind = obj.get("apiVersion") or api_version, obj.get("kind") or kind
+    if (sent_version, sent_kind) != (api_version, kind):
+        return
+    message = godecode.message_for(api_version, kind)
+    if message is None:
+        return
+    found = godecode.decode(obj, message).type_error
+    if found is not None:
+        version = api_version.rsplit("/", 1)[-1]
+        raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {found}')
 
 
 def decode_protobuf(data: bytes, default_api_version: str = "", default_kind: str = "") -> dict[str, Any]:
@@ -217,19 +244,26 @@ def _check_json_object(data: bytes, kind: str) -> None:
     """400 "the object provided is unrecognized" unless `data` is one JSON object: the serializer's
     `SimpleMetaFactory.Interpret` fails with Go's json error, and `transformDecodeError` adds a summary of the
     body (its first 30 bytes, as text when it starts with "{", in hex otherwise; apiserver handlers/rest.go)."""
-    try:
-        value = json.loads(data, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        problem = _go_json_error(exc, data)
-    else:
-        if isinstance(value, dict) or value is None:
-            return
-        problem = f"json: cannot unmarshal {_go_kind(value)} into Go value of type {_FIND_KIND}"
+    problem = find_kind_problem(data)
+    if problem is None:
+        return
     head = data[:30]
     summary = "<empty>" if not data else (head.decode(errors="replace") if data[:1] == b"{" else head.hex()) + \
         (" ..." if len(data) > 30 else "")
     raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
                              f"version/kind; json parse error: {problem} ({summary})")
+
+
+def find_kind_problem(data: bytes) -> str | None:
+    """None when `data` is one JSON object (or null), else the JSON serializer's words for why it cannot find
+    its apiVersion/kind: Go's json error (a syntax error, or a value that is no object) after `json parse error`."""
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return _go_json_error(exc, data)
+    if isinstance(value, dict) or value is None:
+        return None
+    return f"json: cannot unmarshal {_go_kind(value)} into Go value of type {_FIND_KIND}"
 
 
 def _go_kind(value: Any) -> str:
@@ -255,6 +289,34 @@ def _go_json_error(exc: Exception, data: bytes) -> str:
     if message.startswith("Expecting ','"):
         inside = _innermost(text[:pos])
         return f"invalid character {quoted} after {'array element' if inside == '[' else 'object key:value pair'}"
+    return f"invalid character {quoted} looking for beginning of value"
+
+
+def go_json_syntax_error(exc: ValueError, text: str) -> str:
+    """Go encoding/json's syntax error where Python's parser stopped in `text` (bytes as latin-1 characters),
+    the character quoted as Go's quoteChar does (strconv.Quote: `'\\u009e'` for a non-printable one)."""
+    pos = getattr(exc, "pos", len(text))
+    if pos >= len(text.rstrip()):
+        return "unexpected end of JSON input"
+    char = text[pos]
+    if char == "'":
+        quoted = "'\\''"
+    elif char == '"':
+        quoted = "'\"'"
+    elif char.isprintable():
+        quoted = f"'{char}'"
+    elif char in "\a\b\f\n\r\t\v":
+        quoted = "'" + {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                        "\v": "\\v"}[char] + "'"
+    else:
+        quoted = f"'\\x{ord(char):02x}'" if ord(char) < 0x80 else f"'\\u{ord(char):04x}'"
+    message = str(getattr(exc, "msg", ""))
+    if message.startswith("Extra data"):
+        return f"invalid character {quoted} after top-level value"
+    if message.startswith("Expecting property name"):
+        return f"invalid character {quoted} looking for beginning of object key string"
+    if message.startswith("Expecting ':'"):
+        return f"invalid character {quoted} after object key"
     return f"invalid character {quoted} looking for beginning of value"
 
 

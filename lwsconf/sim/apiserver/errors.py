@@ -156,9 +156,13 @@ def page_not_found() -> StatusError:
 
 
 def unsupported_media_type(content_type: str, allowed: list[str], why: str = "") -> StatusError:
+    """415 in NegotiateInputSerializer's words (apimachinery NewUnsupportedMediaTypeError: the accepted types
+    only; lwsconf fidelity requests/bad-requests/unsupported-media-type); with `why`, the sim's own case (a
+    protobuf custom resource, where kube-apiserver drops the connection) also names what was sent and why."""
+    got = f" (got {content_type!r}: {why})" if why else ""
     return StatusError(415, "UnsupportedMediaType",
                        f"the body of the request was in an unknown format - accepted media types include: "
-                       f"{', '.join(allowed)} (got {content_type!r}{': ' + why if why else ''})")
+                       f"{', '.join(allowed)}{got}")
 
 
 def too_large(limit: int) -> StatusError:

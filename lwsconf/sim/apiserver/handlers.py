@@ -155,11 +155,36 @@ def _continue_token(rv: int, after: tuple[str, str]) -> str:
 
 
 def _parse_continue(token: str) -> tuple[str, str]:
+    """The (namespace, name) a continue token resumes after; 400 worded as kube-apiserver's etcd3 store words
+    a token it cannot read (apiserver storage/continue.go DecodeContinue, wrapped as "invalid continue token"):
+    base64 (unpadded URL alphabet), then JSON, then its encoded version (lwsconf fidelity
+    selectors/selectors-labels/continue-garbage). The sim's own tokens are padded base64 of its own JSON."""
+    data = _continue_bytes(token)
+    text = data.decode("latin-1")  # one character per byte: Go's scanner reports the byte it stopped at
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return (str(data["start"][0]), str(data["start"][1]))
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise errors.bad_request("continue token is invalid: restart the list without `continue`") from None
+        value = json.loads(text)
+    except ValueError as exc:
+        raise _bad_continue(context.go_json_syntax_error(exc, text)) from None
+    start = value.get("start") if isinstance(value, dict) else None
+    if isinstance(start, list) and len(start) == 2 and all(isinstance(p, str) for p in start):
+        return (start[0], start[1])
+    version = value.get("v", "") if isinstance(value, dict) else ""
+    raise _bad_continue(f"server does not recognize this encoded version {version}")
+
+
+def _continue_bytes(token: str) -> bytes:
+    body = token.rstrip("=") if token.endswith("=") and len(token) % 4 == 0 else token
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    bad = next((i for i, ch in enumerate(body) if ch not in alphabet), None)
+    if bad is None and len(body) % 4 == 1:
+        bad = len(body) - 1
+    if bad is not None:
+        raise _bad_continue(f"illegal base64 data at input byte {bad}")
+    return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+
+
+def _bad_continue(why: str) -> errors.StatusError:
+    return errors.bad_request(f"invalid continue token: continue key is not valid: {why}")
 
 
 async def list_(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
@@ -206,7 +231,8 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     info = target.info
     context.field_manager(request, "CreateOptions")
     duplicates: list[str] = []
-    obj = await context.read_object(request, "" if info.is_custom else info.kind, duplicates)
+    obj = await context.read_object(request, "" if info.is_custom else info.kind, duplicates,
+                                    api_version=info.api_version)
     repeated = context.duplicate_warnings(info, duplicates, context.field_validation(request))
     context.check_type_meta(info, obj, ctx.registry)
     context.check_namespace(info, obj, target.namespace)
@@ -232,7 +258,7 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
 
     async def attempt() -> web.Response:
         old = ctx.storage.must_get(info, target.namespace or "", name)
-        new = await context.read_object(request, "" if info.is_custom else info.kind)
+        new = await context.read_object(request, "" if info.is_custom else info.kind, api_version=info.api_version)
         return await _write_update(ctx, request, target, old, new)
     return await _retrying(attempt)
 
@@ -368,10 +394,12 @@ async def _delete_options(request: web.Request) -> DeleteOptions:
         body = context.decode_protobuf(data, "meta.k8s.io/v1", "DeleteOptions")
         body.pop("metadata", None)
     elif data.strip():
-        try:
-            parsed = json.loads(data)
-        except ValueError as exc:
-            raise errors.bad_request(f"DeleteOptions body is not valid JSON: {exc}") from None
+        # kube-apiserver's DELETE decodes the body with the JSON serializer, whose SimpleMetaFactory fails first
+        # on a body that is no JSON object (lwsconf fidelity deletion/delete-propagation/body-not-json)
+        problem = context.find_kind_problem(data)
+        if problem is not None:
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {problem}")
+        parsed = json.loads(data)
         if not isinstance(parsed, dict):
             raise errors.bad_request("DeleteOptions body must be a JSON object")
         body = parsed

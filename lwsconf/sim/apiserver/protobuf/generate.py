@@ -82,7 +82,7 @@ def compile_descriptors(dirs: dict[str, Path]) -> bytes:
 
 
 def go_fields(descriptors: bytes, dirs: dict[str, Path]) -> dict[str, object]:
-    """gofields.json: per message full name, field number -> [json name, pointer, omitempty, omitzero]."""
+    """gofields.json: per message full name, field number -> [json name, pointer, omitempty, omitzero, Go type]."""
     files = descriptor_pb2.FileDescriptorSet.FromString(descriptors).file
     messages: dict[str, dict[str, list[object]]] = {}
     lists: list[str] = []
@@ -105,7 +105,8 @@ def go_fields(descriptors: bytes, dirs: dict[str, Path]) -> dict[str, object]:
                 lists.append(full)
             fields = structs.get(message.name)
             if fields:
-                messages[full] = {str(f.number): [f.json, f.pointer, f.omitempty, f.omitzero] for f in fields}
+                messages[full] = {str(f.number): [f.json, f.pointer, f.omitempty, f.omitzero, f.gotype]
+                                  for f in fields}
     return {"moduleVersion": MODULE_VERSION, "modules": list(MODULES), "messages": messages,
             "lists": sorted(lists)}
 

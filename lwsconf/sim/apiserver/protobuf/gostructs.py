@@ -31,6 +31,39 @@ class GoField:
     omitempty: bool
     omitzero: bool
     """`omitzero`: a zero struct is dropped too (Go's omitempty keeps structs: a zero Time is written null)."""
+    gotype: str = ""
+    """The field's Go type as reflect's Type.String() prints it, pointer dropped (`int32`, `v1.Protocol`,
+    `[]v1.Container`, `map[string]string`): the words of encoding/json's UnmarshalTypeError (`godecode`)."""
+
+
+_PACKAGE = re.compile(r"^package (\w+)", re.M)
+_IMPORT = re.compile(r'^\s*(?:import\s+)?(\w+\s+)?"([\w./-]+)"\s*$', re.M)
+_GO_IDENT = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?")
+_BUILTIN = {"string", "bool", "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
+            "float32", "float64", "byte", "rune", "map", "interface", "any"}
+
+
+def go_type_string(written: str, source: str) -> str:
+    """`written` (a field's type in `source`) as reflect.Type.String(): qualified by package name, not by
+    import alias (`metav1.Time` -> `v1.Time`), local types by the file's package, the pointer dropped
+    (encoding/json reports the pointed-to type), byte as uint8."""
+    found = _PACKAGE.search(source)
+    package = found.group(1) if found else ""
+    imports = {(alias or path.rsplit("/", 1)[-1]).strip(): path.rsplit("/", 1)[-1]
+               for alias, path in _IMPORT.findall(source)}
+
+    def qualify(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if "." in name:
+            alias, _, ident = name.partition(".")
+            return f"{imports.get(alias, alias)}.{ident}"
+        if name == "byte":
+            return "uint8"
+        if name == "rune":
+            return "int32"
+        return name if name in _BUILTIN else f"{package}.{name}"
+
+    return _GO_IDENT.sub(qualify, written.lstrip("*"))
 
 
 def parse_structs(source: str) -> dict[str, list[GoField]]:
@@ -59,7 +92,8 @@ def parse_structs(source: str) -> dict[str, list[GoField]]:
             fields.append(GoField(number=int(parts[1]), json="" if inline else name,
                                   pointer=match.group(2).startswith("*"),
                                   omitempty="omitempty" in json_tag[1:] or "omitzero" in json_tag[1:],
-                                  omitzero="omitzero" in json_tag[1:]))
+                                  omitzero="omitzero" in json_tag[1:],
+                                  gotype=go_type_string(match.group(2), source)))
         out[struct.group(1)] = fields
     return out
 

@@ -30,6 +30,8 @@ class FieldInfo:
     pointer: bool
     omitempty: bool
     omitzero: bool = False
+    gotype: str = ""
+    """reflect's name of the Go type (`gostructs.GoField.gotype`); "" when unknown."""
 
 
 class Schema:
