@@ -29,11 +29,8 @@ POLICY_KEY = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
 def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str, Any], *, dry_run: bool) -> None:
     if info.key == CRD_KEY:
         _check_crd(ctx, obj)
-        accepting = {**obj, "status": crds.initial_status(obj)}
-        obj["status"] = crds.established_status(obj)
-        # apiextensions-apiserver's naming and establishing controllers write the status through /status
-        managed_fields.record_update(accepting, obj, manager="kube-apiserver", api_version=info.api_version,
-                                     subresource="status", now=objects.now_rfc3339(), kind=info.kind, builtin=True)
+        # stored as the strategy leaves it; `after_write` then establishes it in a write of its own
+        obj["status"] = crds.initial_status(obj)
     elif info.key == SERVICE_KEY:
         _allocate_cluster_ip(ctx, obj, dry_run=dry_run)
     elif info.key == POLICY_KEY:
@@ -69,6 +66,8 @@ def after_write(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str,
     if still_there and not obj["metadata"].get("deletionTimestamp"):
         for new_info in crds.resource_infos(obj):
             ctx.registry.add(new_info)
+        if (obj.get("status") or {}).get("conditions") is None:
+            _establish(ctx, info, obj)
         return
     if still_there:
         for old_info in old_infos:  # terminating: keep serving until the finalizers are gone
@@ -76,6 +75,19 @@ def after_write(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[str,
         return
     for old_info in old_infos[:1]:
         ctx.db.drop_table(old_info.storage_key)
+
+
+def _establish(ctx: ServerContext, info: resources.ResourceInfo, created: dict[str, Any]) -> None:
+    """What apiextensions-apiserver's naming and establishing controllers do right after a CRD is created: a
+    status write of their own (manager kube-apiserver, subresource status, a new resourceVersion). The create's
+    answer is the CRD as first stored, with empty accepted names and no conditions, as kube-apiserver 1.37.2
+    answers it (lwsconf fidelity crd/crd-install/create-crd); watchers see ADDED, then MODIFIED. The sim does
+    it in the same step, so the CRD is Established as soon as the create has returned."""
+    established = objects.deep_copy(created)
+    established["status"] = crds.established_status(created)
+    managed_fields.record_update(created, established, manager="kube-apiserver", api_version=info.api_version,
+                                 subresource="status", now=objects.now_rfc3339(), kind=info.kind, builtin=True)
+    ctx.storage.commit_update(info, established, created)
 
 
 def _check_crd(ctx: ServerContext, crd: dict[str, Any]) -> None:

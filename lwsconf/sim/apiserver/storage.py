@@ -338,6 +338,9 @@ class Storage:
             return old
         removed = self._remove(info, namespace, name)
         if info.key == PODS:  # graceful deletion: the answer is the pod as marked (grace 0), as kube-apiserver's
+            if removed is not None:  # at the delete's revision, as the etcd3 store decodes what it deleted
+                # (lwsconf fidelity crud/crud-pods/delete)
+                new["metadata"]["resourceVersion"] = removed["metadata"]["resourceVersion"]
             return new
         return removed if removed is not None else old
 

@@ -149,3 +149,55 @@ def test_jsonpatch_expression_is_compiled_trimmed(sim_api: SimAPI) -> None:
     assert reply.status_code == 422, reply.text
     message = reply.json()["details"]["causes"][0]["message"]
     assert message.startswith('Invalid value: "[JSONPatch{op:": compilation failed: ERROR: <input>:1:15:')
+
+
+def test_an_update_of_an_object_without_managed_fields_tracks_none(sim_api: SimAPI) -> None:
+    """crud/crud-serviceaccounts/replace: skipNonAppliedManager (apimachinery managedfields/internal/
+    skipnonapplied.go) skips an update whose object has no managed fields (a ServiceAccount created with
+    nothing to own); an object that has some keeps being tracked."""
+    sas = "/api/v1/namespaces/default/serviceaccounts"
+    created = sim_api.request("POST", sas, json={"apiVersion": "v1", "kind": "ServiceAccount",
+                                                 "metadata": {"name": "plain"}})
+    assert created.status_code == 201 and "managedFields" not in created.json()["metadata"], created.text
+    body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "plain", "labels": {"changed": "yes"}}}
+    replaced = sim_api.request("PUT", f"{sas}/plain", json=body)
+    assert replaced.status_code == 200, replaced.text
+    assert replaced.json()["metadata"]["labels"] == {"changed": "yes"}
+    assert "managedFields" not in replaced.json()["metadata"]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tracked"}, "data": {"a": "1"}}
+    assert sim_api.request("POST", CMS, json=cm).status_code == 201
+    relabelled = sim_api.request("PUT", f"{CMS}/tracked", json={**cm, "metadata": {"name": "tracked",
+                                                                                    "labels": {"x": "1"}}})
+    assert "f:labels" in relabelled.json()["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"]
+
+
+def test_an_unscheduled_pod_deleted_is_answered_at_the_delete_revision(sim_api: SimAPI) -> None:
+    """crud/crud-pods/delete: the pod as marked for deletion, with the resourceVersion of the delete, as the
+    etcd3 store decodes the object it deleted."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], "automountServiceAccountToken": False}}
+    pods = "/api/v1/namespaces/default/pods"
+    created = sim_api.request("POST", pods, json=pod)
+    assert created.status_code == 201, created.text
+    deleted = sim_api.request("DELETE", f"{pods}/p")
+    assert deleted.status_code == 200, deleted.text
+    meta = deleted.json()["metadata"]
+    assert meta["deletionTimestamp"] and int(meta["resourceVersion"]) > int(created.json()["metadata"]["resourceVersion"])
+
+
+def test_a_crd_create_answers_the_stored_crd_and_establishes_it_in_a_write_of_its_own(sim_api: SimAPI) -> None:
+    """crd/crd-install/create-crd: the answer has the strategy's status (no conditions, empty accepted names)
+    and only the client's managed fields; the naming and establishing controllers' status write follows, as
+    manager kube-apiserver on subresource status, with a new resourceVersion."""
+    from tests.sim.apiserver.test_server_crds import widget_crd
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    created = sim_api.request("POST", crds, json=widget_crd())
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["status"]["conditions"] is None and body["status"]["acceptedNames"] == {"plural": "", "kind": ""}
+    assert all(e["manager"] != "kube-apiserver" for e in body["metadata"]["managedFields"])
+    now = sim_api.request("GET", f"{crds}/{body['metadata']['name']}").json()
+    assert [c["type"] for c in now["status"]["conditions"]] == ["NamesAccepted", "Established"]
+    assert int(now["metadata"]["resourceVersion"]) > int(body["metadata"]["resourceVersion"])
+    assert any(e["manager"] == "kube-apiserver" and e.get("subresource") == "status"
+               for e in now["metadata"]["managedFields"])

@@ -84,6 +84,12 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
     base = requested if isinstance(requested, list) and requested and not subresource else (
         ((old or {}).get("metadata") or {}).get("managedFields"))
     entries = [e for e in base if isinstance(e, dict)] if isinstance(base, list) else []
+    if old is not None and not entries:
+        # kube-apiserver's skipNonAppliedManager (apimachinery managedfields/internal/skipnonapplied.go): an
+        # update of an object that has no managed fields tracks none; only an apply starts them again (lwsconf
+        # fidelity crud/crud-serviceaccounts/replace: a ServiceAccount created with nothing to own, relabelled)
+        meta.pop("managedFields", None)
+        return
     before = _without_managed_fields(old) if old is not None else types.empty_object(kind, builtin=builtin)
     after = _without_managed_fields(new) if sent is None else types.as_decoded(kind, _without_managed_fields(new), sent)
     diff = compare.compare(before, after,
