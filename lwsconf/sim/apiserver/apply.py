@@ -144,7 +144,13 @@ def decode_yaml(body: bytes) -> dict[str, Any]:
         objects.check_yaml_depth(body)
         try:
             doc = yaml.load(body, Loader=KubeYamlLoader)  # a SafeLoader subclass: no arbitrary objects
-        except (yaml.YAMLError, RecursionError) as exc:
+        except yaml.composer.ComposerError as exc:  # several documents: the sim's own words
+            raise errors.bad_request(f"the body of the request was not valid YAML or JSON: {exc}") from None
+        except yaml.YAMLError as exc:
+            # kube-apiserver turns the YAML into JSON first (handlers/patch.go validateAndTranscodePatch:
+            # "error encoding patch: " + go-yaml's error; lwsconf fidelity apply/apply-configmap/not-yaml)
+            raise errors.bad_request(f"error encoding patch: {go_yaml_error(exc)}") from None
+        except RecursionError as exc:
             raise errors.bad_request(f"the body of the request was not valid YAML or JSON: {exc}") from None
     objects.check_size(doc)  # before jsonable() recurses over it
     if not isinstance(doc, dict):
@@ -152,6 +158,39 @@ def decode_yaml(body: bytes) -> dict[str, Any]:
         raise errors.bad_request(f"an apply patch must be one object (a YAML or JSON map), but the body was "
                                  f"{what}; send the full configuration you want to own")
     return jsonable(doc, "")  # type: ignore[no-any-return]
+
+
+_GO_YAML_PROBLEMS = (
+    # (PyYAML's context, the start of its problem) -> libyaml's problem, which go-yaml v2 (parserc.go,
+    # scannerc.go) reports; PyYAML words the same parser states its own way
+    ("while parsing a flow sequence", "expected ',' or ']'", "did not find expected ',' or ']'"),
+    ("while parsing a flow mapping", "expected ',' or '}'", "did not find expected ',' or '}'"),
+    ("while parsing a block mapping", "expected <block end>", "did not find expected key"),
+    ("while parsing a block collection", "expected <block end>", "did not find expected '-' indicator"),
+    ("", "expected the node content", "did not find expected node content"),
+    ("", "mapping values are not allowed", "mapping values are not allowed in this context"),
+    ("", "found character", "found character that cannot start any token"),
+    ("", "could not find expected ':'", "could not find expected ':'"),
+    ("", "found unexpected end of stream", "found unexpected end of stream"),
+    ("", "found undefined tag handle", "found undefined tag handle"),
+)
+
+
+def go_yaml_error(exc: yaml.YAMLError) -> str:
+    """PyYAML's error as go-yaml v2 words it: `yaml: line N: <libyaml's problem>` (decode.go parser.fail: the
+    problem mark's 0-based line for a parser error, one more for a scanner error, else the context mark's;
+    no line when it is 0). A problem without a known libyaml wording keeps PyYAML's."""
+    context = str(getattr(exc, "context", "") or "")
+    problem = str(getattr(exc, "problem", "") or "")
+    words = next((go for ctx, start, go in _GO_YAML_PROBLEMS
+                  if (not ctx or context.startswith(ctx)) and problem.startswith(start)), problem or str(exc))
+    problem_mark, context_mark = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    line = 0
+    if problem_mark is not None and problem_mark.line:
+        line = problem_mark.line + (1 if isinstance(exc, yaml.scanner.ScannerError) else 0)
+    elif context_mark is not None and context_mark.line:
+        line = context_mark.line
+    return f"yaml: line {line}: {words}" if line else f"yaml: {words}"
 
 
 def jsonable(value: Any, where: str) -> Any:

@@ -73,7 +73,8 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 def status_response(err: errors.StatusError) -> web.Response:
     if err.plain_text:
         return web.Response(text=err.message, status=err.code, headers={"X-Content-Type-Options": "nosniff"})
-    return json_response(err.to_status(), status=err.code)
+    headers = {"Warning": ", ".join(f"299 - {json.dumps(w)}" for w in err.warnings)} if err.warnings else None
+    return json_response(err.to_status(), status=err.code, headers=headers)
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -357,7 +358,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any],
-                    registry: resources.Registry | None = None) -> None:
+                    registry: resources.Registry | None = None, *, field_validation: str = "Warn") -> None:
     """apiVersion/kind must name this resource (filled in when absent, as the decoder does).
 
     Worded as kube-apiserver when `registry` is given: for a built-in, the codec's error inside
@@ -368,7 +369,7 @@ def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any],
     api_version = obj.setdefault("apiVersion", info.api_version)
     kind = obj.setdefault("kind", info.kind)
     if registry is not None and (api_version, kind) != (info.api_version, info.kind):
-        _type_meta_error(info, registry, str(api_version), str(kind), obj)
+        _type_meta_error(info, registry, str(api_version), str(kind), obj, warn=field_validation == "Warn")
     if api_version != info.api_version or kind != info.kind:
         raise errors.bad_request(
             f"the API version in the data ({api_version}) and kind ({kind}) do not match the request "
@@ -376,12 +377,18 @@ def check_type_meta(info: resources.ResourceInfo, obj: dict[str, Any],
 
 
 def _type_meta_error(info: resources.ResourceInfo, registry: resources.Registry, api_version: str, kind: str,
-                     obj: dict[str, Any]) -> None:
+                     obj: dict[str, Any], *, warn: bool = True) -> None:
     version = api_version.rsplit("/", 1)[-1]
     if info.is_custom:
         if api_version != info.api_version:
-            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
-                                     f"version ({info.api_version})")
+            failure = errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
+                                         f"API version ({info.api_version})")
+            # the body was decoded with no schema (its version is not this one), so every field but TypeMeta and
+            # metadata was an unknown one, and the default fieldValidation=Warn warned of each before the
+            # versioning decoder failed (lwsconf fidelity crd/lws-validation/wrong-api-version)
+            if warn:
+                failure.warnings = [f'unknown field "{k}"' for k in obj if k not in ("apiVersion", "kind", "metadata")]
+            raise failure
         name = (obj.get("metadata") or {}).get("name") or ""
         raise errors.invalid(kind, info.group, str(name), [errors.Cause(
             "kind", f"Invalid value: {json.dumps(kind)}: must be {info.kind}")])

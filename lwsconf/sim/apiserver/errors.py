@@ -40,6 +40,8 @@ class StatusError(Exception):
     """Render `details: {}` when there is nothing in it (kube-apiserver's NewNotFound of a path does)."""
     plain_text: bool = False
     """Answer `message` as text/plain instead of a Status (Go's http.NotFound of a path no handler serves)."""
+    warnings: list[str] = field(default_factory=list)
+    """Warning headers the failed request still carries (what decoding warned of before the failure)."""
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.message)

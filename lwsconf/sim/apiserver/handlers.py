@@ -234,7 +234,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     obj = await context.read_object(request, "" if info.is_custom else info.kind, duplicates,
                                     api_version=info.api_version)
     repeated = context.duplicate_warnings(info, duplicates, context.field_validation(request))
-    context.check_type_meta(info, obj, ctx.registry)
+    context.check_type_meta(info, obj, ctx.registry, field_validation=context.field_validation(request))
     context.check_namespace(info, obj, target.namespace)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
@@ -266,7 +266,7 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def _write_update(ctx: ServerContext, request: web.Request, target: routing.Target,
                         old: dict[str, Any], new: dict[str, Any]) -> web.Response:
     info = target.info
-    context.check_type_meta(info, new, ctx.registry)
+    context.check_type_meta(info, new, ctx.registry, field_validation=context.field_validation(request))
     context.check_namespace(info, new, target.namespace)
     if new["metadata"].get("name", target.name) != target.name:
         raise errors.bad_request(

@@ -201,3 +201,31 @@ def test_a_crd_create_answers_the_stored_crd_and_establishes_it_in_a_write_of_it
     assert int(now["metadata"]["resourceVersion"]) > int(body["metadata"]["resourceVersion"])
     assert any(e["manager"] == "kube-apiserver" and e.get("subresource") == "status"
                for e in now["metadata"]["managedFields"])
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("a: [unclosed\n", "yaml: line 1: did not find expected ',' or ']'"),
+    ("a: {b: 1\n", "yaml: line 1: did not find expected ',' or '}'"),
+    ("a: b: c\n", "yaml: mapping values are not allowed in this context"),
+    ("a:\n  b: 1\n c: 2\n", "yaml: line 2: did not find expected key"),
+])
+def test_yaml_syntax_errors_are_worded_as_go_yaml(body: str, expected: str) -> None:
+    """apply/apply-configmap/not-yaml: libyaml's problem words, and decode.go parser.fail's line (the problem
+    mark's 0-based line for a parser error, none when it is 0)."""
+    with pytest.raises(yaml.YAMLError) as caught:
+        yaml.load(body, Loader=apply.KubeYamlLoader)
+    assert apply.go_yaml_error(caught.value) == expected
+
+
+def test_a_custom_resource_of_another_version_warns_of_its_fields(sim_api: SimAPI) -> None:
+    """crd/lws-validation/wrong-api-version: decoded with no schema, every field but TypeMeta and metadata is
+    unknown, so fieldValidation=Warn warns of each before the versioning decoder's 400; Ignore does not."""
+    from tests.sim.apiserver.test_server_crds import GROUP, PLURAL, VERSION, widget, widget_crd
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert sim_api.request("POST", crds, json=widget_crd()).status_code == 201
+    body = {**widget("w1"), "apiVersion": f"{GROUP}/v9"}
+    url = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+    reply = sim_api.request("POST", url, json=body)
+    assert reply.status_code == 400, reply.text
+    assert reply.headers.get("Warning") == '299 - "unknown field \\"spec\\""'
+    assert "Warning" not in sim_api.request("POST", url + "?fieldValidation=Ignore", json=body).headers
