@@ -175,6 +175,24 @@ def message_numbers(value: Any) -> Any:
     return value
 
 
+_EMBEDDED = re.compile(r'\\"(uid|resourceVersion|creationTimestamp|deletionTimestamp|time)\\":\\"[^"\\]*\\"')
+
+
+def embedded_metadata(value: Any) -> Any:
+    """Rule `embedded-metadata`: where a message quotes an object's JSON (a patch kube-apiserver could not
+    decode: `patch: Invalid value: "{\\"apiVersion\\":...}"`), the uid, resourceVersion, creation and deletion
+    timestamps and managedFields times inside it become `<server>`. Why: the same server-generated values as
+    rule `server-metadata` and `managed-fields-time`, quoted; every other character of the quoted object and
+    of the message is compared."""
+    if isinstance(value, str):
+        return _EMBEDDED.sub(lambda m: f'\\"{m.group(1)}\\":\\"{SERVER}\\"', value) if '\\"' in value else value
+    if isinstance(value, list):
+        return [embedded_metadata(v) for v in value]
+    if isinstance(value, dict):
+        return {k: embedded_metadata(v) for k, v in value.items()}
+    return value
+
+
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
     object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip, list_metadata, condition_times)
 
@@ -187,7 +205,7 @@ def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:
             rule(d)
 
     _walk(out, every_rule)
-    return message_numbers(out)
+    return embedded_metadata(message_numbers(out))
 
 
 def bookmarks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -137,3 +137,16 @@ def test_status_details_uid_is_server_generated_but_the_rest_is_compared() -> No
                 "details": {"name": name, "kind": "configmaps", "uid": uid}}
     assert view(status("1111")) == view(status("2222"))
     assert diff.differences(view(status("1")), view(status("1", "b"))) == ['body.details.name: "a" != "b"']
+
+
+def test_embedded_object_metadata_in_a_message_is_a_placeholder_and_the_rest_is_compared() -> None:
+    """Rule embedded-metadata: uid, resourceVersion and times quoted inside a message (a patch kube-apiserver
+    could not decode) are the servers' own; a different data value in the same quote is still a difference."""
+    def quoted(uid: str, rv: str, when: str, value: str) -> dict:
+        inner = ('{\\"data\\":{\\"a\\":' + value + '},\\"metadata\\":{\\"uid\\":\\"' + uid + '\\",\\"resourceVersion\\":\\"'
+                 + rv + '\\",\\"creationTimestamp\\":\\"' + when + '\\"}}')
+        return {"kind": "Status", "message": f'patch: Invalid value: "{inner}": json: cannot unmarshal number'}
+    a = view(quoted("1111-aaaa", "5", "2026-01-01T00:00:00Z", "5"))
+    b = view(quoted("2222-bbbb", "812", "2026-12-02T10:00:00Z", "5"))
+    assert a == b and '\\"uid\\":\\"<server>\\"' in a["body"]["message"]
+    assert diff.differences(a, view(quoted("1111-aaaa", "5", "2026-01-01T00:00:00Z", "6")))

@@ -25,15 +25,17 @@ from lwsconf.sim.apiserver import (
     conversion,
     errors,
     hooks,
+    merge_patches,
     objects,
     patch,
+    resources,
     routing,
     selectors,
     tables,
 )
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
-from lwsconf.sim.apiserver.protobuf import negotiation
+from lwsconf.sim.apiserver.protobuf import godecode, negotiation
 from lwsconf.sim.apiserver.storage import DeleteOptions
 from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
 
@@ -317,6 +319,8 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
                                 manager=manager, force=context.flag(request, "force"),
                                 api_version=info.api_version, now=objects.now_rfc3339(), custom_schema=info.schema,
                                 subresource=target.subresource or None, status_reset=info.has_status)
+    if old is not None and not info.is_custom and content_type == patch.MERGE_PATCH:
+        _check_merge_patched(info, old, body, patched, context.field_validation(request))
     patched = context.as_object(patched, "the patched object")
     if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
         raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "
@@ -329,6 +333,27 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     if not patched_meta.get("resourceVersion"):
         patched_meta["resourceVersion"] = old["metadata"]["resourceVersion"]
     return await _write_update(ctx, request, target, old, patched)
+
+
+def _check_merge_patched(info: resources.ResourceInfo, old: dict[str, Any], body: bytes, patched: Any,
+                         field_validation: str) -> None:
+    """A merge-patched built-in that its Go type cannot hold, answered as kube-apiserver's jsonPatcher does
+    (apiserver handlers/patch.go applyPatchToCurrentObject): a 422 on the field `patch` whose value is the
+    patched JSON text, with the decoder's error (a wrong type; under fieldValidation=Strict, unknown fields)
+    as the detail (lwsconf fidelity patches/patch-merge/wrong-type, requests/field-validation/patch-unknown-strict)."""
+    message = godecode.message_for(info.api_version, info.kind)
+    if message is None or not isinstance(patched, dict):
+        return
+    found = godecode.decode(objects.deep_copy(patched), message)
+    if found.type_error is not None:
+        detail = found.type_error
+    elif found.unknown and field_validation == "Strict":
+        detail = "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in found.unknown)
+    else:
+        return
+    text = merge_patches.merged_json_text(godecode.go_order(old, message), json.loads(body))
+    cause = errors.Cause("patch", f"Invalid value: {json.dumps(text, ensure_ascii=False)}: {detail}")
+    raise errors.StatusError(422, "Invalid", f' "" is invalid: patch: {cause.message}', causes=[cause])
 
 
 async def _create_from_apply(ctx: ServerContext, request: web.Request, target: routing.Target,

@@ -27,6 +27,39 @@ from lwsconf.sim.apiserver import errors
 
 # --- RFC 7386 --------------------------------------------------------------------------------------
 
+def merged_json_text(current: dict[str, Any], patch: dict[str, Any]) -> str:
+    """The JSON text kube-apiserver's merge patch produces from `current` (keys in Go's struct order,
+    `protobuf.godecode.go_order`) and `patch`: evanphx/json-patch's MergePatch keeps untouched values as the
+    raw text they were, and re-marshals as Go maps (keys sorted) every object it merged into and every object
+    it took from the patch (pruneNulls); Go's encoder escapes <, > and & (apiserver handlers/patch.go
+    jsonPatcher, which embeds this text in the 422 when the result does not decode)."""
+    text = json.dumps(_merged_doc(current, patch), separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _merged_doc(doc: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = dict(doc)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif out.get(key) is None:
+            out[key] = _pruned(value)
+        elif isinstance(out[key], dict) and isinstance(value, dict):
+            out[key] = _merged_doc(out[key], value)
+        else:
+            out[key] = _pruned(value) if not isinstance(out[key], dict) else value
+    return {key: out[key] for key in sorted(out)}
+
+
+def _pruned(value: Any) -> Any:
+    """A value taken from the patch: its objects lose their nulls and are written as Go maps (sorted keys)."""
+    if isinstance(value, dict):
+        return {k: _pruned(value[k]) for k in sorted(value) if value[k] is not None}
+    if isinstance(value, list):
+        return [_pruned(item) for item in value]
+    return value
+
+
 def merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     """Apply an RFC 7386 JSON merge patch: null deletes, objects merge recursively, the rest replaces.
 

@@ -229,3 +229,35 @@ def test_a_custom_resource_of_another_version_warns_of_its_fields(sim_api: SimAP
     assert reply.status_code == 400, reply.text
     assert reply.headers.get("Warning") == '299 - "unknown field \\"spec\\""'
     assert "Warning" not in sim_api.request("POST", url + "?fieldValidation=Ignore", json=body).headers
+
+
+def test_merged_json_text_keeps_untouched_values_and_sorts_what_it_merged() -> None:
+    """evanphx/json-patch MergePatch as kube-apiserver runs it: untouched values raw (Go's struct order), objects
+    merged into or taken from the patch written as Go maps (sorted keys, nulls pruned), HTML characters escaped."""
+    from lwsconf.sim.apiserver import merge_patches
+    current = {"metadata": {"name": "x", "namespace": "n", "note": "<b>"}, "data": {"c": "3", "b": "2"}, "kind": "K"}
+    text = merge_patches.merged_json_text(current, {"data": {"a": 5}, "extra": {"z": 1, "y": None, "x": 2}})
+    assert text == ('{"data":{"a":5,"b":"2","c":"3"},"extra":{"x":2,"z":1},"kind":"K",'
+                    '"metadata":{"name":"x","namespace":"n","note":"\\u003cb\\u003e"}}')
+
+
+def test_a_merge_patch_its_type_cannot_hold_is_a_422_on_patch(sim_api: SimAPI) -> None:
+    """patches/patch-merge/wrong-type and requests/field-validation/patch-unknown-strict: jsonPatcher's
+    NewInvalid with no kind or name, the field `patch` holding the patched JSON, the decoder's error as the
+    detail; under Strict an unknown field, under Warn a warning and the field dropped."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mp"}, "data": {"b": "2"}}
+    assert sim_api.request("POST", CMS, json=cm).status_code == 201
+    merge = {"Content-Type": "application/merge-patch+json"}
+    reply = sim_api.request("PATCH", f"{CMS}/mp", data=b'{"data": {"a": 5}}', headers=merge)
+    assert reply.status_code == 422, reply.text
+    body = reply.json()
+    assert body["message"].startswith(' "" is invalid: patch: Invalid value: "{\\"apiVersion\\":\\"v1\\",'
+                                      '\\"data\\":{\\"a\\":5,\\"b\\":\\"2\\"},\\"kind\\":\\"ConfigMap\\",'
+                                      '\\"metadata\\":{\\"name\\":\\"mp\\",\\"namespace\\":\\"default\\",')
+    assert body["message"].endswith(": json: cannot unmarshal number into Go struct field ConfigMap.data of type string")
+    assert [c["field"] for c in body["details"]["causes"]] == ["patch"] and "kind" not in body["details"]
+    reply = sim_api.request("PATCH", f"{CMS}/mp?fieldValidation=Strict", data=b'{"colour": "red"}', headers=merge)
+    assert reply.status_code == 422 and reply.json()["message"].endswith(
+        ': strict decoding error: unknown field "colour"'), reply.text
+    reply = sim_api.request("PATCH", f"{CMS}/mp", data=b'{"colour": "red"}', headers=merge)
+    assert reply.status_code == 200 and "colour" not in reply.json(), reply.text

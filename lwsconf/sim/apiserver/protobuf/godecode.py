@@ -252,3 +252,38 @@ def _json_kind(value: Any, go_type: str) -> str:
 def _go_number(value: int | float) -> str:
     """The number as the body most likely wrote it (Go's error quotes the literal; `3.0` stays `3.0`)."""
     return repr(value)
+
+
+def go_order(value: Any, message: str) -> Any:
+    """`value` (a built-in object of `message`) with its keys in the order Go's encoding/json writes the struct:
+    struct fields in declaration order (the descriptor's; embedded structs' fields in place), map keys sorted.
+    Values are kept as they are; keys the type lacks go last. Used where kube-apiserver embeds an object's
+    JSON in a message (a patch it could not decode)."""
+    return _order(value, schema_mod.load(), message)
+
+
+def _order(value: Any, schema: schema_mod.Schema, message: str) -> Any:
+    if not isinstance(value, dict) or message in _OPAQUE:
+        return value
+    slots = _slots(schema, message)
+    out = {key: _order_slot(value[key], schema, slot) for key, slot in slots.items() if key in value}
+    out.update({key: item for key, item in value.items() if key not in out})
+    return out
+
+
+def _order_slot(value: Any, schema: schema_mod.Schema, slot: _Slot) -> Any:
+    fd = slot.field
+    if slot.is_map:
+        if not isinstance(value, dict):
+            return value
+        value_fd = fd.message_type.fields_by_name["value"]
+        return {k: _order_element(value[k], schema, value_fd) for k in sorted(value)}
+    if fd.is_repeated and isinstance(value, list):
+        return [_order_element(item, schema, fd) for item in value]
+    return _order_element(value, schema, fd)
+
+
+def _order_element(value: Any, schema: schema_mod.Schema, fd: Any) -> Any:
+    if fd.message_type is None or fd.message_type.full_name in schema.lists:
+        return value
+    return _order(value, schema, fd.message_type.full_name)
