@@ -21,7 +21,7 @@ from kubernetes import client, config
 from lwsconf.controlplane import build as gobuild
 from lwsconf.timeouts import Timeouts
 from lwsconf.upstream import build, install, manifests, source
-from lwsconf.upstream.manager import LEASE_NAME, LEASE_NAMESPACE, ManagerProcess
+from lwsconf.upstream.manager import LEADER_ELECTION, LEASE_NAME, LEASE_NAMESPACE, ManagerProcess
 from lwsconf.waits import core
 
 PROBE_NAMESPACE = "default"
@@ -91,9 +91,9 @@ class Running:
         code = component.exited() if component is not None else None
         if component is None or code is None:
             return None
-        hint = (" It lost its leader-election Lease: the API server answered its renewals too slowly (a "
-                "heavily loaded machine); rerun on a quieter one." if "leader election lost" in component.tail()
-                else "")
+        hint = (" It lost its leader-election Lease: the API server did not answer its renewals within the "
+                f"{LEADER_ELECTION['renewDeadline']} renew deadline (a stalled API server, or a heavily loaded "
+                "machine)." if "leader election lost" in component.tail() else "")
         return (f"upstream's LWS manager exited with status {code} during the run; no test from this "
                 f"one on can pass without a controller.{hint}\n{self.manager.describe()}")
 

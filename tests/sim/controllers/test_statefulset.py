@@ -100,6 +100,21 @@ def test_parallel_creates_all_pods_at_once_with_identity_labels_and_owner() -> N
     ws.run(scenario)
 
 
+def test_a_set_larger_than_the_sim_can_run_is_left_alone_with_a_warning_until_scaled_down() -> None:
+    """1000001 replicas (what upstream LWS v0.9.0 admits, V3) must not stall the shared event loop: no pod,
+    one Warning, the API server still answers at once; scaled back down, the set is served as usual."""
+    async def scenario() -> None:
+        async with ws.sim_with(controller) as client:
+            await client.create(STS, statefulset(replicas=1_000_001))
+            [message] = await ws.events_until(client, "web", sts_mod.TOO_MANY_REPLICAS, 1)
+            assert message.startswith(f"spec.replicas 1000001 is more than the {sts_mod.MAX_SIMULATED_REPLICAS} "), message
+            await ws.pods_stay(client, lambda p: not p, "no pod for a set the sim declines")
+            await client.patch(STS, "web", {"spec": {"replicas": 2}}, namespace=NS, subresource="scale")
+            await ws.pods_until(client, lambda p: names(p) == {"web-0", "web-1"}, "2 pods once scaled down")
+            await status_until(client, "web", {"replicas": 2, "observedGeneration": 2})
+    ws.run(scenario, timeout=30)
+
+
 def test_ordered_ready_creates_the_next_pod_only_after_the_previous_is_running_and_ready() -> None:
     async def scenario() -> None:
         async with ws.sim_with(controller) as client:
