@@ -108,14 +108,22 @@ def _uid_keys(node: Any) -> Any:
 _GENERATED = re.compile(r"^[a-z0-9]{5}$")
 
 
+_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
 def generated_name(d: dict[str, Any]) -> None:
     """Rule `generated-name`: a name made from metadata.generateName keeps its prefix; the five
-    random characters after it become `*****`. Why: both servers pick them at random."""
+    random characters after it become `*****`, in the name and in a Namespace's
+    `kubernetes.io/metadata.name` label when that label repeats the name. Why: both servers pick them at
+    random; that the label is set, and to the object's own name, is still compared."""
     meta = d.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("generateName"), str) and isinstance(meta.get("name"), str):
         prefix, name = meta["generateName"], meta["name"]
         if name.startswith(prefix) and _GENERATED.match(name[len(prefix):]):
             meta["name"] = prefix + "*****"
+            labels = meta.get("labels")
+            if d.get("kind") == "Namespace" and isinstance(labels, dict) and labels.get(_NAME_LABEL) == name:
+                labels[_NAME_LABEL] = meta["name"]
 
 
 def cluster_ip(d: dict[str, Any]) -> None:

@@ -150,3 +150,13 @@ def test_embedded_object_metadata_in_a_message_is_a_placeholder_and_the_rest_is_
     b = view(quoted("2222-bbbb", "812", "2026-12-02T10:00:00Z", "5"))
     assert a == b and '\\"uid\\":\\"<server>\\"' in a["body"]["message"]
     assert diff.differences(a, view(quoted("1111-aaaa", "5", "2026-01-01T00:00:00Z", "6")))
+
+
+def test_a_generated_namespace_name_is_masked_in_its_name_label_too() -> None:
+    """Rule generated-name: the kubernetes.io/metadata.name label of a generated Namespace copies the random
+    name; it is masked only where it equals the name, so a label naming something else still differs."""
+    def ns(name: str, label: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"generateName": "gen-", "name": name, "labels": {"kubernetes.io/metadata.name": label}}}
+    assert view(ns("gen-abcde", "gen-abcde")) == view(ns("gen-vwxyz", "gen-vwxyz"))
+    assert diff.differences(view(ns("gen-abcde", "gen-abcde")), view(ns("gen-vwxyz", "other")))
