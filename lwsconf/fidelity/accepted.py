@@ -18,19 +18,10 @@ _POD_SPEC_DIFF = ("kube-apiserver's 'pod updates may not change fields' message 
                   "type's field order and every zero value, with line numbers into that dump (ValidatePodUpdate). The "
                   "sim has no internal types, only the served JSON, so it ends the same message with the changed "
                   "fields instead (validation_pods); code, reason, field and the sentence before the diff are identical")
-_NODE_TAINT = ("kube-apiserver's TaintNodesByCondition admission plugin creates every Node with the "
-               "node.kubernetes.io/not-ready:NoSchedule taint, which kube-controller-manager's node lifecycle controller "
-               "lifts once the node is Ready. The sim's own node lifecycle controller manages that taint the same way "
-               "(controllers/nodelifecycle.desired_taints), but the sim does not add it at create: its controller tests "
-               "and tools create Nodes on API servers that run no node lifecycle controller and expect them "
-               "schedulable (with the taint, 17 tests of tests/sim/controllers/test_scheduler.py and "
-               "test_daemonset.py fail), and its kubelets' Nodes are Ready from their first status, so the taint "
-               "would only delay scheduling by one controller pass")
 
 ACCEPTED: dict[str, str] = {
     "patches/patch-strategic/bad-directive": _NO_5XX.replace("strconv.ParseUint's", "mergepatch.ErrBadPatchType's"),
     "crud/crud-pods/replace": _POD_SPEC_DIFF,
-    "controllers/ctl-endpointslices/node": _NODE_TAINT,
     "versions/rv-concurrency/update-garbage-rv": _NO_5XX,
     "watch/watch-errors/garbage-rv": _NO_5XX,
     "versions/rv-lists/list-exact-after-a": _NO_MVCC,

@@ -23,6 +23,8 @@ from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 SERVICE_KEY = ("", "services")
+NODE_KEY = ("", "nodes")
+NOT_READY = "node.kubernetes.io/not-ready"
 POLICY_KEY = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
 
 
@@ -33,6 +35,8 @@ def before_create(ctx: ServerContext, info: resources.ResourceInfo, obj: dict[st
         obj["status"] = crds.initial_status(obj)
     elif info.key == SERVICE_KEY:
         _allocate_cluster_ip(ctx, obj, dry_run=dry_run)
+    elif info.key == NODE_KEY:
+        _taint_not_ready(obj)
     elif info.key == POLICY_KEY:
         obj["status"] = {"observedGeneration": 1, "typeChecking": {}}
 
@@ -88,6 +92,20 @@ def _establish(ctx: ServerContext, info: resources.ResourceInfo, created: dict[s
     managed_fields.record_update(created, established, manager="kube-apiserver", api_version=info.api_version,
                                  subresource="status", now=objects.now_rfc3339(), kind=info.kind, builtin=True)
     ctx.storage.commit_update(info, established, created)
+
+
+def _taint_not_ready(node: dict[str, Any]) -> None:
+    """kube-apiserver's TaintNodesByCondition admission plugin (plugin/pkg/admission/nodetaint): a Node is
+    created with the `node.kubernetes.io/not-ready:NoSchedule` taint unless it has one of that key and effect,
+    so nothing is scheduled there before the node lifecycle controller has seen it Ready and lifted it
+    (`sim.controllers.nodelifecycle.desired_taints`; lwsconf fidelity controllers/ctl-endpointslices/node)."""
+    spec = node.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    sent = spec.get("taints")
+    taints: list[Any] = sent if isinstance(sent, list) else []
+    if not any(isinstance(t, dict) and t.get("key") == NOT_READY and t.get("effect") == "NoSchedule" for t in taints):
+        spec["taints"] = [*taints, {"key": NOT_READY, "effect": "NoSchedule"}]
 
 
 def _check_crd(ctx: ServerContext, crd: dict[str, Any]) -> None:

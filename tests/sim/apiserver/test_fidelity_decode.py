@@ -261,3 +261,18 @@ def test_a_merge_patch_its_type_cannot_hold_is_a_422_on_patch(sim_api: SimAPI) -
         ': strict decoding error: unknown field "colour"'), reply.text
     reply = sim_api.request("PATCH", f"{CMS}/mp", data=b'{"colour": "red"}', headers=merge)
     assert reply.status_code == 200 and "colour" not in reply.json(), reply.text
+
+
+def test_a_new_node_is_tainted_not_ready_once(sim_api: SimAPI) -> None:
+    """controllers/ctl-endpointslices/node: TaintNodesByCondition (plugin/pkg/admission/nodetaint) adds
+    node.kubernetes.io/not-ready:NoSchedule at create, after the node's own taints and not twice."""
+    nodes = "/api/v1/nodes"
+    own = {"key": "example.com/gpu", "effect": "NoSchedule"}
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    made = sim_api.request("POST", nodes, json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "t1"},
+                                                "spec": {"taints": [own]}})
+    assert made.status_code == 201, made.text
+    assert made.json()["spec"]["taints"] == [own, not_ready]
+    again = sim_api.request("POST", nodes, json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "t2"},
+                                                 "spec": {"taints": [not_ready]}})
+    assert again.json()["spec"]["taints"] == [not_ready]

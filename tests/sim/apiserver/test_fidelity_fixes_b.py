@@ -46,7 +46,7 @@ def test_a_bare_node_reads_back_with_go_zero_values(sim_api: SimAPI) -> None:
     and their strings and Port have no omitempty, so kube-apiserver answers them as zero values."""
     node = sim_api.request("POST", "/api/v1/nodes", json={"apiVersion": "v1", "kind": "Node",
                                                           "metadata": {"name": "n"}}).json()
-    assert node["spec"] == {}
+    assert node["spec"] == {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}  # nodetaint
     assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
     assert node["status"]["nodeInfo"]["kubeletVersion"] == "" and len(node["status"]["nodeInfo"]) == 10
 

@@ -31,6 +31,8 @@ async def add_node(client: kc.Client, name: str, *, labels: dict[str, str] | Non
                                 "spec": {"taints": taints or [], "unschedulable": cordoned}})
     status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     await client.patch(NODES, name, {"status": status}, subresource="status")
+    if ready:  # the node lifecycle controller lifts TaintNodesByCondition's not-ready taint once Ready
+        await client.patch(NODES, name, {"spec": {"taints": taints or None}})
 
 
 def daemonset(*, image: str = "img:1", **pod_spec: Any) -> Obj:

@@ -69,7 +69,10 @@ async def make_node(client: kc.Client, name: str, *, labels: dict[str, str] | No
     status = {"capacity": resources, "allocatable": resources,
               "conditions": [{"type": "Ready", "status": "True" if ready else "False",
                               "reason": "KubeletReady" if ready else "KubeletNotReady"}]}
-    return await client.patch(NODES, name, {"status": status}, subresource="status")
+    node = await client.patch(NODES, name, {"status": status}, subresource="status")
+    if ready:  # the node lifecycle controller lifts TaintNodesByCondition's not-ready taint once Ready
+        node = await client.patch(NODES, name, {"spec": {"taints": list(taints) or None}})
+    return node
 
 
 async def make_pod(client: kc.Client, name: str, *, requests: dict[str, str] | None = None,
