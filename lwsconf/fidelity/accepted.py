@@ -10,8 +10,6 @@ from __future__ import annotations
 _NO_5XX = ("kube-apiserver answers strconv.ParseUint's error unconverted, a reasonless 500; the sim gives the same "
            "words as a 400 BadRequest on purpose: it never answers a malformed request with a 5xx, which its fuzz "
            "tests hold it to (tests/sim/apiserver/test_bad_input.py, fuzz_oracle.judge)")
-_NO_MVCC = ("a list at an exact older resourceVersion is etcd's snapshot of that revision; the sim's store keeps no "
-            "past versions of objects (handlers.get/list_ read the current ones), so it answers the current items")
 
 _POD_SPEC_DIFF = ("kube-apiserver's 'pod updates may not change fields' message ends with a unified diff of its "
                   "internal (unversioned) core.PodSpec Go struct dumped as indented JSON: Go field names, the internal "
@@ -24,6 +22,4 @@ ACCEPTED: dict[str, str] = {
     "crud/crud-pods/replace": _POD_SPEC_DIFF,
     "versions/rv-concurrency/update-garbage-rv": _NO_5XX,
     "watch/watch-errors/garbage-rv": _NO_5XX,
-    "versions/rv-lists/list-exact-after-a": _NO_MVCC,
-    "versions/rv-lists/list-exact-too-old": _NO_MVCC,
 }

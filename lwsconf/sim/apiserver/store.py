@@ -195,6 +195,27 @@ class Store:
         out.sort()
         return out
 
+    def list_at(self, key: ResourceKey, rv: int, namespace: str | None, label_sel: selectors.LabelSelector,
+                field_sel: selectors.FieldSelector) -> list[tuple[ObjKey, dict[str, Any]]] | None:
+        """The matching objects as they were at resourceVersion `rv` (etcd's snapshot of that revision, which a
+        list with resourceVersionMatch=Exact reads), sorted by key; None when `rv` is older than the retained
+        history. Rebuilt from the current objects by undoing, newest first, every event after `rv`."""
+        table = self.table(key)
+        if rv < table.compacted_rv:
+            return None
+        state = dict(table.objects)
+        for event in reversed(table.history):
+            if event.rv <= rv:
+                break
+            k = obj_key(event.obj)
+            if event.type == "ADDED":
+                state.pop(k, None)
+            elif event.old is not None:
+                state[k] = event.old
+        return sorted(((k, obj) for k, obj in state.items()
+                       if (not namespace or k[0] == namespace) and label_sel.matches(obj["metadata"].get("labels"))
+                       and field_sel.matches(obj)), key=lambda item: item[0])
+
     # --- writes -----------------------------------------------------------------------------
 
     def next_rv(self) -> int:

@@ -276,3 +276,31 @@ def test_a_new_node_is_tainted_not_ready_once(sim_api: SimAPI) -> None:
     again = sim_api.request("POST", nodes, json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "t2"},
                                                  "spec": {"taints": [not_ready]}})
     assert again.json()["spec"]["taints"] == [not_ready]
+
+
+def test_an_exact_list_at_an_older_resource_version_answers_the_objects_as_they_were(sim_api: SimAPI) -> None:
+    """versions/rv-lists/list-exact-after-a and list-exact-too-old: resourceVersionMatch=Exact reads etcd's
+    snapshot of that revision, rebuilt by the sim from its event history: later creates absent, later changes
+    undone, later deletes present again; the list's resourceVersion is the one asked for."""
+    ns = "/api/v1/namespaces/exact"
+    assert sim_api.request("POST", "/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                               "metadata": {"name": "exact"}}).status_code == 201
+    start = sim_api.request("GET", f"{ns}/configmaps").json()["metadata"]["resourceVersion"]
+    a = sim_api.request("POST", f"{ns}/configmaps", json={"apiVersion": "v1", "kind": "ConfigMap",
+                                                          "metadata": {"name": "a"}, "data": {"v": "1"}}).json()
+    rv_a = a["metadata"]["resourceVersion"]
+    sim_api.request("POST", f"{ns}/configmaps", json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}})
+    sim_api.request("PATCH", f"{ns}/configmaps/a", data=b'{"data": {"v": "2"}}',
+                    headers={"Content-Type": "application/merge-patch+json"})
+    sim_api.request("DELETE", f"{ns}/configmaps/b")
+
+    def at(rv: str) -> dict[str, Any]:
+        reply = sim_api.request("GET", f"{ns}/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact")
+        assert reply.status_code == 200, reply.text
+        return reply.json()  # type: ignore[no-any-return]
+    then = at(rv_a)
+    assert then["metadata"]["resourceVersion"] == rv_a
+    assert [(i["metadata"]["name"], i["data"]) for i in then["items"]] == [("a", {"v": "1"})]
+    assert at(start)["items"] == []
+    now = sim_api.request("GET", f"{ns}/configmaps").json()
+    assert [(i["metadata"]["name"], i["data"]) for i in now["items"]] == [("a", {"v": "2"})]
