@@ -317,32 +317,11 @@ def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
     return next(iter(revs)) if len(revs) == 1 else None
 
 
-def max_taken_down(timeline: timeline_model.Timeline, groups: range,
-                   unready_at_start: frozenset[int] = frozenset()) -> tuple[int, float]:
-    """The most of `groups` a rollout had down at one instant, and when: what the controller took down.
-
-    A group is down from the instant its original leader is gone (from the start when it did not exist yet,
-    or when it is in `unready_at_start`) until a new incarnation of it is first seen ready. Readiness that
-    flaps in a group the rollout has not touched, or has already brought back, is not counted: on an
-    overloaded machine the kubelet's probes time out on their own, which no controller causes or prevents,
-    and a controller that sees it only holds back more (4.4.4 counts unready groups against maxUnavailable).
-    """
-    first_uid: dict[int, str | None] = {}
-    down: dict[int, bool] = {}
-    worst, when = 0, 0.0
-    for t, latest in analysis.states(timeline):
-        for g in groups:
-            sample = latest.get(g)
-            leader = sample.leader if sample is not None else None
-            uid = leader.uid if leader is not None else None
-            if g not in first_uid:
-                first_uid[g] = uid
-                down[g] = uid is None or g in unready_at_start
-            elif not down[g] and uid != first_uid[g]:
-                down[g] = True  # taken down: its leader (original or the one that came back) is gone
-            if down[g] and sample is not None and sample.ready and uid is not None and uid != first_uid[g]:
-                down[g], first_uid[g] = False, uid  # a new incarnation is ready: back
-        count = sum(down.values())
-        if count > worst:
-            worst, when = count, t
-    return worst, when
+def assert_at_most_down(timeline: timeline_model.Timeline, groups: range, allowed: int, why: str, *,
+                        unready_at_start: frozenset[int] = frozenset()) -> None:
+    """Fail unless at every observed instant at most `allowed` of `groups` were taken down by the controller
+    (`analysis.max_taken_down`), saying `why` that is the limit and showing the timeline around the worst instant."""
+    worst, when = analysis.max_taken_down(timeline, groups, unready_at_start)
+    assert worst <= allowed, (f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, "
+                              f"want at most {allowed}: {why}\ntimeline around then:\n"
+                              f"{analysis.describe(timeline, around=when)}")

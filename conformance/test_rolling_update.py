@@ -5,7 +5,7 @@ group's revision and readiness and the test's steps while the rollout runs, so w
 (`lwsconf.timeline.analysis`) are checked at every observed instant: no
 group ever serves with its leader and workers on different revisions, groups are replaced from the
 highest index down, and never more than maxUnavailable groups are down at once (every rollout here,
-size changes, superseded and scaled-down rollouts included: `_at_most_down`, counted from observed
+size changes, superseded and scaled-down rollouts included: `assert_at_most_down`, counted from observed
 pods only, never from status counters, which include surge groups, trap T7). Stalls are made
 deterministic with the probe's start-unready mode: a revision whose pods never turn Ready stops the
 rollout exactly where the contract says it stops.
@@ -13,32 +13,16 @@ rollout exactly where the contract says it stops.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, group_revision, roll_template
+from conformance.harness import LWSHarness, annotations_of, assert_at_most_down, group_revision, roll_template
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
-from lwsconf.timeline.model import Timeline
 from lwsconf.waits import rollout
 
-
-def _at_most_down(timeline: Timeline, groups: range, allowed: int) -> None:
-    """Fail unless at every observed instant at most `allowed` of `groups` were taken down (missing, or not
-    ready with a pod deleted or replaced).
-
-    The partition moves down only as the groups above it turn ready and updated (4.4.2, 4.4.4), so a
-    conformant rollout never has more than maxUnavailable of the groups below `replicas` down at once. A group
-    unready with all its original pods was not taken down by the controller: its pods' readiness flapped
-    (seen for the reference on --cluster=local under load, run 20261203-034417-d1ad: old group 0 unready for
-    1.4 s, untouched, while 1 and 2 were replaced with maxUnavailable 2), so `analysis.max_taken_down`.
-    """
-    worst, when = analysis.max_taken_down(timeline, groups)
-    assert worst <= allowed, (
-        f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, maxUnavailable allows "
-        f"{allowed}: a group was taken down before the ones above it were ready again (4.4.2, 4.4.4); "
-        f"timeline around then:\n{analysis.describe(timeline, around=when)}")
+_WHY = "a group was taken down before the ones above it were ready again (4.4.2, 4.4.4)"
 
 
 @conformance(short_name="RollingUpdateGroupByGroupFromTheTop", slow=True, features={Feature.ROLLING_UPDATE},
@@ -51,7 +35,7 @@ def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
     assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
     assert analysis.replacement_order(timeline, old, 3) == [2, 1, 0], \
         f"replacement order:\n{analysis.describe(timeline)}"
-    _at_most_down(timeline, range(3), 1)
+    assert_at_most_down(timeline, range(3), 1, _WHY)
     after = lws.groups("roll")
     assert all(not (after[i].uids & before[i].uids) for i in range(3)), "a group kept an old pod"
     assert new != old
@@ -66,7 +50,7 @@ def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
     lws.create(manifest)
     lws.ready("mu", replicas=3, size=2)
     timeline, old, _ = roll_template(lws, "mu", manifest, replicas=3, size=2)
-    _at_most_down(timeline, range(3), 2)
+    assert_at_most_down(timeline, range(3), 2, _WHY)
     lowered = [s.partition for s in timeline.leader_sts if s.revision != old and s.partition < 3]
     assert lowered and lowered[0] == 1, f"first partition step {lowered[:1]}, want R - maxUnavailable = 1:\n" \
                                         f"{analysis.describe(timeline)}"
@@ -83,7 +67,7 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
         lws.patch("resize", {"spec": {"leaderWorkerTemplate": {"size": 3}}})
         rollout.rollout_must_complete(lws.api, lws.namespace, "resize", old={old}, replicas=2, size=3, t=lws.t)
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
-    _at_most_down(timeline, range(2), 1)
+    assert_at_most_down(timeline, range(2), 1, _WHY)
     for pod_name, pod in lws.pods("resize").items():
         assert annotations_of(pod).get("leaderworkerset.sigs.k8s.io/size") == "3", f"{pod_name}: {annotations_of(pod)}"
         assert lws.probe_json(pod_name)["lws"]["LWS_GROUP_SIZE"] == "3"
@@ -110,7 +94,7 @@ def test_second_change_mid_rollout(lws: LWSHarness) -> None:
                                               t=lws.t)
     assert not [s for s in timeline.samples if s.group < 2 and stuck in s.revisions], \
         f"groups 0/1 ran the superseded revision:\n{analysis.describe(timeline)}"
-    _at_most_down(timeline, range(3), 1)  # stuck group 2 counts: the fix replaces it before touching 1
+    assert_at_most_down(timeline, range(3), 1, _WHY)  # stuck group 2 counts: the fix replaces it before touching 1
     lws.wait(lambda: _only_revision(lws, "twice", final), what="old ControllerRevisions to be pruned", name="twice")
 
 
@@ -143,7 +127,7 @@ def test_scale_down_during_rollout(lws: LWSHarness) -> None:
     assert lws.statefulsets()["shrink"]["spec"]["replicas"] == 2
     # Groups 0 and 1 are the ones left: the stuck rollout may go on into group 1 after the scale-down
     # (4.4.4 step 6), but group 0 only once group 1 is ready on the fixed revision.
-    _at_most_down(timeline, range(2), 1)
+    assert_at_most_down(timeline, range(2), 1, _WHY)
 
 
 def _top_group_gone(lws: LWSHarness, name: str) -> None:

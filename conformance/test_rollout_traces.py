@@ -15,7 +15,7 @@ maxSurge 2; maxUnavailable larger than replicas.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, change_template, max_taken_down
+from conformance.harness import LWSHarness, assert_at_most_down, change_template
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
@@ -78,12 +78,6 @@ def _leaders_at_start(timeline: Timeline) -> dict[int, str]:
     return first
 
 
-def _at_most_down(timeline: Timeline, groups: range, allowed: int, why: str) -> None:
-    worst, when = max_taken_down(timeline, groups)
-    assert worst <= allowed, (f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, "
-                              f"want at most {allowed}: {why}\n{analysis.describe(timeline, around=when)}")
-
-
 @conformance(short_name="TemplateAndReplicasChangedTogether", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.SCALING},
              description="Template and replicas 2 -> 3 in one update, no maxSurge: scaled up first with no surge, the new "
@@ -111,7 +105,7 @@ def test_template_and_replicas_changed_together(lws: LWSHarness) -> None:
         f"old groups' replacement order, want [1, 0] (highest first, 4.4.2):\n{analysis.describe(timeline)}"
     # The new group counts as unavailable until it is ready (4.4.2: a missing group is neither ready nor
     # updated), so with maxUnavailable 1 no old group goes down while it comes up.
-    _at_most_down(timeline, range(3), 1, "maxUnavailable 1 over the 3 groups of the new R; an old group is "
+    assert_at_most_down(timeline, range(3), 1, "maxUnavailable 1 over the 3 groups of the new R; an old group is "
                                          "taken down only once the new group 2 is ready (4.4.2, 4.4.4)")
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert lws.statefulsets()["both"]["spec"]["replicas"] == 3

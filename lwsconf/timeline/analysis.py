@@ -2,8 +2,8 @@
 
 Waiting for an end state cannot show what happened on the way; these read every observed instant:
 a group serving half-updated (`half_updated`), the order groups were replaced in
-(`replacement_order`), the most groups down at once (`max_unready`; `max_taken_down` leaves out groups
-whose original pods are all still there, unready on their own), the fewest serving
+(`replacement_order`), the most groups down at once (`max_unready`; `max_taken_down` counts only groups whose
+leader was replaced, until they are back), the fewest serving
 (`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`). `describe` is what a failed
 assertion prints. Pure functions of the model.
 """
@@ -56,22 +56,37 @@ def max_unready(timeline: Timeline, groups: range) -> tuple[int, float]:
     return worst, when
 
 
-def max_taken_down(timeline: Timeline, groups: range) -> tuple[int, float]:
-    """As `max_unready`, but a group that still has exactly the pods of its first sample (same UIDs) is not
-    counted when unready: nothing replaced it, so its pods lost readiness on their own (a readiness probe
-    timing out on a loaded machine), which no controller can prevent. A controller takes a group down only by
-    deleting its pods, so any group it touched has a missing or a new pod and still counts. Seen: the
-    reference's RollingUpdateMaxUnavailable on --cluster=local (run 20261203-034417-d1ad, load average ~30),
-    where old group 0's untouched pods went unready for 1.4 s while groups 1 and 2 were being replaced."""
-    first: dict[int, frozenset[str]] = {}
-    for s in sorted(timeline.samples, key=lambda s: s.seq):
-        first.setdefault(s.group, frozenset(p.uid for p in s.pods))
+def max_taken_down(timeline: Timeline, groups: range,
+                   unready_at_start: frozenset[int] = frozenset()) -> tuple[int, float]:
+    """The most of `groups` a rollout had down at one instant, and when: what the controller took down.
+
+    A group is down from the instant its original leader is gone (from the start when it did not exist yet,
+    or when it is in `unready_at_start`) until a new incarnation of it is first seen ready. Readiness that
+    flaps in a group the controller has not touched, or has already brought back, is not counted: on an
+    overloaded machine probes time out on their own, which no controller causes or prevents (seen for the
+    reference on --cluster=local at load ~30, run 20261203-034417-d1ad: old group 0 unready for 1.4 s,
+    untouched, while groups 1 and 2 were replaced with maxUnavailable 2), and a controller that sees such a
+    flap only holds back more (4.4.4 counts unready groups against maxUnavailable). Every LWS rollout and group
+    restart replaces the leader pod, so a group the controller touched always has a new leader.
+    """
+    first_uid: dict[int, str | None] = {}
+    down: dict[int, bool] = {}
     worst, when = 0, 0.0
     for t, latest in states(timeline):
-        down = sum(1 for g in groups if g not in latest or not latest[g].ready and (
-            not latest[g].pods or frozenset(p.uid for p in latest[g].pods) != first.get(g)))
-        if down > worst:
-            worst, when = down, t
+        for g in groups:
+            sample = latest.get(g)
+            leader = sample.leader if sample is not None else None
+            uid = leader.uid if leader is not None else None
+            if g not in first_uid:
+                first_uid[g] = uid
+                down[g] = uid is None or g in unready_at_start
+            elif not down[g] and uid != first_uid[g]:
+                down[g] = True  # taken down: its leader (original or the one that came back) is gone
+            if down[g] and sample is not None and sample.ready and uid is not None and uid != first_uid[g]:
+                down[g], first_uid[g] = False, uid  # a new incarnation is ready: back
+        count = sum(down.values())
+        if count > worst:
+            worst, when = count, t
     return worst, when
 
 
