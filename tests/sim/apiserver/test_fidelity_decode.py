@@ -304,3 +304,16 @@ def test_an_exact_list_at_an_older_resource_version_answers_the_objects_as_they_
     assert at(start)["items"] == []
     now = sim_api.request("GET", f"{ns}/configmaps").json()
     assert [(i["metadata"]["name"], i["data"]) for i in now["items"]] == [("a", {"v": "2"})]
+
+
+def test_nested_kinds_keep_their_type_meta_and_other_structs_have_none() -> None:
+    """TypeMeta is inlined without a protobuf tag: a StatefulSet's volumeClaimTemplates (PersistentVolumeClaims)
+    keep apiVersion and kind, as kube-apiserver's decoder does, while a PodTemplateSpec has no such fields."""
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+           "spec": {"template": {"apiVersion": "v1", "metadata": {}},
+                    "volumeClaimTemplates": [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                              "metadata": {"name": "d"}}]}}
+    message = godecode.message_for("apps/v1", "StatefulSet")
+    assert message is not None
+    assert godecode.decode(sts, message, prune=True).unknown == ["spec.template.apiVersion"]
+    assert sts["spec"]["volumeClaimTemplates"][0]["kind"] == "PersistentVolumeClaim"

@@ -74,7 +74,8 @@ def message_for(api_version: str, kind: str) -> str | None:
 
 def decode(obj: dict[str, Any], message: str, *, prune: bool = False) -> Decoded:
     """Walk `obj` (a JSON object, keys in document order) as Go decodes it into `message`; with `prune`,
-    delete in place the keys Go would drop. The root's `apiVersion` and `kind` are TypeMeta's."""
+    delete in place the keys Go would drop. `apiVersion` and `kind` are TypeMeta's, at the root and in
+    any nested kind (`_has_type_meta`)."""
     out = Decoded()
     _Walk(schema_mod.load(), out, prune).struct(obj, message, [], "", None, root=True)
     return out
@@ -112,7 +113,7 @@ class _Walk:
         for key in list(obj):
             slot = slots.get(key)
             if slot is None:
-                if root and key in ("apiVersion", "kind"):
+                if key in ("apiVersion", "kind") and (root or _has_type_meta(message)):
                     if obj[key] is not None and not isinstance(obj[key], str):
                         self._type_error(obj[key], "string", name, [*stack, key])
                     continue
@@ -186,6 +187,18 @@ class _Walk:
                 return
         if not ok:
             self._type_error(value, go_type, struct, stack)
+
+
+@functools.cache
+def _has_type_meta(message: str) -> bool:
+    """Whether the Go struct inlines metav1.TypeMeta (which has no protobuf tag, so no descriptor field): the
+    kinds, known here by their `<Kind>List` message (a StatefulSet's volumeClaimTemplates are
+    PersistentVolumeClaims, apiVersion and kind included; a PodTemplateSpec has no TypeMeta)."""
+    try:
+        schema_mod.load().descriptor(message + "List")
+    except KeyError:
+        return False
+    return True
 
 
 @functools.cache
