@@ -34,9 +34,10 @@ test: lint typecheck controlplane unit conformance fidelity conformance-local co
 
 ## fidelity: the differential corpus (lwsconf fidelity: the sim API server against the real kube-apiserver) into
 ## reports/fidelity.md; fails when the share of identical answers drops below FIDELITY_FLOOR percent
-# The floor is the figure measured last (531 interactions, 474 identical, 89.3% on 2026-12-03 against 1.37.2): raise
-# it whenever the sim gets closer, so that no change takes it back.
-FIDELITY_FLOOR ?= 89.3
+# The floor is the figure measured last (531 interactions, 527 identical, 99.2% on 2026-12-03 against 1.37.2; the 4
+# others are accepted differences, each with its reason in lwsconf/fidelity/accepted.py): raise it whenever the sim
+# gets closer, so that no change takes it back.
+FIDELITY_FLOOR ?= 99.2
 fidelity: $(STAMP)
 	@if $(NEEDS_GO); then \
 	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --out reports/fidelity.md --fail-under $(FIDELITY_FLOOR); \
