@@ -13,7 +13,14 @@ LWS's current spec.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, controller_of, group_revision, roll_template
+from conformance.harness import (
+    LWSHarness,
+    annotations_of,
+    assert_at_most_down,
+    controller_of,
+    group_revision,
+    roll_template,
+)
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
@@ -38,8 +45,11 @@ def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
     assert analysis.peak_leader_replicas(timeline) == 3, \
         f"peak leader replicas, want 3:\n{analysis.describe(timeline)}"
     assert any(s.group == 2 and s.ready for s in timeline.samples), "the surge group 2 never became ready"
-    assert analysis.min_ready(timeline) >= 2, \
-        f"fewer than 2 groups ready at some instant:\n{analysis.describe(timeline)}"
+    # Capacity counts what the controller took down (the surge group 2 down until first ready, and again once
+    # removed), not readiness flaps of untouched groups: against upstream v0.9.0 on sim (run
+    # 20261203-072002-391a) old group 0's leader, never replaced, failed a 1s readiness probe under load
+    # and min_ready gave 1, with no act of the controller.
+    assert_at_most_down(timeline, range(3), 1, "maxUnavailable 0 with maxSurge 1 keeps 2 of groups 0..2 up (4.4.5)")
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert lws.statefulsets()["surge"]["spec"]["replicas"] == 2
 
