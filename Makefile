@@ -91,7 +91,7 @@ controlplane: $(STAMP)
 ## upstream's manager on the sim (make conformance-sim-upstream) and on local (make conformance-upstream). Known
 ## divergences link to their rows of conformance/divergences.yaml; a run without a report is a "not run" column
 ## saying why (no code change picks it up: the next make implementations after the run shows it).
-SIM_UPSTREAM_NOT_RUN ?= the sim API server does not serve protobuf yet, which upstream's manager (client-go) speaks to it
+SIM_UPSTREAM_NOT_RUN ?= no report yet: run make conformance-sim-upstream
 implementations: $(STAMP)
 	$(PY) -m lwsconf.cli report compare reports/sim-reference/latest reports/local-reference/latest \
 	  reports/sim-upstream/latest reports/local-upstream/latest \
