@@ -27,6 +27,7 @@ from typing import Any
 
 from google.protobuf import descriptor
 
+from lwsconf.sim.apiserver.merge_patches import go_json_kind
 from lwsconf.sim.apiserver.protobuf import codec
 from lwsconf.sim.apiserver.protobuf import schema as schema_mod
 
@@ -89,7 +90,7 @@ class _Walk:
     def _type_error(self, value: Any, go_type: str, struct: str | None, stack: list[str]) -> None:
         if self.out.type_error is not None:
             return
-        what = _json_kind(value, go_type)
+        what = go_json_kind(value)
         if struct is None and not stack:
             self.out.type_error = f"json: cannot unmarshal {what} into Go value of type {go_type}"
         else:
@@ -247,19 +248,6 @@ def _fd_go_name(fd: Any) -> str:
     if fd.message_type is not None:
         return _go_name(fd.message_type.full_name)
     return _SCALAR_GO.get(fd.type, "string")
-
-
-def _json_kind(value: Any, go_type: str) -> str:
-    """encoding/json's word for the JSON value it could not store (`string`, `number`, `bool`, `array`, `object`)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "number"
 
 
 def _go_number(value: int | float) -> str:
