@@ -83,7 +83,9 @@ def test_upstream_serves_its_webhooks_and_reconciles_then_leaves_nothing(kubecon
         assert up.manager.component is not None and up.manager.component.pid != pid
         objects.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets",
                                                 _lws("after-restart"))
-        _leader_statefulset(up.api, "after-restart", 90)  # the new process took the Lease over
+        # the new process took the Lease over at once: the restart deleted the stopped one's Lease, or it would
+        # wait out the 60 s lease (manager.LEADER_ELECTION) before reconciling, past this 45 s
+        _leader_statefulset(up.api, "after-restart", 45)
         pid = up.manager.component.pid
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert not folder.exists()
