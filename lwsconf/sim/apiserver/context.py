@@ -261,7 +261,7 @@ def find_kind_problem(data: bytes) -> str | None:
     try:
         value = json.loads(data, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        return _go_json_error(exc, data)
+        return go_json_syntax_error(exc, data.decode(errors="replace"))
     if isinstance(value, dict) or value is None:
         return None
     return f"json: cannot unmarshal {_go_kind(value)} into Go value of type {_FIND_KIND}"
@@ -272,28 +272,7 @@ def _go_kind(value: Any) -> str:
         "string" if isinstance(value, str) else "number"
 
 
-def _go_json_error(exc: Exception, data: bytes) -> str:
-    """Go encoding/json's syntax error for the place Python's parser stopped (the common cases)."""
-    text = data.decode(errors="replace")
-    pos = getattr(exc, "pos", len(text))
-    if pos >= len(text.rstrip()):
-        return "unexpected end of JSON input"
-    char = text[pos]
-    quoted = "'\\''" if char == "'" else "'\"'" if char == '"' else "'" + json.dumps(char)[1:-1] + "'"
-    message = str(getattr(exc, "msg", ""))
-    if message.startswith("Extra data"):
-        return f"invalid character {quoted} after top-level value"
-    if message.startswith("Expecting property name"):
-        return f"invalid character {quoted} looking for beginning of object key string"
-    if message.startswith("Expecting ':'"):
-        return f"invalid character {quoted} after object key"
-    if message.startswith("Expecting ','"):
-        inside = _innermost(text[:pos])
-        return f"invalid character {quoted} after {'array element' if inside == '[' else 'object key:value pair'}"
-    return f"invalid character {quoted} looking for beginning of value"
-
-
-def go_json_syntax_error(exc: ValueError, text: str) -> str:
+def go_json_syntax_error(exc: Exception, text: str) -> str:
     """Go encoding/json's syntax error where Python's parser stopped in `text` (bytes as latin-1 characters),
     the character quoted as Go's quoteChar does (strconv.Quote: `'\\u009e'` for a non-printable one)."""
     pos = getattr(exc, "pos", len(text))
@@ -318,6 +297,9 @@ def go_json_syntax_error(exc: ValueError, text: str) -> str:
         return f"invalid character {quoted} looking for beginning of object key string"
     if message.startswith("Expecting ':'"):
         return f"invalid character {quoted} after object key"
+    if message.startswith("Expecting ','"):
+        inside = _innermost(text[:pos])
+        return f"invalid character {quoted} after {'array element' if inside == '[' else 'object key:value pair'}"
     return f"invalid character {quoted} looking for beginning of value"
 
 
