@@ -281,7 +281,11 @@ class Emulator:
         last_log = 0.0
         while not self.ended.is_set():
             try:
-                sock = socket.create_connection((self.leader_address, self.args.rendezvous_port), timeout=2.0)
+                # from our own bind address: the leader then sees the pod's address, also on the sim,
+                # where every pod shares the host's loopback and would otherwise connect from 127.0.0.1
+                source = (self.args.host, 0) if self.args.host else None
+                sock = socket.create_connection((self.leader_address, self.args.rendezvous_port), timeout=2.0,
+                                                source_address=source)
                 return Peer(sock, target)
             except OSError as exc:
                 if time.monotonic() >= deadline:
