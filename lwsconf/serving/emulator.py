@@ -142,7 +142,7 @@ class Peer:
 
     def receive(self) -> dict[str, Any]:
         """The next message; OSError (timeout included) or EOFError when the peer has gone."""
-        line = self.reader.readline()
+        line = self.reader.readline(65536)
         if not line:
             raise EOFError("connection closed")
         message = json.loads(line)
@@ -238,6 +238,13 @@ class Emulator:
         peer.sock.settimeout(self.args.heartbeat_timeout)
         try:
             hello = peer.receive()
+            if hello.get("type") != "join":
+                raise EOFError(f"not a join message: {hello}")
+        except (OSError, EOFError, ValueError) as exc:  # a port probe or a stray client: not a group member
+            log(f"ignored a rendezvous connection from {peer.address}: {exc}")
+            peer.close()
+            return
+        try:
             index = self.admit(peer, hello)
             peer.send({"type": "welcome", "leader": self.pod, "group_size": self.size})
         except ValueError as exc:
@@ -246,11 +253,10 @@ class Emulator:
             peer.close()
             self.finish(EXIT_STARTUP, f"rendezvous failed: {exc}")
             return
-        except (OSError, EOFError) as exc:
-            log(f"a connection from {peer.address} left before joining: {exc}")
-            peer.close()
-            return
-        why = self.heartbeats(peer)
+        except OSError as exc:
+            why = f"left while joining: {exc}"
+        else:
+            why = self.heartbeats(peer)
         if self.terminating.is_set():
             log(f"worker {index} left while the leader drains: {why}")
             return

@@ -182,6 +182,19 @@ def test_health_is_503_until_every_worker_has_joined(group_of: Any) -> None:
         (1, "demo-0-1", HOST), (2, "demo-0-2", HOST)]
 
 
+def test_stray_connections_to_the_rendezvous_port_do_not_break_the_group(group_of: Any) -> None:
+    """A tcpSocket probe or a misdirected HTTP client must not count as a (bad) member."""
+    group = group_of(2)
+    leader = group.start(0)
+    socket.create_connection((HOST, group.rendezvous_port), timeout=5).close()
+    with socket.create_connection((HOST, group.rendezvous_port), timeout=5) as stray:
+        stray.sendall(b"GET /health HTTP/1.1\r\n\r\n")
+        assert stray.recv(100) == b"", "the leader closes a connection that is not a join"
+    group.start(1)
+    assert leader_healthy(leader)["joined"] == 1
+    assert "ignored a rendezvous connection from 127.0.0.1" in leader.logged()
+
+
 def test_a_worker_started_before_its_leader_keeps_trying_and_joins(group_of: Any) -> None:
     group = group_of(2)
     worker = group.start(1)
