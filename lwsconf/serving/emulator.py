@@ -62,35 +62,39 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
-def env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
+OPTIONS: tuple[tuple[str, str, Any, Any, str], ...] = (  # flag, environment variable, type, default, meaning
+    ("--port", "LWSCONF_PORT", int, 8080, "HTTP port"),
+    ("--rendezvous-port", "LWSCONF_RENDEZVOUS_PORT", int, 29500, "the leader's rendezvous port"),
+    ("--model", "LWSCONF_MODEL", str, "lwsconf/emulated-model", "the served model's name"),
+    ("--heartbeat-interval", "LWSCONF_HEARTBEAT_INTERVAL", float, 1.0, "seconds between a worker's heartbeats"),
+    ("--heartbeat-timeout", "LWSCONF_HEARTBEAT_TIMEOUT", float, 5.0, "a peer silent this long has gone away"),
+    ("--join-timeout", "LWSCONF_JOIN_TIMEOUT", float, 300.0, "how long a worker keeps trying to reach its leader"),
+    ("--rendezvous-timeout", "LWSCONF_RENDEZVOUS_TIMEOUT", float, 600.0,
+     "how long the leader waits for its whole group (0: forever)"),
+    ("--drain-timeout", "LWSCONF_DRAIN_TIMEOUT", float, 30.0,
+     "on SIGTERM, the longest wait for in-flight requests (leader) or for the leader to leave (worker)"),
+    ("--delay", "LWSCONF_COMPLETION_DELAY", float, 0.0, "seconds a completion takes unless it says lwsconf_delay"),
+    ("--max-running", "LWSCONF_MAX_RUNNING", int, 16, "requests generated at once; more wait"),
+    ("--worker-index", "LWS_WORKER_INDEX", str, None, "this pod's index in its group (0: the leader)"),
+    ("--group-size", "LWS_GROUP_SIZE", str, None, "pods in the group"),
+    ("--leader-address", "LWS_LEADER_ADDRESS", str, None, "where workers find the leader"),
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Options whose defaults come from the environment; a bad variable is named, never a traceback."""
     env = os.environ
-    p = argparse.ArgumentParser(description="lwsconf emulated multi-node inference server")
-    p.add_argument("--host", default=env.get("LWSCONF_BIND") or env.get("POD_IP") or "", help="bind address")
-    p.add_argument("--port", type=int, default=int(env.get("LWSCONF_PORT", "8080")), help="HTTP port ($LWSCONF_PORT)")
-    p.add_argument("--rendezvous-port", type=int, default=int(env.get("LWSCONF_RENDEZVOUS_PORT", "29500")),
-                   help="the leader's rendezvous port ($LWSCONF_RENDEZVOUS_PORT)")
-    p.add_argument("--model", default=env.get("LWSCONF_MODEL", "lwsconf/emulated-model"), help="served model name")
-    p.add_argument("--worker-index", default=env.get("LWS_WORKER_INDEX"), help="default $LWS_WORKER_INDEX")
-    p.add_argument("--group-size", default=env.get("LWS_GROUP_SIZE"), help="default $LWS_GROUP_SIZE")
-    p.add_argument("--leader-address", default=env.get("LWS_LEADER_ADDRESS"), help="default $LWS_LEADER_ADDRESS")
-    p.add_argument("--heartbeat-interval", type=float, default=env_float("LWSCONF_HEARTBEAT_INTERVAL", 1.0))
-    p.add_argument("--heartbeat-timeout", type=float, default=env_float("LWSCONF_HEARTBEAT_TIMEOUT", 5.0),
-                   help="a peer silent this long has gone away")
-    p.add_argument("--join-timeout", type=float, default=env_float("LWSCONF_JOIN_TIMEOUT", 300.0),
-                   help="how long a worker keeps trying to reach its leader")
-    p.add_argument("--rendezvous-timeout", type=float, default=env_float("LWSCONF_RENDEZVOUS_TIMEOUT", 600.0),
-                   help="how long the leader waits for its group (0: forever)")
-    p.add_argument("--drain-timeout", type=float, default=env_float("LWSCONF_DRAIN_TIMEOUT", 30.0),
-                   help="on SIGTERM, the longest wait for in-flight requests (leader) or the leader (worker)")
-    p.add_argument("--delay", type=float, default=env_float("LWSCONF_COMPLETION_DELAY", 0.0),
-                   help="seconds each completion takes, unless the request's lwsconf_delay says otherwise")
-    p.add_argument("--max-running", type=int, default=int(env.get("LWSCONF_MAX_RUNNING", "16")),
-                   help="requests generated at once; more wait (vllm:num_requests_waiting)")
-    return p.parse_args(argv)
+    parser = argparse.ArgumentParser(description="lwsconf emulated multi-node inference server")
+    parser.add_argument("--host", default=env.get("LWSCONF_BIND") or env.get("POD_IP") or "",
+                        help="bind address (default $LWSCONF_BIND, else $POD_IP, else all interfaces)")
+    for flag, variable, kind, default, meaning in OPTIONS:
+        raw = env.get(variable)
+        try:
+            value = kind(raw) if raw else default
+        except ValueError:
+            parser.error(f"${variable}={raw!r} is not a valid {kind.__name__}: fix the variable or pass {flag}")
+        parser.add_argument(flag, type=kind, default=value, help=f"{meaning} (default ${variable}, else {default})")
+    return parser.parse_args(argv)
 
 
 def lws_role(args: argparse.Namespace) -> tuple[int, int, str]:
@@ -167,7 +171,6 @@ class Emulator:
         self.started = time.time()
         self.lock = threading.Lock()
         self.members: dict[int, Peer] = {}
-        self.leader: Peer | None = None
         self.complete = threading.Event()
         self.terminating = threading.Event()
         self.ended = threading.Event()
@@ -317,8 +320,6 @@ class Emulator:
         if answer.get("type") != "welcome":
             self.finish(EXIT_STARTUP, f"the leader rejected this worker: {answer.get('reason', answer)}")
             return
-        with self.lock:
-            self.leader = peer
         self.complete.set()
         log(f"joined leader {answer.get('leader')} at {peer.address} as worker {self.index}/{self.size}")
         threading.Thread(target=self.beat, args=(peer,), daemon=True).start()

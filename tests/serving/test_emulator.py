@@ -295,7 +295,9 @@ def test_a_bad_join_fails_leader_and_worker_loudly(group_of: Any, second_size: i
     ({"LWS_WORKER_INDEX": "2", "LWS_GROUP_SIZE": "2"}, "worker index 2 is out of range for group size 2 (valid: 0..1)"),
     ({"LWS_WORKER_INDEX": ""}, "must be integers: run this in a LeaderWorkerSet pod or pass --worker-index"),
     ({"LWS_LEADER_ADDRESS": ""}, "a worker needs LWS_LEADER_ADDRESS (or --leader-address)"),
-], ids=["index-out-of-range", "no-lws-env", "no-leader-address"])
+    ({"LWSCONF_HEARTBEAT_TIMEOUT": "soon"}, "$LWSCONF_HEARTBEAT_TIMEOUT='soon' is not a valid float: fix the "
+                                            "variable or pass --heartbeat-timeout"),
+], ids=["index-out-of-range", "no-lws-env", "no-leader-address", "bad-option-variable"])
 def test_a_misconfigured_pod_fails_at_startup_saying_why(group_of: Any, env: dict[str, str], reason: str) -> None:
     member = group_of(2).start(1, env=env, wait=False)
     assert member.must_exit() == 2
