@@ -145,6 +145,10 @@ def metric(member: Member, name: str) -> float:
     raise AssertionError(f"no sample of {name} in /metrics:\n{text}")
 
 
+def log_has(member: Member, text: str) -> None:
+    assert text in member.logged(), f"not in the log yet: {text}"
+
+
 def joined_is(leader: Member, count: int) -> None:
     assert leader.get("/group")[1]["joined"] == count
 
@@ -351,6 +355,18 @@ def test_sigterm_finishes_the_in_flight_request_refuses_new_ones_and_exits_zero(
     assert leader.must_exit() == 0 and worker.must_exit() == 0
     # at least the slow one; a just-answered /metrics poll may still be closing its connection
     assert re.search(r"SIGTERM: draining [1-9]\d* in-flight request", leader.logged()), leader.logged()
+
+
+def test_a_terminated_worker_stays_in_the_group_until_its_drain_timeout(group_of: Any) -> None:
+    """Why: deleted with its group, a worker must outlive its draining leader; deleted alone, it leaves in time."""
+    leader, worker = group_of(2).complete(env={"LWSCONF_DRAIN_TIMEOUT": "1"})
+    worker.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: log_has(worker, "SIGTERM: draining"), what="the worker to start draining",
+               timeout=EXIT_TIMEOUT, poll=0.05, describe=worker.logged)
+    assert leader.get("/health")[0] == 200, "the group still serves while the worker drains"
+    assert worker.must_exit() == 0
+    assert "the leader was still up after 1s (--drain-timeout); leaving the group" in worker.logged()
+    assert leader.must_exit() == 3
 
 
 def test_program_imports_only_the_standard_library() -> None:
