@@ -8,17 +8,20 @@ image (as the probe is) and runs unchanged on sim, kind and real clusters (Pytho
 Roles come from the LWS environment: LWS_WORKER_INDEX 0 is the leader, others are workers.
 * Rendezvous: the leader listens on the rendezvous port and waits for LWS_GROUP_SIZE - 1 workers;
   a worker connects to $LWS_LEADER_ADDRESS (retrying while the leader is not up or its name does not
-  resolve yet) and sends its index, group size and pod name, one JSON object per line. A duplicate or
-  out-of-range index, or a group size other than the leader's, is a loud startup failure of both
-  sides: exit 2, the reason on stderr (the pod log), as a misconfigured torch.distributed rank is.
+  resolve yet), from its own bind address, and sends its index, group size and pod name, one JSON
+  object per line. A duplicate or out-of-range index, or a group size other than the leader's, is a
+  loud startup failure of both sides: exit 2, the reason on stderr (the pod log), as a misconfigured
+  torch.distributed rank is. So is a group still incomplete after --rendezvous-timeout (leader) or a
+  leader still unreachable after --join-timeout (worker). A connection that sends no join (a port
+  probe) is logged and closed.
 * HTTP (port --port): /health answers 503 until the group is complete, then 200 (vLLM's health
   route); /v1/models, /v1/completions and /v1/chat/completions answer in the OpenAI shape with usage
   counts, deterministically (the text is a hash of model and prompt), and name the pod and revision
   that served them (an `lwsconf` field and X-Lwsconf-Pod / X-Lwsconf-Revision headers); /metrics is
   Prometheus text with vLLM's metric names (vllm:num_requests_running, vllm:num_requests_waiting,
   labelled model_name, as docs.vllm.ai "Production Metrics" lists them); /group shows the members
-  and the addresses they joined from. Workers serve /health and /group only: requests belong to
-  the leader, and a worker answers them 503 so misrouting is visible.
+  and the addresses they joined from. Workers serve /health (200 once joined), /group and /metrics;
+  completions and /v1/models belong to the leader, and a worker answers them 503 so misrouting shows.
 * Failure: workers heartbeat to the leader, which answers each beat. A worker that goes away (EOF, or
   no beat within the heartbeat timeout) makes the leader exit 3, as a collective-communication
   failure would; a worker whose leader goes away exits 3 too. The group-restart path is then driven
@@ -26,7 +29,8 @@ Roles come from the LWS environment: LWS_WORKER_INDEX 0 is the leader, others ar
 * SIGTERM: the leader stops accepting, finishes in-flight requests (up to the drain timeout), tells
   its workers it is shutting down and exits 0; a worker stays in the group until its leader has left
   (or the drain timeout passes) and exits 0, so a group being replaced keeps serving until its
-  leader is done (zero-error rollouts are possible when the implementation does its job).
+  leader is done (zero-error rollouts are possible when the implementation does its job); a worker
+  terminated alone thus leaves after the drain timeout, and its leader then fails the group.
 
 Revision: $LWSCONF_REVISION, which workloads fill through the downward API from the pod's
 `leaderworkerset.sigs.k8s.io/template-revision-hash` label (fieldRef metadata.labels[...]); "unknown"
@@ -54,7 +58,6 @@ from typing import Any
 EXIT_OK, EXIT_STARTUP, EXIT_GROUP_BROKEN = 0, 2, 3
 VOCAB = ("lws", "leader", "worker", "group", "token", "rank", "shard", "tensor",
          "pipeline", "replica", "pod", "node", "serve", "model", "batch", "cache")
-REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
 
 def log(message: str) -> None:
