@@ -372,6 +372,8 @@ class Emulator:
         model = body.get("model") or self.args.model
         if model != self.args.model:
             return error(404, f"The model `{model}` does not exist.", "NotFoundError")
+        if body.get("stream"):
+            return error(400, "stream=true is not emulated: send stream=false (or leave it out)", "BadRequestError")
         max_tokens = body.get("max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens", 16)
         if not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
             return error(400, f"max_tokens must be an integer in 1..4096, got {max_tokens!r}", "BadRequestError")

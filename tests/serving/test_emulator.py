@@ -235,10 +235,12 @@ def test_completions_are_deterministic_openai_answers_naming_pod_and_revision(gr
     assert leader.get("/v1/models")[1]["data"][0]["id"] == MODEL
 
 
-def test_unknown_model_and_requests_sent_to_a_worker_are_refused_with_the_reason(group_of: Any) -> None:
+def test_unknown_model_streaming_and_requests_sent_to_a_worker_are_refused_with_the_reason(group_of: Any) -> None:
     leader, worker = group_of(2).complete()
     code, body = leader.get("/v1/completions", {"model": "other/model", "prompt": "hi"})
     assert code == 404 and "`other/model` does not exist" in body["error"]["message"]
+    code, body = leader.get("/v1/completions", {"prompt": "hi", "stream": True})
+    assert code == 400 and "stream=true is not emulated" in body["error"]["message"]
     code, body = worker.get("/v1/completions", {"model": MODEL, "prompt": "hi"})
     assert code == 503 and "send them to the leader" in body["error"]["message"]
 
