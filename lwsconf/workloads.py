@@ -1,10 +1,12 @@
-"""Building the workloads conformance tests deploy: LeaderWorkerSets running the probe program.
+"""Building the workloads conformance tests deploy: LeaderWorkerSets running the probe or the emulator.
 
 One way to build workloads: `probe_lws(...)` returns an LWS manifest (a dict) whose pods run
 `lwsconf/probe/probe.py` from a stock python image, mounted from a ConfigMap that
 `probe_configmap(...)` builds. The same manifest runs on sim (the simulator runs the program as a
 process), kind and real clusters. Pods learn their identity through the downward API (POD_NAME,
 POD_NAMESPACE, POD_IP, NODE_NAME), and readiness follows the probe's /readyz, which tests can flip.
+`emulator_lws(...)` is the serving counterpart: its pods run the emulated multi-node inference
+server (`lwsconf/serving/emulator.py`) from the ConfigMap `emulator_configmap()` builds, the same way.
 No I/O here.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lwsconf import probe
+from lwsconf import probe, serving
 
 GROUP, VERSION, PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -141,3 +143,83 @@ def parked(lws: Obj) -> Obj:
     def edit(template: Obj) -> None:
         template["spec"]["nodeSelector"] = {PARKED_LABEL: "true"}
     return edit_templates(lws, edit)
+
+
+# --- the serving emulator (issue 16) ----------------------------------------------------------------
+
+EMULATOR_IMAGE = PROBE_IMAGE  # a stock python image: the emulator is stdlib-only
+EMULATOR_CONFIGMAP = "lwsconf-emulator"
+EMULATOR_MOUNT = "/lwsconf-serving"
+EMULATOR_PORT = 8080
+EMULATOR_RENDEZVOUS_PORT = 29500
+REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+
+
+def emulator_configmap(name: str = EMULATOR_CONFIGMAP) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"emulator.py": serving.source()}}
+
+
+def emulator_container(name: str, *, leader: bool, drain_seconds: int, extra_env: list[Obj] | None = None) -> Obj:
+    """A container running the emulator; its role comes from the LWS_* variables the implementation injects.
+
+    Why each piece: LWSCONF_REVISION reads the pod's template-revision-hash label through the downward
+    API, so every answer names the revision that served it (what rollout tests count); POD_IP is the
+    bind address (the emulator binds it, and workers join from it, so /group shows pod addresses).
+    The leader alone is probed: its /health is 503 until the whole group has joined, so a leader is
+    Ready only with a complete group, as upstream's vLLM example probes only its leader. No preStop:
+    tests that want one (zero-error rollouts) add it; the drain timeout stays under the grace period so
+    a drain finishes before the kubelet's SIGKILL.
+    """
+    container: Obj = {
+        "name": name,
+        "image": EMULATOR_IMAGE,
+        "command": ["python", f"{EMULATOR_MOUNT}/emulator.py"],
+        "ports": [{"name": "http", "containerPort": EMULATOR_PORT}],
+        "env": [_field_env("POD_NAME", "metadata.name"), _field_env("POD_NAMESPACE", "metadata.namespace"),
+                _field_env("POD_IP", "status.podIP"),
+                _field_env("LWSCONF_REVISION", f"metadata.labels['{REVISION_LABEL}']"),
+                {"name": "LWSCONF_PORT", "value": str(EMULATOR_PORT)},
+                {"name": "LWSCONF_RENDEZVOUS_PORT", "value": str(EMULATOR_RENDEZVOUS_PORT)},
+                {"name": "LWSCONF_DRAIN_TIMEOUT", "value": str(drain_seconds)},
+                *(extra_env or [])],
+        "volumeMounts": [{"name": "lwsconf-emulator", "mountPath": EMULATOR_MOUNT, "readOnly": True}],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+    }
+    if leader:
+        container["ports"].append({"name": "rendezvous", "containerPort": EMULATOR_RENDEZVOUS_PORT})
+        container["readinessProbe"] = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 1,
+                                       "failureThreshold": 1}
+    return container
+
+
+def _emulator_template(container: Obj, grace_seconds: int) -> Obj:
+    return {"spec": {"containers": [container],
+                     "volumes": [{"name": "lwsconf-emulator", "configMap": {"name": EMULATOR_CONFIGMAP}}],
+                     "terminationGracePeriodSeconds": grace_seconds}}
+
+
+def emulator_lws(name: str, *, replicas: int = 2, size: int = 2, env: dict[str, str] | None = None,
+                 grace_seconds: int = 10, rollout: Obj | None = None, restart_policy: str | None = None) -> Obj:
+    """An LWS of `replicas` groups of `size` emulator pods (leader template apart: only it has a readiness probe).
+
+    `env` adds literal LWSCONF_* settings (model, delays, heartbeat timeouts) to leader and workers alike;
+    the emulator drains on SIGTERM for at most `grace_seconds - 1`. Optional fields are left to the server.
+    """
+    if grace_seconds < 2:
+        raise ValueError(f"grace_seconds={grace_seconds}: give the drain at least 1 s before SIGKILL (use >= 2)")
+    extra = [{"name": k, "value": v} for k, v in (env or {}).items()]
+    drain = grace_seconds - 1
+    lwt: Obj = {
+        "size": size,
+        "leaderTemplate": _emulator_template(
+            emulator_container("leader", leader=True, drain_seconds=drain, extra_env=extra), grace_seconds),
+        "workerTemplate": _emulator_template(
+            emulator_container("worker", leader=False, drain_seconds=drain, extra_env=extra), grace_seconds),
+    }
+    if restart_policy is not None:
+        lwt["restartPolicy"] = restart_policy
+    spec: Obj = {"replicas": replicas, "leaderWorkerTemplate": lwt}
+    if rollout is not None:
+        spec["rolloutStrategy"] = rollout
+    return {"apiVersion": API_VERSION, "kind": "LeaderWorkerSet", "metadata": {"name": name}, "spec": spec}
