@@ -76,12 +76,18 @@ def status_details_uid(d: dict[str, Any]) -> None:
 
 def managed_fields_time(d: dict[str, Any]) -> None:
     """Rule `managed-fields-time`: managedFields entries keep manager, operation, apiVersion,
-    subresource and fieldsV1; their `time` is the clock."""
+    subresource and fieldsV1; their `time` is the clock, and so is their order within one operation:
+    kube-apiserver sorts entries by operation, then time to the second, then manager name
+    (fieldmanager's sortEncodedManagedFields), so two Updates a second apart or in the same second swap.
+    Compared in (operation, manager, subresource) order. Seen: controllers/ctl-statefulset/ready-replicas
+    differed only in this order in one of three full runs (2026-12-03)."""
     fields = d.get("managedFields")
     if isinstance(fields, list):
         for entry in fields:
             if isinstance(entry, dict) and "time" in entry:
                 entry["time"] = TIME
+        if all(isinstance(entry, dict) for entry in fields):
+            fields.sort(key=lambda e: (str(e.get("operation")), str(e.get("manager")), str(e.get("subresource", ""))))
 
 
 _UID_KEY = re.compile(r'^k:\{"uid":"[^"$<][^"]*"\}$')

@@ -58,6 +58,17 @@ def test_managed_fields_lose_only_their_time() -> None:
     assert diff.differences(a, c) == ['body.metadata.managedFields.0.manager: "m" != "other"']
 
 
+def test_managed_fields_order_within_an_operation_is_the_clock_but_their_content_is_compared() -> None:
+    user = {"manager": "user", "operation": "Update", "time": "2026-01-01T00:00:00Z", "fieldsV1": {"f:spec": {}}}
+    kcm = {"manager": "kube-controller-manager", "operation": "Update", "time": "2026-01-01T00:00:01Z",
+           "subresource": "status", "fieldsV1": {"f:status": {}}}
+    assert view(cm(managedFields=[user, kcm])) == view(cm(managedFields=[kcm, user]))
+    wrong = {**kcm, "fieldsV1": {"f:spec": {}}}
+    assert diff.differences(view(cm(managedFields=[user, kcm])), view(cm(managedFields=[wrong, user]))) == [
+        'body.metadata.managedFields.0.fieldsV1.f:spec: (absent) != {}',
+        'body.metadata.managedFields.0.fieldsV1.f:status: {} != (absent)']
+
+
 def test_owner_uid_keys_in_managed_fields_are_server_values_but_owned_fields_are_compared() -> None:
     def owned(uid: str, fields: dict[str, object]) -> dict[str, object]:
         return {"manager": "m", "operation": "Update", "fieldsV1": {"f:metadata": {"f:ownerReferences": {
