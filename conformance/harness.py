@@ -123,8 +123,22 @@ class LWSHarness:
                 if exc.status != 409:
                     raise
             self._configmap = True
-        return observe.raw(self.custom.create_namespaced_custom_object(
-            workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, manifest, _preload_content=False))
+
+        def created() -> Obj:
+            try:
+                return observe.raw(self.custom.create_namespaced_custom_object(
+                    workloads.GROUP, workloads.VERSION, self.namespace, workloads.PLURAL, manifest,
+                    _preload_content=False))
+            except client.ApiException as exc:
+                # kube-apiserver's MutatingAdmissionPolicy dispatcher answers 503 "Resource kind ... not found.
+                # There can be a delay between when CustomResourceDefinitions are created and when they are
+                # available" while its type converter catches up with a (re)installed CRD; nothing is stored, so
+                # the create is retried. Seen mid-run on --cluster=local after controller restarts (2026-12-03).
+                if exc.status == 503 and "There can be a delay" in str(exc.body):
+                    raise core.NotYet(f"creating the LWS answered 503: {str(exc.body)[:200]}") from None
+                raise
+        return core.wait_until(created, what=f"LWS {manifest['metadata'].get('name')} to be created (admission "
+                               "ready for the kind)", timeout=self.t.create, poll=self.t.poll_interval)
 
     def get(self, name: str) -> Obj:
         return observe.get_lws(self.api, self.namespace, name)
