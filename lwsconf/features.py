@@ -47,6 +47,12 @@ class Feature(StrEnum):
     """Status counters and Available/Progressing/UpdateInProgress conditions (section 4.5)."""
     LEADER_SERVICE = "LWSLeaderOnlyService"
     """A Service selecting leaders routes real traffic to leaders only (sections 2.6, 3.1)."""
+    SERVING_RENDEZVOUS = "LWSServingRendezvous"
+    """A multi-node server's members find each other through LWS_LEADER_ADDRESS/LWS_GROUP_SIZE and serve as one
+    group: every leader reports a complete group of the right pods (issue 16; the emulator, or vLLM on GPUs)."""
+    SERVING_UNDER_LOAD = "LWSServingUnderLoad"
+    """Requests through the leader Service keep being answered by complete groups while a member fails, the
+    LWS rolls out (no request fails with a preStop delay and graceful drain) and it scales out."""
     STARTUP_LEADER_CREATED = "LWSStartupPolicyLeaderCreated"
     """Workers are created without waiting for the leader (section 4.1)."""
     STARTUP_LEADER_READY = "LWSStartupPolicyLeaderReady"

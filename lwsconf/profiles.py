@@ -53,8 +53,9 @@ LWS_EXTENDED = Profile(
 
 LWS_SERVING = Profile(
     "LWS-SERVING",
-    "Serving traffic: a leader-only Service reaches leaders of every group, also while a group restarts.",
-    core=frozenset({Feature.LEADER_SERVICE}),
+    "Serving traffic: a multi-node server's groups rendezvous, a leader-only Service reaches leaders of every "
+    "group, and requests keep being answered through a member failure, a rollout and a scale-out.",
+    core=frozenset({Feature.LEADER_SERVICE, Feature.SERVING_RENDEZVOUS, Feature.SERVING_UNDER_LOAD}),
 )
 
 GPU_SMOKE = Profile(

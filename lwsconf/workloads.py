@@ -193,29 +193,46 @@ def emulator_container(name: str, *, leader: bool, drain_seconds: int, extra_env
     return container
 
 
-def _emulator_template(container: Obj, grace_seconds: int) -> Obj:
-    return {"spec": {"containers": [container],
-                     "volumes": [{"name": "lwsconf-emulator", "configMap": {"name": EMULATOR_CONFIGMAP}}],
-                     "terminationGracePeriodSeconds": grace_seconds}}
+def _emulator_template(container: Obj, grace_seconds: int, labels: dict[str, str] | None = None) -> Obj:
+    template: Obj = {"spec": {"containers": [container],
+                              "volumes": [{"name": "lwsconf-emulator", "configMap": {"name": EMULATOR_CONFIGMAP}}],
+                              "terminationGracePeriodSeconds": grace_seconds}}
+    if labels:
+        template["metadata"] = {"labels": dict(labels)}
+    return template
+
+
+def _with_prestop(container: Obj, seconds: int) -> Obj:
+    """A preStop sleep (the kubelet's PodLifecycleSleepAction): the pod keeps serving while the endpoint
+    controllers and proxies learn it is terminating, as serving stacks advise; SIGTERM comes after."""
+    if seconds > 0:
+        container["lifecycle"] = {"preStop": {"sleep": {"seconds": seconds}}}
+    return container
 
 
 def emulator_lws(name: str, *, replicas: int = 2, size: int = 2, env: dict[str, str] | None = None,
-                 grace_seconds: int = 10, rollout: Obj | None = None, restart_policy: str | None = None) -> Obj:
+                 grace_seconds: int = 10, rollout: Obj | None = None, restart_policy: str | None = None,
+                 leader_labels: dict[str, str] | None = None, prestop_seconds: int = 0) -> Obj:
     """An LWS of `replicas` groups of `size` emulator pods (leader template apart: only it has a readiness probe).
 
     `env` adds literal LWSCONF_* settings (model, delays, heartbeat timeouts) to leader and workers alike;
-    the emulator drains on SIGTERM for at most `grace_seconds - 1`. Optional fields are left to the server.
+    `leader_labels` go on the leader template only (what a leader-only Service selects); `prestop_seconds`
+    puts a preStop sleep on every container, and the emulator then drains on SIGTERM for at most what is
+    left of `grace_seconds` less one second. Optional fields are left to the server.
     """
-    if grace_seconds < 2:
-        raise ValueError(f"grace_seconds={grace_seconds}: give the drain at least 1 s before SIGKILL (use >= 2)")
+    drain = grace_seconds - prestop_seconds - 1
+    if drain < 1:
+        raise ValueError(f"grace_seconds={grace_seconds} with prestop_seconds={prestop_seconds}: give the drain at "
+                         "least 1 s before SIGKILL (grace_seconds >= prestop_seconds + 2)")
     extra = [{"name": k, "value": v} for k, v in (env or {}).items()]
-    drain = grace_seconds - 1
     lwt: Obj = {
         "size": size,
-        "leaderTemplate": _emulator_template(
-            emulator_container("leader", leader=True, drain_seconds=drain, extra_env=extra), grace_seconds),
-        "workerTemplate": _emulator_template(
-            emulator_container("worker", leader=False, drain_seconds=drain, extra_env=extra), grace_seconds),
+        "leaderTemplate": _emulator_template(_with_prestop(
+            emulator_container("leader", leader=True, drain_seconds=drain, extra_env=extra), prestop_seconds),
+            grace_seconds, leader_labels),
+        "workerTemplate": _emulator_template(_with_prestop(
+            emulator_container("worker", leader=False, drain_seconds=drain, extra_env=extra), prestop_seconds),
+            grace_seconds),
     }
     if restart_policy is not None:
         lwt["restartPolicy"] = restart_policy
