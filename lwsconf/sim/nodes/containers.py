@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import nodectx, prober, status
+from lwsconf.sim.nodes import hooks, nodectx, prober, status
 from lwsconf.sim.nodes import state as st
 
 log = logging.getLogger(__name__)
@@ -179,10 +179,24 @@ class ContainerOps:
             self._wake()
 
     async def stop(self, rec: st.ContainerRecord, *, grace: float, exit_code: int | None = None,
-                   reason: str = "", message: str = "") -> None:
-        """Stop a running container; `exit_code` overrides the process's own (chaos, emulated kills)."""
+                   reason: str = "", message: str = "", prestop: bool = False) -> None:
+        """Stop a running container; `exit_code` overrides the process's own (chaos, emulated kills).
+
+        With `prestop` (pod termination), the container's preStop hook runs first and takes its time
+        off the grace period (`hooks`), as the kubelet's killContainer does.
+        """
         if rec.state != "running":
             return
+        handler = hooks.prestop_of(rec.spec) if prestop and grace > 0 else None
+        if handler is not None:
+            grace, failure = await hooks.run_prestop(
+                handler, grace=grace, pod_ip=self.state.pod_ip, container=rec.spec,
+                exec_runner=getattr(rec.process, "exec", None))
+            if failure is not None:
+                self.ctx.recorder.record(self._pod(), "Warning", "FailedPreStopHook", f"PreStopHook failed: {failure}",
+                                         container=rec.name)
+            if rec.state != "running":  # it exited on its own during the hook
+                return
         proc, rec.process = rec.process, None
         code = 0 if exit_code is None else exit_code
         if proc is not None:
@@ -195,15 +209,16 @@ class ContainerOps:
         rec.mark_exited(code, reason, message)
 
     async def stop_all(self, *, grace: float, events: bool = True, exit_code: int | None = None,
-                       reason: str = "", message: str = "") -> None:
-        """Stop every running container at once (sidecars included), as pod termination does."""
+                       reason: str = "", message: str = "", prestop: bool = False) -> None:
+        """Stop every running container at once (sidecars included), as pod termination does (`prestop`:
+        each container's preStop hook first)."""
         running = [r for r in self.state.all_records() if r.state == "running"]
         for rec in running:
             if events:
                 self.ctx.recorder.record(self._pod(), "Normal", "Killing", f"Stopping container {rec.name}",
                                          container=rec.name)
-        await asyncio.gather(*(self.stop(r, grace=grace, exit_code=exit_code, reason=reason, message=message)
-                               for r in running))
+        await asyncio.gather(*(self.stop(r, grace=grace, exit_code=exit_code, reason=reason, message=message,
+                                         prestop=prestop) for r in running))
         for rec in self.state.all_records():
             if rec.state in ("pending", "created", "backoff", "exited"):
                 rec.state = "done"

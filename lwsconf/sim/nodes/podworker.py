@@ -321,7 +321,7 @@ class PodWorker:
         grace = meta.get("deletionGracePeriodSeconds")
         if grace is None:
             grace = (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-        await self.ops.stop_all(grace=float(grace))
+        await self.ops.stop_all(grace=float(grace), prestop=True)
         self.ops.advance()
 
     async def _finish_deletion(self) -> None:
