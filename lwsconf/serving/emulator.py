@@ -25,7 +25,8 @@ Roles come from the LWS environment: LWS_WORKER_INDEX 0 is the leader, others ar
 * Failure: workers heartbeat to the leader, which answers each beat. A worker that goes away (EOF, or
   no beat within the heartbeat timeout) makes the leader exit 3, as a collective-communication
   failure would; a worker whose leader goes away exits 3 too. The group-restart path is then driven
-  by the workload itself.
+  by the workload itself. `POST /fault/crash?code=N` makes a member's process exit N (default 137) as a
+  crashed rank would: tests fail a process, not a pod, through the pods proxy on any cluster.
 * SIGTERM: the leader stops accepting, finishes in-flight requests (up to the drain timeout), tells
   its workers it is shutting down and exits 0; a worker stays in the group until its leader has left
   (or the drain timeout passes) and exits 0, so a group being replaced keeps serving until its
@@ -589,7 +590,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         emulator = self.server.emulator
-        route = self.path.split("?", 1)[0].rstrip("/")
+        route, _, query = self.path.partition("?")
+        route = route.rstrip("/")
+        if route == "/fault/crash":
+            self.crash(query)
+            return
         if route not in ("/v1/completions", "/v1/chat/completions"):
             self.reply(*error(404, f"no route POST {route}", "NotFoundError"))
             return
@@ -606,6 +611,18 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(*error(400, "the body must be a JSON object", "BadRequestError"))
             return
         self.reply(*emulator.answer(body, chat=route.endswith("chat/completions")))
+
+
+    def crash(self, query: str) -> None:
+        """Fault injection: the process exits with `code` (default 137, as a SIGKILLed rank) right after
+        answering, so a test can fail one member's process without touching the pod or the API."""
+        raw = dict(p.partition("=")[::2] for p in query.split("&") if p).get("code", "137")
+        if not raw.isdigit() or not 1 <= int(raw) <= 255:
+            self.reply(*error(400, f"code={raw!r}: expected an exit code 1-255", "BadRequestError"))
+            return
+        self.reply(202, {"crashing": self.server.emulator.pod, "code": int(raw)})
+        self.wfile.flush()
+        self.server.emulator.finish(int(raw), "crashed on request (POST /fault/crash)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -324,6 +324,16 @@ def test_a_killed_worker_fails_the_leader_and_then_the_other_workers(group_of: A
     assert "the leader at 127.0.0.1:" in worker1.logged() and "the group is broken" in worker1.logged()
 
 
+def test_a_crash_requested_through_http_exits_with_that_code_and_fails_the_group(group_of: Any) -> None:
+    leader, worker = group_of(2).complete()
+    assert worker.get("/fault/crash?code=abc", {})[0] == 400
+    code, body = worker.get("/fault/crash?code=9", {})
+    assert (code, body) == (202, {"crashing": "demo-0-1", "code": 9})
+    assert worker.must_exit() == 9
+    assert "crashed on request (POST /fault/crash)" in worker.logged()
+    assert leader.must_exit() == 3
+
+
 def test_a_frozen_worker_is_found_by_the_heartbeat_timeout(group_of: Any) -> None:
     leader, worker = group_of(2).complete()
     os.kill(worker.proc.pid, signal.SIGSTOP)
