@@ -4,18 +4,21 @@ Waiting for an end state cannot show what happened on the way; these read every 
 a group serving half-updated (`half_updated`), the order groups were replaced in
 (`replacement_order`), the most groups down at once (`max_unready`; `max_taken_down` counts only groups whose
 leader was replaced, until they are back), the fewest serving
-(`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`). `describe` is what a failed
+(`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`), and for serving tests the requests
+sent per phase with their failures and latency (`request_phases`). `describe` is what a failed
 assertion prints. Pure functions of the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
-from lwsconf.timeline.model import GroupSample, LeaderSample, Timeline
+from lwsconf.timeline.model import GroupSample, LeaderSample, Request, Timeline
 
-__all__ = ["describe", "half_updated", "leader_uids", "max_taken_down", "max_unready", "min_ready", "peak_leader_replicas",
-           "replacement_order", "states"]
+__all__ = ["Phase", "describe", "half_updated", "leader_uids", "max_taken_down", "max_unready", "min_ready",
+           "peak_leader_replicas", "percentile", "replacement_order", "request_phases", "states"]
 
 
 def half_updated(timeline: Timeline) -> list[GroupSample]:
@@ -134,6 +137,62 @@ def describe(timeline: Timeline, last: int = 40, *, around: float | None = None)
            f"leader StatefulSet{' up to then' if around is not None else ''}:{nl}{nl.join(_sts_row(s) for s in sts)}")
     if timeline.steps:
         out += f"{nl}steps:{nl}" + nl.join(f"  t={s.t:7.2f} {s.text}" for s in timeline.steps)
+    if timeline.requests:
+        out += f"{nl}requests per phase:{nl}" + nl.join(f"  {_phase_row(p)}" for p in request_phases(timeline))
+        failed = [r for r in timeline.requests if not r.ok]
+        if failed:
+            out += f"{nl}failed requests (first 10 of {len(failed)}):{nl}" + nl.join(
+                f"  t={r.t:7.2f} {r.seconds:.2f}s HTTP {r.status}: {r.error}" for r in failed[:10])
     if timeline.errors:
         out += f"{nl}recording errors (an instant may be missing):{nl}" + nl.join(f"  {e}" for e in timeline.errors)
+    return out
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.0f} ms"
+
+
+def _phase_row(p: Phase) -> str:
+    return (f"t={p.start:7.2f}..{p.end:7.2f} {p.name}: {p.requests} requests, {p.failures} failed, "
+            f"p50 {_ms(p.p50)}, p99 {_ms(p.p99)}")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Requests sent from `start` until `end`: how many, how many failed, and latency percentiles (seconds,
+    over every request of the phase, failed ones included: a request that hung until its timeout counts)."""
+
+    name: str
+    start: float
+    end: float
+    requests: int
+    failures: int
+    p50: float | None
+    p99: float | None
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The nearest-rank `p`th percentile (the smallest value with at least p% of values at or below it)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def request_phases(timeline: Timeline) -> list[Phase]:
+    """The timeline's requests split at its steps: the first phase runs from the start to the first step
+    ("before: <step>"), each step then opens a phase named by its text. Phases without a request are kept
+    (a phase where traffic stopped is a finding too); [] when the timeline has no requests."""
+    if not timeline.requests:
+        return []
+    steps = sorted(timeline.steps, key=lambda s: s.t)
+    bounds = [(f"before: {steps[0].text}" if steps else "all", 0.0)] + [(s.text, s.t) for s in steps]
+    out = []
+    for n, (name, start) in enumerate(bounds):
+        end = bounds[n + 1][1] if n + 1 < len(bounds) else timeline.stop
+        last = n + 1 == len(bounds)
+        mine: list[Request] = [r for r in timeline.requests if start <= r.t and (r.t < end or last)]
+        seconds = [r.seconds for r in mine]
+        out.append(Phase(name, start, end, len(mine), sum(1 for r in mine if not r.ok),
+                         percentile(seconds, 50), percentile(seconds, 99)))
     return out

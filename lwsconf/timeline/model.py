@@ -3,9 +3,11 @@
 A `Timeline` is what a recorder saw of one LeaderWorkerSet while a test acted on it: a `GroupSample`
 each time a group's observed state changed (its live pods, their revisions and readiness), a
 `LeaderSample` each time the leader StatefulSet's replicas, partition, maxUnavailable or revision
-changed, and the test's own `Step`s ("template updated", "pod demo-0-1 deleted"). Times are seconds
-since recording began. The file carries `version`; `from_dict` rejects anything else with a
-ValueError that says what was expected, so a reader never guesses at an old or foreign shape.
+changed, the test's own `Step`s ("template updated", "pod demo-0-1 deleted") and, for serving tests,
+each `Request` sent through the Service meanwhile (when, how long, the answer and who gave it). Times
+are seconds since recording began. The file carries `version` (2 has no requests; 3 adds them);
+`from_dict` rejects any other with a ValueError that says what was expected, so a reader never
+guesses at an old or foreign shape.
 No I/O except `save`/`load`, no clock, no Kubernetes client.
 """
 
@@ -17,11 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["FILENAME", "VERSION", "GroupSample", "LeaderSample", "PodState", "Step", "Timeline", "load", "save"]
+__all__ = ["FILENAME", "VERSION", "GroupSample", "LeaderSample", "PodState", "Request", "Step", "Timeline", "load",
+           "save"]
 
 FILENAME = "timeline.json"
-VERSION = 2
-"""Version 1 (samples of {t, group, revision, ready, pods: count, note}) was never written by a recorder."""
+VERSION = 3
+"""Version 1 (samples of {t, group, revision, ready, pods: count, note}) was never written by a recorder;
+version 2 is version 3 without `requests`, and is still read."""
+READABLE = (2, 3)
 
 T = TypeVar("T")
 
@@ -146,6 +151,35 @@ class Step:
         return cls(_get(data, "t", float, where), _get(data, "text", str, where))
 
 
+@dataclass(frozen=True)
+class Request:
+    """One request sent through a Service at `t`, answered after `seconds`: `status` 0 when no HTTP answer
+    came (connection refused, timeout); `pod`/`revision` name who served it when the server says so;
+    `error` is why it failed (a non-2xx answer's message, or an answer that was not a completion)."""
+
+    t: float
+    seconds: float
+    status: int
+    pod: str | None = None
+    revision: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and 200 <= self.status < 300
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t": self.t, "seconds": self.seconds, "status": self.status, "pod": self.pod,
+                "revision": self.revision, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> Request:
+        optional = (str, type(None))
+        return cls(_get(data, "t", float, where), _get(data, "seconds", float, where), _get(data, "status", int, where),
+                   _get(data, "pod", optional, where), _get(data, "revision", optional, where),
+                   _get(data, "error", optional, where))
+
+
 def _parse(items: Sequence[Any], name: str, parse: Any) -> list[Any]:
     return [parse(item, f"{name}[{i}]") for i, item in enumerate(items)]
 
@@ -165,6 +199,8 @@ class Timeline:
     """What went wrong while recording (a watch error, then a relist): the timeline may miss an instant."""
     end: float | None = None
     """When recording stopped (None while it runs)."""
+    requests: list[Request] = field(default_factory=list)
+    """Requests a serving test sent through its Service while recording, in the order they were sent."""
 
     @property
     def groups(self) -> list[int]:
@@ -183,14 +219,16 @@ class Timeline:
     @property
     def stop(self) -> float:
         """The right edge of the picture: `end`, or a little after the last sample or step."""
-        last = max([s.t for s in self.samples] + [s.t for s in self.steps] + [0.0])
+        last = max([s.t for s in self.samples] + [s.t for s in self.steps] + [r.t + r.seconds for r in self.requests]
+                   + [0.0])
         return self.end if self.end is not None and self.end > last else last + max(1.0, 0.05 * last)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": VERSION, "namespace": self.namespace, "lws": self.name, "title": self.title,
                 "end": self.end, "samples": [s.to_dict() for s in self.samples],
                 "leaderStatefulSet": [s.to_dict() for s in self.leader_sts],
-                "steps": [s.to_dict() for s in self.steps], "errors": list(self.errors)}
+                "steps": [s.to_dict() for s in self.steps], "errors": list(self.errors),
+                "requests": [r.to_dict() for r in self.requests]}
 
     @classmethod
     def from_dict(cls, data: Any) -> Timeline:
@@ -199,15 +237,17 @@ class Timeline:
         if not isinstance(data, Mapping):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         version = data.get("version")
-        if version != VERSION:
-            raise ValueError(f"timeline version {version!r}: this lwsconf reads version {VERSION} (written by "
-                             "lwsconf.waits.recorder); re-run the test to record it again")
+        if version not in READABLE:
+            raise ValueError(f"timeline version {version!r}: this lwsconf reads versions "
+                             f"{', '.join(map(str, READABLE))} (written by lwsconf.waits.recorder); re-run the test "
+                             "to record it again")
         end = _get(data, "end", (float, type(None)), where)
         errors = _list(data, "errors", where)
         return cls(_get(data, "namespace", str, where), _get(data, "lws", str, where), _get(data, "title", str, where),
                    _parse(_list(data, "samples", where), "samples", GroupSample.from_dict),
                    _parse(_list(data, "leaderStatefulSet", where), "leaderStatefulSet", LeaderSample.from_dict),
-                   _parse(_list(data, "steps", where), "steps", Step.from_dict), [str(e) for e in errors], end)
+                   _parse(_list(data, "steps", where), "steps", Step.from_dict), [str(e) for e in errors], end,
+                   _parse(_list(data, "requests", where), "requests", Request.from_dict) if version >= 3 else [])
 
 
 def save(timeline: Timeline, path: Path) -> Path:

@@ -41,11 +41,19 @@ class Reply:
 
 
 def _get(api: client.ApiClient, path: str, query: dict[str, str] | None, timeout: float) -> Reply:
-    method, url, headers, _, _ = api.param_serialize(
-        "GET", path, query_params=list((query or {}).items()), header_params={"Accept": "application/json"},
+    return _call(api, "GET", path, query, None, timeout)
+
+
+def _call(api: client.ApiClient, verb: str, path: str, query: dict[str, str] | None, body: Any,
+          timeout: float) -> Reply:
+    header = {"Accept": "application/json"}
+    if body is not None:
+        header["Content-Type"] = "application/json"
+    method, url, headers, data, _ = api.param_serialize(
+        verb, path, query_params=list((query or {}).items()), header_params=header, body=body,
         auth_settings=["BearerToken"])
     try:
-        response = api.call_api(method, url, header_params=headers, _request_timeout=timeout)
+        response = api.call_api(method, url, header_params=headers, body=data, _request_timeout=timeout)
         raw = response.read()  # type: ignore[no-untyped-call]
     except (client.ApiException, OSError) as exc:
         return Reply(0, f"request failed: {exc}")
@@ -78,3 +86,20 @@ def service_get(api: client.ApiClient, namespace: str, service: str, port: int |
     """GET a Service's endpoint through `services/<svc>:<port>/proxy` (the API server picks the endpoint)."""
     target = quote(f"{service}:{port}", safe=":")
     return _get(api, f"/api/v1/namespaces/{namespace}/services/{target}/proxy/{path.lstrip('/')}", query, timeout)
+
+
+def pod_post(api: client.ApiClient, namespace: str, pod: str, port: int, path: str, body: Any, *,
+             timeout: float = 10.0) -> Reply:
+    """POST `body` as JSON to http://<pod>:<port><path> through `pods/<pod>:<port>/proxy` (no port-forward
+    fallback: a pod whose IP the API server will not proxy to answers 400 "address not allowed")."""
+    target = quote(f"{pod}:{port}", safe=":")
+    return _call(api, "POST", f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", None, body,
+                 timeout)
+
+
+def service_post(api: client.ApiClient, namespace: str, service: str, port: int | str, path: str, body: Any, *,
+                 timeout: float = 10.0) -> Reply:
+    """POST `body` as JSON to a Service's endpoint through `services/<svc>:<port>/proxy`."""
+    target = quote(f"{service}:{port}", safe=":")
+    return _call(api, "POST", f"/api/v1/namespaces/{namespace}/services/{target}/proxy/{path.lstrip('/')}", None,
+                 body, timeout)

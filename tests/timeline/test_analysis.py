@@ -67,3 +67,25 @@ def test_taken_down_leaves_out_a_group_unready_with_its_original_pods() -> None:
 def test_taken_down_counts_missing_and_emptied_groups() -> None:
     timeline = Timeline(samples=[group(0.0, 1, 0, True, "a"), group(1.0, 2, 0, False)])
     assert analysis.max_taken_down(timeline, range(2)) == (2, 1.0)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert analysis.percentile(values, 50) == 50.0 and analysis.percentile(values, 99) == 99.0
+    assert analysis.percentile([3.0], 99) == 3.0 and analysis.percentile([], 50) is None
+
+
+def test_request_phases_split_at_steps_count_failures_and_keep_empty_phases() -> None:
+    from lwsconf.timeline.model import Request, Step
+    timeline = Timeline("ns", "demo", steps=[Step(2.0, "template updated"), Step(5.0, "rolled out")], end=9.0)
+    timeline.requests = [Request(0.5, 0.1, 200), Request(1.0, 0.3, 200), Request(2.5, 2.0, 0, error="refused"),
+                         Request(3.0, 0.2, 503, error="HTTP 503")]
+    phases = analysis.request_phases(timeline)
+    assert [(p.name, p.start, p.end, p.requests, p.failures) for p in phases] == [
+        ("before: template updated", 0.0, 2.0, 2, 0), ("template updated", 2.0, 5.0, 2, 2),
+        ("rolled out", 5.0, 9.0, 0, 0)]
+    assert (phases[0].p50, phases[0].p99, phases[1].p99, phases[2].p50) == (0.1, 0.3, 2.0, None)
+    text = analysis.describe(timeline)
+    assert "template updated: 2 requests, 2 failed, p50 200 ms, p99 2000 ms" in text
+    assert "HTTP 0: refused" in text
+    assert analysis.request_phases(Timeline("ns", "demo")) == []

@@ -38,7 +38,7 @@ def test_derived_views() -> None:
 
 @pytest.mark.parametrize(("document", "error"), [
     ("[1, 2]", "expected a JSON object, got list"),
-    ('{"samples": []}', "timeline version None: this lwsconf reads version 2"),
+    ('{"samples": []}', "timeline version None: this lwsconf reads versions 2, 3"),
     ('{"version": 1, "samples": [{"t": 0, "group": 0, "revision": "a", "ready": true, "pods": 2}]}',
      "timeline version 1"),
     ("{", "not JSON"),
@@ -63,3 +63,17 @@ def test_a_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
 def test_a_missing_file_is_a_value_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"timeline\.json: .*No such file"):
         model.load(tmp_path / model.FILENAME)
+
+
+def test_requests_round_trip_and_a_version_2_file_still_reads(tmp_path: Path) -> None:
+    timeline = sample_timeline()
+    timeline.requests = [model.Request(0.1, 0.02, 200, "demo-0", "r1"),
+                         model.Request(0.7, 1.5, 0, error="request failed: connection refused")]
+    path = model.save(timeline, tmp_path / model.FILENAME)
+    again = model.load(path)
+    assert again == timeline and [r.ok for r in again.requests] == [True, False]
+    old = sample_timeline().to_dict()
+    del old["requests"]
+    old["version"] = 2
+    path.write_text(json.dumps(old))
+    assert model.load(path) == sample_timeline()
