@@ -14,6 +14,7 @@ whether a test runs or is SKIPPED / NOT_SUPPORTED (fixtures/selection.py). Publi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,11 +26,13 @@ import pytest
 from lwsconf import profiles
 from lwsconf.features import Feature
 
-__all__ = ["Outcome", "TestSpec", "conformance", "spec_of"]
+__all__ = ["Outcome", "TestSpec", "case", "conformance", "spec_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _SHORT_NAME = re.compile(r"^[A-Z][A-Za-z0-9]+$")
 SPEC_ATTR = "__lwsconf_spec__"
+CASE_MARK = "lwsconf_case"
+"""The mark `case()` puts on one parametrised case whose features differ from its function's."""
 
 
 class Outcome(StrEnum):
@@ -93,8 +96,30 @@ def conformance(*, short_name: str, description: str, features: Iterable[Feature
     return decorate
 
 
+def case(value: Any, *, id: str, features: Iterable[Feature]) -> Any:  # noqa: A002 - pytest.param's name
+    """One parametrised case of a conformance test that exercises other features than its function declares.
+
+    Why: one body can serve two profiles (the GPU smoke test runs real vLLM under GPU-SMOKE and the
+    emulator under LWS-SERVING); each case is then selected, reported and claimed by its own features,
+    while both keep the function's short name (the report and divergences tell them apart by case id).
+    """
+    feats = frozenset(features)
+    if not feats:
+        raise ValueError(f"conformance case {id!r} must declare at least one feature")
+    return pytest.param(value, id=id, marks=getattr(pytest.mark, CASE_MARK)(features=feats))
+
+
 def spec_of(obj: Any) -> TestSpec | None:
-    """The TestSpec of a test function (or a pytest item's function), if it is a conformance test."""
+    """The TestSpec of a test function (or a pytest item's function), if it is a conformance test; for an
+    item of a `case()`, with that case's features and profiles."""
     fn = getattr(obj, "function", obj)
     spec = getattr(fn, SPEC_ATTR, None)
-    return spec if isinstance(spec, TestSpec) else None
+    if not isinstance(spec, TestSpec):
+        return None
+    get_marker = getattr(obj, "get_closest_marker", None)
+    marker = get_marker(CASE_MARK) if callable(get_marker) and hasattr(obj, "callspec") else None
+    if marker is None:
+        return spec
+    feats = frozenset(marker.kwargs["features"])
+    return dataclasses.replace(spec, features=feats,
+                               profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))

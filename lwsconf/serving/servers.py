@@ -34,13 +34,25 @@ class Answer:
 class ServingServer(Protocol):
     """A multi-node inference server deployed as an LWS of `replicas` groups of `size` pods."""
 
-    name: str
-    """`emulator` or `vllm` (the `--serving-server` value)."""
-    port: int
-    """The HTTP port of the leader (OpenAI API, /health, /metrics) and of the leader Service."""
-    model: str
-    identifies_pods: bool
-    """Whether answers name the pod and revision that served them (the emulator does; vLLM does not)."""
+    # Read-only members, so frozen dataclasses (EmulatorServer, vllm.VLLMServer) satisfy the protocol.
+    @property
+    def name(self) -> str:
+        """`emulator` or `vllm` (the `--serving-server` value)."""
+        ...
+
+    @property
+    def port(self) -> int:
+        """The HTTP port of the leader (OpenAI API, /health, /metrics) and of the leader Service."""
+        ...
+
+    @property
+    def model(self) -> str:
+        ...
+
+    @property
+    def identifies_pods(self) -> bool:
+        """Whether answers name the pod and revision that served them (the emulator does; vLLM does not)."""
+        ...
 
     def objects(self) -> list[Obj]:
         """Namespaced objects to create before the LWS (ConfigMaps, Secrets)."""

@@ -1,16 +1,14 @@
-"""The GPU smoke test's pieces (manifest, preflight, GPU inventory, settings) and its behaviour on sim.
+"""The GPU acceptance test as a user meets it on the simulator, and its preflight refusing wrong manifests.
 
-The real test needs GPU nodes; here we check what it would deploy, which clusters it refuses and why,
-and (through pytester, as a user would run it) that on the simulator it is NOT_SUPPORTED by default
-and SKIPPED with a reason naming the simulated GPUs once GPU-SMOKE is claimed.
+Why: the `[vllm]` case needs real GPUs, so here we check (through pytester, as a user would run it) what
+the sim does with both cases: `[emulator]` runs by default (LWS-SERVING) and passes on the sim's fake GPUs,
+`[vllm]` is NOT_SUPPORTED unless GPU-SMOKE is claimed, then SKIPPED naming the simulated GPUs. Wrong
+settings fail before anything is deployed, with every reason: as a user sees it (pytester) and, on an
+embedded sim, with the namespace shown empty afterwards. The pure parts are tested in tests/serving/test_vllm.py.
 """
 
 from __future__ import annotations
 
-import copy
-import http.server
-import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,167 +16,122 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from conformance import test_vllm_smoke as smoke
-from tests.conftest import SimAPI
+from conformance import gpu_serving
+from conformance.harness import LWSHarness
+from fixtures import implementations
+from lwsconf import workloads
+from lwsconf.serving import vllm
+from lwsconf.waits import observe
+from tests import sim_e2e
 
 pytest_plugins = ["pytester"]
 REPO = Path(__file__).resolve().parents[2]
-CFG = smoke.VLLMConfig()
 
-
-def node(name: str, gpus: int, *, simulated: bool = False, ready: bool = True, cordoned: bool = False) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": {smoke.SIMULATED_GPU_LABEL: "true"} if simulated else {}},
-            "spec": {"unschedulable": True} if cordoned else {},
-            "status": {"allocatable": {smoke.GPU: str(gpus)},
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
-
-
-def pod(on: str, gpus: int, phase: str = "Running") -> dict[str, Any]:
-    return {"spec": {"nodeName": on, "containers": [{"resources": {"limits": {smoke.GPU: str(gpus)}}}]},
-            "status": {"phase": phase}}
-
-
-# --- the workload ----------------------------------------------------------------------------------
-
-def test_default_workload_is_upstreams_example_shape_and_passes_preflight() -> None:
-    lws, service = smoke.vllm_manifests("vllm", CFG)
-    lwt = lws["spec"]["leaderWorkerTemplate"]
-    leader_cmd = lwt["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
-    worker_cmd = lwt["workerTemplate"]["spec"]["containers"][0]["command"][-1]
-    assert "leader --ray_cluster_size=$(LWS_GROUP_SIZE)" in leader_cmd and f"--model {CFG.model}" in leader_cmd
-    assert "worker --ray_address=$(LWS_LEADER_ADDRESS)" in worker_cmd
-    assert lwt["size"] == 2 and lwt["restartPolicy"] == "RecreateGroupOnPodRestart"
-    assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "vllm", "role": "leader"}
-    assert smoke.preflight_problems(lws) == []
-    assert "env" not in lwt["workerTemplate"]["spec"]["containers"][0], "no HF token unless HF_TOKEN is set"
-
-
-def test_hf_token_is_read_from_a_secret_not_written_into_the_manifest() -> None:
-    lws, _ = smoke.vllm_manifests("vllm", smoke.VLLMConfig(hf_token=True))
-    env = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"]
-    assert env == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
-
-
-def test_preflight_accepts_upstreams_405b_layout() -> None:
-    lws, _ = smoke.vllm_manifests("vllm", smoke.VLLMConfig(gpus_per_pod=8, tensor_parallel=8, pipeline_parallel=2))
-    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    leader["command"][-1] = leader["command"][-1].replace("--pipeline-parallel-size", "--pipeline_parallel_size")
-    assert smoke.preflight_problems(lws) == []
-
-
-def test_preflight_names_each_way_the_group_could_never_form() -> None:
-    lws, _ = smoke.vllm_manifests("vllm", smoke.VLLMConfig(tensor_parallel=2, pipeline_parallel=2))
-    assert any("TP x PP = 2 x 2 = 4 but the group has 2 pods x 1 GPUs = 2" in p for p in smoke.preflight_problems(lws))
-    bad = copy.deepcopy(smoke.vllm_manifests("vllm", CFG)[0])
-    lwt = bad["spec"]["leaderWorkerTemplate"]
-    leader = lwt["leaderTemplate"]["spec"]
-    leader["containers"][0]["command"][-1] = leader["containers"][0]["command"][-1].replace(
-        "$(LWS_GROUP_SIZE)", "3")
-    lwt["workerTemplate"]["spec"]["volumes"] = []
-    lwt["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"][smoke.GPU] = "2"
-    problems = " | ".join(smoke.preflight_problems(bad))
-    assert "Ray cluster size 3 != group size 2" in problems
-    assert "worker pods have no memory-backed /dev/shm" in problems
-    assert "leader and worker request different GPU counts" in problems
-
-
-# --- where it can run ------------------------------------------------------------------------------
-
-def test_simulated_unready_and_cordoned_gpu_nodes_do_not_count() -> None:
-    inv = smoke.gpu_inventory([node("sim", 8, simulated=True), node("down", 8, ready=False),
-                               node("cordoned", 8, cordoned=True), node("cpu", 0)], [], 1)
-    assert inv.real == {} and inv.simulated == ("sim",) and inv.slots == 0
-    reason = smoke.skip_reason(inv, CFG)
-    assert reason is not None and "1 node(s) carry lwsconf.dev/simulated-gpu=true" in reason
-
-
-def test_gpus_in_use_are_subtracted_and_finished_pods_are_not() -> None:
-    inv = smoke.gpu_inventory([node("a", 2), node("b", 1)], [pod("a", 1), pod("b", 1), pod("b", 1, "Succeeded")], 1)
-    assert inv.real == {"a": 1, "b": 0} and inv.slots == 1
-    reason = smoke.skip_reason(inv, CFG)
-    assert reason is not None and "needs 2 pods" in reason and "room for 1" in reason
-    assert smoke.skip_reason(smoke.gpu_inventory([node("a", 2)], [], 1), CFG) is None
-
-
-def test_settings_come_from_the_environment_with_consistent_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LWSCONF_VLLM_MODEL", "facebook/opt-125m")
-    monkeypatch.setenv("LWSCONF_VLLM_GROUP_SIZE", "4")
-    monkeypatch.setenv("LWSCONF_VLLM_GPUS_PER_POD", "2")
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    cfg = smoke.vllm_config()
-    assert (cfg.model, cfg.size, cfg.gpus_per_pod, cfg.tensor_parallel, cfg.pipeline_parallel, cfg.hf_token) == (
-        "facebook/opt-125m", 4, 2, 2, 4, False)
-    monkeypatch.setenv("LWSCONF_VLLM_REPLICAS", "two")
-    with pytest.raises(pytest.fail.Exception, match="LWSCONF_VLLM_REPLICAS='two': expected a positive integer"):
-        smoke.vllm_config()
-
-
-# --- talking to it --------------------------------------------------------------------------------
-
-@pytest.fixture
-def echo_server() -> Iterator[int]:
-    """An OpenAI-ish stand-in on 127.0.0.1 that answers POSTs with what it received."""
-    class Echo(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server API
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            out = json.dumps({"path": self.path, "received": body, "type": self.headers["Content-Type"]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
-
-
-def test_completion_request_is_posted_as_json_through_the_service_proxy(sim_api: SimAPI, echo_server: int) -> None:
-    core_api = client.CoreV1Api(sim_api.api)
-    core_api.create_namespaced_service("default", {"metadata": {"name": "vllm-leader"}, "spec": {
-        "selector": {"role": "leader"}, "ports": [{"name": "http", "port": smoke.PORT, "targetPort": echo_server}]}})
-    client.DiscoveryV1Api(sim_api.api).create_namespaced_endpoint_slice("default", {
-        "metadata": {"name": "vllm-leader-1", "labels": {"kubernetes.io/service-name": "vllm-leader"}},
-        "addressType": "IPv4", "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
-        "ports": [{"name": "http", "port": echo_server, "protocol": "TCP"}]})
-    body = {"model": CFG.model, "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0}
-    reply = smoke.service_post(sim_api.api, "default", "vllm-leader", "/v1/completions", body, timeout=10)
-    assert reply.status == 200 and reply.body == {"path": "/v1/completions", "received": body,
-                                                  "type": "application/json"}, reply
-
-
-def test_an_unreachable_service_is_an_observation_not_a_crash(sim_api: SimAPI) -> None:
-    reply = smoke.service_post(sim_api.api, "default", "missing", "/v1/completions", {}, timeout=5)
-    assert not reply.ok and reply.status in (0, 404, 503), reply
-
-
-# --- on the simulator ------------------------------------------------------------------------------
 
 @pytest.fixture
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
+    for var in [v for _, _, v, _ in vllm.SETTINGS] + ["HF_TOKEN"]:
+        monkeypatch.delenv(var, raising=False)
 
     def go(*args: str) -> pytest.RunResult:
         return pytester.runpytest_subprocess(str(REPO / "conformance" / "test_vllm_smoke.py"), "-rs", "-p",
-                                             "no:randomly", f"--lwsconf-reports={pytester.path / 'reports'}", *args)
+                                             "no:randomly", "-n", "0",
+                                             f"--lwsconf-reports={pytester.path / 'reports'}", *args)
     return go
 
 
 @pytest.mark.slow
-def test_on_sim_it_is_not_supported_unless_gpu_smoke_is_claimed(run: Any) -> None:
+def test_on_sim_the_emulator_case_passes_and_vllm_is_not_supported_by_default(run: Any) -> None:
     result = run()
-    result.assert_outcomes(skipped=1)
+    result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*NOT_SUPPORTED: the implementation does not claim VLLMMultiNode*"])
+    junit = next((Path(result.stdout.str().split("generated xml file: ")[1].split()[0])).parent.glob("junit.xml"))
+    text = junit.read_text()
+    for prop in ("server", "image", "imageID", "gpusPerNode", "timeToFirstReadySeconds",
+                 "completionLatencySeconds", "tokensPerSecond"):
+        assert f'property name="{prop}"' in text, (prop, text)
+    assert 'name="gpusPerNode" value="' in text and "=1," in text, text
 
 
 @pytest.mark.slow
-def test_on_sim_it_is_skipped_because_its_gpus_are_simulated(run: Any) -> None:
-    result = run("--profiles=GPU-SMOKE")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*GPU-SMOKE needs real GPU nodes*"])
+def test_on_sim_vllm_is_skipped_because_its_gpus_are_simulated(run: Any) -> None:
+    result = run("--profiles=GPU-SMOKE", "--serving-server=vllm")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*GPU-SMOKE needs real GPU nodes*simulated-gpu=true*"])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.slow
+def test_tp_times_pp_not_matching_the_group_fails_before_deploying_with_the_reason(run: Any) -> None:
+    result = run("--vllm-tensor-parallel=2")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*emulator settings cannot work here (nothing was created):*",
+                                 "*TP x PP = 2 x 2 = 4 but the group has 2 pods x 1 GPUs = 2*"])
+
+
+def test_an_unknown_serving_server_is_a_usage_error(run: Any) -> None:
+    result = run("--serving-server=tgi", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--serving-server 'tgi': choose one of emulator, vllm*"])
+
+
+# --- preflight against an embedded sim -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[sim_e2e.Sim]:
+    with sim_e2e.running_cluster() as running:
+        implementations.install_crd(running.api, running.t)
+        yield running
+
+
+@pytest.fixture
+def harness(sim: sim_e2e.Sim, request: pytest.FixtureRequest) -> Iterator[LWSHarness]:
+    with sim_e2e.fresh_namespace(sim, request.node.name, probe_configmap=False) as ns:
+        yield LWSHarness(sim.api, ns, sim.t)
+
+
+def _nothing_created(h: LWSHarness) -> None:
+    def names(items: Any) -> list[str]:
+        return [o["metadata"]["name"] for o in observe.raw(items)["items"]]
+
+    assert names(h.custom.list_namespaced_custom_object(workloads.GROUP, workloads.VERSION, h.namespace,
+                                                        workloads.PLURAL, _preload_content=False)) == []
+    assert [n for n in names(h.core.list_namespaced_config_map(h.namespace, _preload_content=False))
+            if n != "kube-root-ca.crt"] == []
+    assert names(h.core.list_namespaced_service(h.namespace, _preload_content=False)) == []
+
+
+def test_more_pods_than_the_fake_gpus_hold_fails_before_deploying(harness: LWSHarness) -> None:
+    cfg = vllm.VLLMConfig(replicas=9, size=4)  # 36 pods of 1 GPU; the default layout has 4 x 8 fake GPUs
+    with pytest.raises(pytest.fail.Exception) as failed:
+        gpu_serving.deploy(harness, vllm.EmulatedVLLMServer.of(cfg), cfg, "vllm")
+    message = str(failed.value)
+    assert "emulator settings cannot work here (nothing was created)" in message
+    assert "not enough free GPUs: 36 pods (9 group(s) x size 4) of 1 nvidia.com/gpu each" in message, message
+    assert "room for 32" in message, message
+    _nothing_created(harness)
+
+
+def test_every_problem_of_a_wrong_manifest_is_listed_before_deploying(harness: LWSHarness) -> None:
+    cfg = vllm.VLLMConfig(size=2, tensor_parallel=1, pipeline_parallel=3, gpus_per_pod=9)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        gpu_serving.deploy(harness, vllm.EmulatedVLLMServer.of(cfg), cfg, "vllm")
+    message = str(failed.value)
+    assert "TP x PP = 1 x 3 = 3 but the group has 2 pods x 9 GPUs = 18" in message, message
+    assert "GPU-SMOKE needs GPU nodes: none is Ready and schedulable with allocatable nvidia.com/gpu >= 9" in message
+    _nothing_created(harness)
+
+
+def test_the_gpu_room_reading_sees_the_sims_fake_gpus(harness: LWSHarness) -> None:
+    nodes = observe.raw(client.CoreV1Api(harness.api).list_node(_preload_content=False))["items"]
+    fake = sorted(n["metadata"]["name"] for n in nodes
+                  if (n["metadata"].get("labels") or {}).get(vllm.SIMULATED_GPU_LABEL) == "true")
+    assert fake, "the default sim layout has GPU nodes"
+    gpu_serving.preflight(harness.api, vllm.EmulatedVLLMServer.of(vllm.VLLMConfig()),
+                          vllm.EmulatedVLLMServer.of(vllm.VLLMConfig()).lws("vllm", replicas=1, size=2),
+                          vllm.VLLMConfig())  # fits: no failure
+    with pytest.raises(pytest.fail.Exception, match="GPU-SMOKE needs real GPU nodes"):
+        gpu_serving.preflight(harness.api, vllm.VLLMServer.of(vllm.VLLMConfig()),
+                              vllm.VLLMServer.of(vllm.VLLMConfig()).lws("vllm", replicas=1, size=2),
+                              vllm.VLLMConfig())
