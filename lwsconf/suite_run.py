@@ -38,6 +38,7 @@ Suite options (see conformance/README.md; every other pytest option works too):
   --profiles=LWS-CORE,LWS-EXTENDED,LWS-SERVING  --supported-features=...  --exempt-features=...
   --all-features  --skip-tests=A,B  --run-test=NAME  --fail-fast  --keep-namespaces
   --timeout-config=FILE  --timeout-overrides="Name:seconds;..."  --lwsconf-options=FILE
+  --serving-server=emulator|vllm  --vllm-model=...  --vllm-image=...  (GPU acceptance: README, GPU section)
   -n N                            parallel workers (default 2; -n 0 runs in this process)
 Reports go to reports/<run>/ and reports/latest/ (junit.xml, conformance-report.yaml, summary.md, report.html).
 """
