@@ -21,13 +21,16 @@ from lwsconf.waits import pods as pod_waits
 
 def _recreated_and_reformed(lws: LWSHarness, name: str, index: int, old: set[str], size: int) -> None:
     group = lws_waits.group_must_be_recreated(lws.api, lws.namespace, name, index, old, size=size, t=lws.t)
-    leader = group.pods[0]
+    leader = group.pods[0]["metadata"]["name"]
+    # The leader's own POD_IP (downward API) rather than its status.podIP: on --cluster=local the API shows a
+    # pod's 198.18 stand-in while the pod itself (and so what its peers reach) has its loopback address.
+    leader_ip = lws.probe_json(leader).get("ip")
     for j in range(1, size):
         worker = group.pods[j]["metadata"]["name"]
         address = lws.probe_json(worker)["lws"]["LWS_LEADER_ADDRESS"]
         answer = lws.probe_json(worker, "/peer", host=address, port=str(workloads.PROBE_PORT)).get("answer") or {}
-        assert (answer.get("pod"), answer.get("ip")) == (leader["metadata"]["name"], leader["status"].get("podIP")), \
-            f"{worker} -> {address} reached {answer}, want the new leader at {leader['status'].get('podIP')}"
+        assert (answer.get("pod"), answer.get("ip")) == (leader, leader_ip), \
+            f"{worker} -> {address} reached {answer}, want the new leader {leader} at {leader_ip}"
 
 
 def _untouched(lws: LWSHarness, name: str, index: int, uids: set[str]) -> None:

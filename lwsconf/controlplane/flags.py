@@ -48,11 +48,25 @@ def etcd_argv(binary: Path, data: Path, client_port: int, peer_port: int) -> lis
             "--unsafe-no-fsync", "--log-level", "warn"]
 
 
+def egress_selector_configuration(uds: Path) -> dict[str, object]:
+    """kube-apiserver's EgressSelectorConfiguration: its `cluster` traffic through an HTTP CONNECT proxy
+    on unix socket `uds` (`lwsconf.localcluster.egress` says which traffic that is and why UDS: over TCP
+    kube-apiserver speaks TLS with a client key pair to the proxy, k8s.io/apiserver egress_selector.go).
+    `controlplane` and `etcd` stay direct (loopback)."""
+    return {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+            "egressSelections": [{"name": "cluster", "connection": {
+                "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(uds)}}}}]}
+
+
 def apiserver_argv(binary: Path, folder: Path, etcd_port: int, port: int, serving: pki.Pair,
-                   ca: pki.Pair, sa: pki.Pair, kubelet_client: pki.Pair, *, service_range: str) -> list[str]:
+                   ca: pki.Pair, sa: pki.Pair, kubelet_client: pki.Pair, *, service_range: str,
+                   egress_selector_config: Path | None = None) -> list[str]:
     """`--endpoint-reconciler-type=none`: 1.37 refuses a loopback advertise address for the `kubernetes`
-    Service's endpoints (kubernetes/kubernetes#138102), so the control plane writes them itself."""
-    runtime = [f"--runtime-config={','.join(MAP_RUNTIME_CONFIG)}"] if MAP_RUNTIME_CONFIG else []
+    Service's endpoints (kubernetes/kubernetes#138102), so the control plane writes them itself.
+    `egress_selector_config`: the file of `egress_selector_configuration`, if the caller runs that proxy."""
+    extra = [f"--runtime-config={','.join(MAP_RUNTIME_CONFIG)}"] if MAP_RUNTIME_CONFIG else []
+    if egress_selector_config is not None:
+        extra.append(f"--egress-selector-config-file={egress_selector_config}")
     return [str(binary), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
             f"--secure-port={port}",
@@ -62,7 +76,7 @@ def apiserver_argv(binary: Path, folder: Path, etcd_port: int, port: int, servin
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-cluster-ip-range={service_range}",
             "--authorization-mode=Node,RBAC", f"--enable-admission-plugins={ADMISSION_PLUGINS}",
-            "--allow-privileged=true", "--profiling=false", *runtime,
+            "--allow-privileged=true", "--profiling=false", *extra,
             f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}",
             # logs/exec/attach/port-forward dial the Node's InternalIP (loopback); the default order tries
             # its Hostname address first, a name nothing resolves to loopback (KUBELETAPI helper's edit)

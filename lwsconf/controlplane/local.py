@@ -97,12 +97,15 @@ class LocalControlPlane:
     Args:
         service_range: the loopback ClusterIP range (each cluster its own, so parallel ones never share a
             ClusterIP); its first address is the `kubernetes` Service's.
+        cluster_egress: a unix socket where the caller serves an HTTP CONNECT proxy for kube-apiserver's
+            `cluster` egress (pods/services/nodes proxy, kubelet API, Service webhooks); None: direct.
     """
 
     def __init__(self, release: Release, binaries: dict[str, Path], *,
                  timeouts: StartTimeouts | None = None, service_range: str = SERVICE_RANGE,
-                 controllers: bool = True) -> None:
+                 controllers: bool = True, cluster_egress: Path | None = None) -> None:
         self.release, self.binaries = release, binaries
+        self.cluster_egress = cluster_egress
         self.controllers = controllers
         """False: etcd + kube-apiserver only (API-only comparisons, where no controller may touch an object)."""
         self.timeouts = timeouts or StartTimeouts.from_env()
@@ -164,9 +167,13 @@ class LocalControlPlane:
                                                     peer_port))
         wait_until(lambda: self._etcd_healthy(etcd, etcd_port), what=f"etcd on 127.0.0.1:{etcd_port} to be healthy",
                    timeout=self.timeouts.etcd_ready, poll=0.2, describe=etcd.describe)
+        egress_config = None
+        if self.cluster_egress is not None:
+            egress_config = self.folder / "egress-selector.yaml"
+            egress_config.write_text(yaml.safe_dump(flags.egress_selector_configuration(self.cluster_egress)))
         apiserver = self._launch("kube-apiserver", flags.apiserver_argv(
             self.binaries["kube-apiserver"], pki_dir, etcd_port, self.port, serving, ca.pair, sa, kubelet_client,
-            service_range=self.service_range))
+            service_range=self.service_range, egress_selector_config=egress_config))
         self.url = f"https://127.0.0.1:{self.port}"
         context = self.ssl_context()
         wait_until(lambda: self._healthy(apiserver, f"{self.url}/readyz", context),

@@ -11,11 +11,18 @@ kube-proxy on a background loop (`sim.supervisor`, as `SimCluster` runs them), e
 client holding the admin certificate, and waits until every node is Ready (`StartTimeouts.nodes_ready`,
 overridable by LWSCONF_LOCAL_NODES_READY). `dead()` names the control-plane components that exited
 since. Starting and stopping hold signals (`shutdown.deferred`); a failed start stops what started.
+
+Addresses: the API shows each pod under a 198.18 address (`podnet`; kube-apiserver refuses loopback
+endpoints), its processes keep their loopback one, and kube-apiserver reaches pods, kubelets and Service
+webhooks only through `egress.EgressProxy` on a unix socket in a private folder, which dials loopback
+only (`egress_refused()` lists what it refused).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +32,10 @@ from lwsconf import _loopthread, kubeclient, shutdown
 from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
 from lwsconf.kubeclient import client as kc
+from lwsconf.localcluster import egress
 from lwsconf.sim import supervisor
 from lwsconf.sim.nodes import fleet as fleet_mod
-from lwsconf.sim.nodes import ipam, layout
+from lwsconf.sim.nodes import ipam, layout, podnet
 from lwsconf.waits.core import NotYet, wait_until
 
 STOP_GRACE = 30.0
@@ -60,12 +68,13 @@ def kubernetes_slice(apiserver_port: int) -> dict[str, object]:
 
 def node_controllers(fleet: fleet_mod.NodeFleet, apiserver_port: int) -> list[tuple[str, supervisor.ControllerFactory]]:
     """What runs beside a real control plane: kube-proxy, a volume provisioner (as kind has) and the fleet
-    (agents, device plugins), no more."""
+    (agents, device plugins), no more. kube-proxy dials the loopback address behind each endpoint."""
     from lwsconf.localcluster import provisioner
     from lwsconf.sim.controllers import kubeproxy
 
     static = {("default", "kubernetes"): [kubernetes_slice(apiserver_port)]}
-    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c, static_slices=static).run),
+    to_loopback = fleet.addresses.to_loopback
+    return [("kube-proxy", lambda c: kubeproxy.KubeProxy(c, static_slices=static, to_loopback=to_loopback).run),
             ("local-path-provisioner", lambda c: provisioner.Provisioner(c).run), *fleet.controllers()]
 
 
@@ -82,6 +91,8 @@ class LocalCluster:
         self.fleet: fleet_mod.NodeFleet | None = None
         self._loop = _loopthread.LoopThread("lwsconf-local")
         self._supervisor: supervisor.Supervisor | None = None
+        self.egress: egress.EgressProxy | None = None
+        self._egress_dir: Path | None = None
         self.kubeconfig = Path()
         self.ready_seconds = 0.0
         """How long `start` took until every node was Ready."""
@@ -102,8 +113,11 @@ class LocalCluster:
             with shutdown.deferred("starting the local cluster"):
                 self._reservation = ipam.reserve_pod_network()
                 network = self._reservation.network
+                self._loop.start()
+                socket_path = self._start_egress(network)
                 self.controlplane = local.LocalControlPlane(self.release, binaries, timeouts=self._timeouts,
-                                                            service_range=str(network.service_range))
+                                                            service_range=str(network.service_range),
+                                                            cluster_egress=socket_path)
                 self.controlplane.start()
                 self.kubeconfig = self.controlplane.kubeconfig
                 self._start_nodes(network)
@@ -115,12 +129,22 @@ class LocalCluster:
         self.ready_seconds = time.monotonic() - started
         return self
 
+    def _start_egress(self, network: ipam.PodNetwork) -> Path:
+        """The CONNECT proxy for kube-apiserver's `cluster` egress, before kube-apiserver starts."""
+        self._egress_dir = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("egress")))
+        proxy = egress.EgressProxy(self._egress_dir / "cluster.sock", podnet.PodAddressMap.for_network(network.cidr))
+        self.egress = self._loop.run(proxy.start())
+        return proxy.path
+
+    def egress_refused(self) -> list[str]:
+        """CONNECT targets kube-apiserver asked for and the egress proxy refused (never dialed)."""
+        return list(self.egress.refused) if self.egress is not None else []
+
     def _start_nodes(self, network: ipam.PodNetwork) -> None:
         if not self._specs:
             return
         self.fleet = fleet_mod.NodeFleet(self._specs, pod_network=network, stage_set=self._stage_set,
-                                         seed=self._seed)
-        self._loop.start()
+                                         seed=self._seed, cluster_addresses=True)
         fleet = self.fleet
         port = self.controlplane.port if self.controlplane is not None else 0
 
@@ -176,6 +200,9 @@ class LocalCluster:
                 if self._supervisor is not None:
                     sup, self._supervisor = self._supervisor, None
                     self._loop.run(sup.stop(STOP_GRACE))
+                if self.egress is not None:
+                    proxy, self.egress = self.egress, None
+                    self._loop.run(proxy.close())
                 self._loop.stop()
             finally:
                 if self.fleet is not None:
@@ -183,6 +210,9 @@ class LocalCluster:
                     self.fleet = None
                 if self.controlplane is not None:
                     self.controlplane.stop()
+                if self._egress_dir is not None:
+                    shutil.rmtree(self._egress_dir, ignore_errors=True)
+                    self._egress_dir = None
                 if self._reservation is not None:
                     self._reservation.release()
                     self._reservation = None

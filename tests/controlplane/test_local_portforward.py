@@ -1,9 +1,11 @@
 """Reading a pod's probe on the local cluster, the way conformance tests do (`waits.proxy.pod_get`).
 
-The real kube-apiserver refuses `pods/NAME:PORT/proxy` to our loopback pod IPs (400 "address not
-allowed"); `pod_get` then port-forwards with the official Python client (WebSocket channels), which the
-API server hands to the node agent's kubelet API. Checked: the proxy really refuses, and the fallback
-gets the probe's JSON, query string included. Skips when the release is not built.
+The API shows our pods under 198.18 addresses (`podnet`), so kube-apiserver's `pods/NAME:PORT/proxy`
+answers itself, through its `cluster` egress proxy (`localcluster.egress`) to the pod's loopback address.
+`pod_get` falls back to port-forwarding only where kube-apiserver refuses a pod IP (400 "address not
+allowed", loopback pod IPs); that path, the official Python client's WebSocket channels handed by the API
+server to the node agent's kubelet API, is checked here directly (`portforward.http_get`), query string
+included. Skips when the release is not built.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from kubernetes import client, config
 from lwsconf import workloads
 from lwsconf.controlplane import versions
 from lwsconf.localcluster.cluster import LocalCluster
-from lwsconf.waits import proxy
+from lwsconf.waits import portforward, proxy
 from lwsconf.waits.core import NotYet, wait_until
 
 from .test_local import _binaries_or_skip
@@ -29,7 +31,7 @@ POD_READY = 60.0
 
 @pytest.mark.slow
 @pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
-def test_pod_get_port_forwards_where_the_proxy_refuses_loopback(release: versions.Release) -> None:
+def test_pod_get_through_the_proxy_and_port_forward(release: versions.Release) -> None:
     _binaries_or_skip(release)
     with LocalCluster(release) as cluster:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
@@ -53,13 +55,14 @@ def test_pod_get_port_forwards_where_the_proxy_refuses_loopback(release: version
 
         wait_until(ready, what="pod default/p to be Ready", timeout=POD_READY, poll=0.5)
         path = f"/api/v1/namespaces/default/pods/p:{workloads.PROBE_PORT}/proxy/"
-        refused = proxy._get(api, path, None, 10)
-        assert refused.status == 400 and refused.body["message"] == proxy.ADDRESS_NOT_ALLOWED, refused
-        answer = proxy.pod_get(api, "default", "p", workloads.PROBE_PORT, "/")
-        assert answer.ok, answer
-        body = answer.json()
-        assert body["pod"] == "p" and body["ip"] == core.read_namespaced_pod("p", "default").status.pod_ip
-        assert body["ip"].startswith("127.")
+        proxied = proxy._get(api, path, None, 10)
+        assert proxied.status == 200, proxied
+        forwarded = proxy.Reply(*portforward.http_get(api, "default", "p", workloads.PROBE_PORT, "/", None, 10))
+        assert forwarded.json() == proxied.json()
+        body = proxied.json()
+        pod_ip = str(core.read_namespaced_pod("p", "default").status.pod_ip)
+        assert body["pod"] == "p" and body["ip"].startswith("127.") and pod_ip.startswith("198.18."), (body, pod_ip)
+        assert body["ip"].split(".")[2:] == pod_ip.split(".")[2:]  # 127.X.a.b behind 198.18.a.b
         assert proxy.pod_get(api, "default", "p", workloads.PROBE_PORT, "/readyz").json() == {"ready": True}
         _check_service_account_volume(api)
         api.close()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from lwsconf import kubeclient
@@ -87,8 +88,13 @@ def affinity_timeout(service: Obj) -> float | None:
     return float(seconds) if seconds else DEFAULT_AFFINITY_SECONDS
 
 
-def usable_endpoints(slices: list[Obj], port_name: str, protocol: str = "TCP") -> tuple[fwd.Backend, ...]:
-    """The endpoints a Service port forwards to: ready ones, else serving-and-terminating ones."""
+def usable_endpoints(slices: list[Obj], port_name: str, protocol: str = "TCP",
+                     to_loopback: Callable[[str], str] = str) -> tuple[fwd.Backend, ...]:
+    """The endpoints a Service port forwards to: ready ones, else serving-and-terminating ones.
+
+    `to_loopback` turns an endpoint address into the one to dial (`podnet`: on `--cluster=local` the API
+    lists 198.18 addresses, which stand for the pods' loopback ones).
+    """
     ready: set[fwd.Backend] = set()
     draining: set[fwd.Backend] = set()
     for slice_ in slices:
@@ -103,7 +109,7 @@ def usable_endpoints(slices: list[Obj], port_name: str, protocol: str = "TCP") -
             if not addresses:
                 continue
             conditions = endpoint.get("conditions") or {}
-            backend = (str(addresses[0]), int(number))
+            backend = (to_loopback(str(addresses[0])), int(number))
             if conditions.get("ready") is not False:
                 ready.add(backend)
             elif conditions.get("serving") is not False and conditions.get("terminating") is True:
@@ -111,7 +117,8 @@ def usable_endpoints(slices: list[Obj], port_name: str, protocol: str = "TCP") -
     return fwd.sorted_backends(ready or draining)
 
 
-def desired(service: Obj, slices: list[Obj]) -> dict[fwd.Address, fwd.PortRule]:
+def desired(service: Obj, slices: list[Obj],
+            to_loopback: Callable[[str], str] = str) -> dict[fwd.Address, fwd.PortRule]:
     """Listener address -> what it forwards, for every TCP port of the Service with a usable endpoint."""
     ip = cluster_ip(service)
     if ip is None:
@@ -124,7 +131,7 @@ def desired(service: Obj, slices: list[Obj]) -> dict[fwd.Address, fwd.PortRule]:
         if protocol != "TCP" or not port.get("port"):
             continue  # UDP and SCTP are not proxied by the sim
         name = port.get("name") or ""
-        backends = usable_endpoints(slices, name, protocol)
+        backends = usable_endpoints(slices, name, protocol, to_loopback)
         if backends:
             label = f"{meta.get('namespace')}/{meta.get('name')}:{name or port['port']}"
             out[(ip, int(port["port"]))] = fwd.PortRule(label, backends, affinity)
@@ -150,6 +157,7 @@ class KubeProxy:
         static_slices: EndpointSlices per Service that the API does not hold (see the attribute).
         bind_retry: seconds between tries to bind an address that was taken.
         dial_timeouts: seconds for each successive try to reach an endpoint for one connection.
+        to_loopback: endpoint address -> the address to dial (default: as listed).
 
     Start it with `await KubeProxy(client).run(stop)`; it returns after `stop` is set, with every
     listener closed and every forwarded connection ended.
@@ -157,8 +165,11 @@ class KubeProxy:
 
     def __init__(self, client: kc.Client, *, bind_retry: float = BIND_RETRY,
                  dial_timeouts: tuple[float, ...] = fwd.DIAL_TIMEOUTS,
-                 static_slices: dict[ServiceKey, list[Obj]] | None = None) -> None:
+                 static_slices: dict[ServiceKey, list[Obj]] | None = None,
+                 to_loopback: Callable[[str], str] = str) -> None:
         self.client = client
+        self.to_loopback = to_loopback
+        """Endpoint address -> the address to dial (`podnet.PodAddressMap.to_loopback` on `--cluster=local`)."""
         self.static_slices = dict(static_slices or {})
         """(namespace, name) -> EndpointSlices taken as if the API served them: for a Service whose
         endpoints the API server cannot hold (the real kube-apiserver refuses loopback endpoint addresses,
@@ -202,7 +213,7 @@ class KubeProxy:
         """Bring the listeners of Service `key` in line with the caches; a retry delay if a bind failed."""
         service = self.services.get(key[1], key[0])
         slices = list(self._slices.get(key, {}).values()) + self.static_slices.get(key, [])
-        want = {} if service is None else desired(service, slices)
+        want = {} if service is None else desired(service, slices, self.to_loopback)
         for address in self._owned.get(key, set()) - set(want):
             if self._owner.get(address) == key:  # else another Service took this address over
                 del self._owner[address]

@@ -166,12 +166,12 @@ class Forwarder:
             if upstream is None:
                 return
             backend_r, backend_w = upstream
-            clean = await _splice(client_r, client_w, backend_r, backend_w)
+            clean = await splice(client_r, client_w, backend_r, backend_w)
         finally:
             self._connections.discard(task)
             for writer in (client_w, backend_w):
                 if writer is not None:
-                    _finish(writer, reset=not clean)
+                    finish(writer, reset=not clean)
 
     async def _dial(self, balancer: Balancer,
                     client_ip: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
@@ -221,7 +221,7 @@ async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         dst.write_eof()
 
 
-async def _splice(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter,
+async def splice(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter,
                   backend_r: asyncio.StreamReader, backend_w: asyncio.StreamWriter) -> bool:
     """Copy both ways until both sides ended; False when a side failed (then both are reset)."""
     pipes = [asyncio.ensure_future(_pipe(client_r, backend_w)), asyncio.ensure_future(_pipe(backend_r, client_w))]
@@ -234,7 +234,7 @@ async def _splice(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter
         await asyncio.gather(*pipes, return_exceptions=True)
 
 
-def _finish(writer: asyncio.StreamWriter, *, reset: bool) -> None:
+def finish(writer: asyncio.StreamWriter, *, reset: bool) -> None:
     """Close a side: gracefully, or with a reset (SO_LINGER 0, so the peer sees RST, not FIN)."""
     if reset:
         sock = writer.get_extra_info("socket")

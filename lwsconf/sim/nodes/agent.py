@@ -41,6 +41,7 @@ from lwsconf.sim.nodes import (
     nodechaos,
     nodectx,
     nodeobj,
+    podnet,
     podworker,
     settings,
 )
@@ -80,6 +81,7 @@ class NodeAgent:
         kubelet_settings: timings (default: those of the stage sets named in `stages`).
         seed: seeds the stages' jitter.
         launcher: what starts process containers (default: built from `runtime` when it is given).
+        addresses: how pod IPs appear in the API (`podnet`; default the identity, as on the sim).
     """
 
     def __init__(self, client: kc.Client, spec: layout.NodeSpec, *, index: int,
@@ -87,8 +89,10 @@ class NodeAgent:
                  stages: lifecycle.Lifecycle | Sequence[str] = DEFAULT_STAGE_SETS,
                  runtime: nodectx.Runtime | None = None, device_manager: nodectx.DeviceManager | None = None,
                  kubelet_settings: settings.KubeletSettings | None = None, seed: int = 0,
-                 launcher: nodectx.Launcher | None = None) -> None:
+                 launcher: nodectx.Launcher | None = None,
+                 addresses: podnet.PodAddressMap = podnet.IDENTITY) -> None:
         self.client = client
+        self.addresses = addresses
         self.spec = spec
         self.name = spec.name
         self.network = ipam.PodNetwork.parse(pod_network)
@@ -191,7 +195,7 @@ class NodeAgent:
             ips=ipam.IPAllocator(self.pod_cidr), logs_dir=logs_dir, seed=self.seed, runtime=self.runtime,
             launcher=launcher, device_manager=self.device_manager, fake_devices=self._fake_pools(),
             allocatable=self.allocatable, admitted_pods=self._admitted_pods,
-            before_write=self.chaos.before_pod_write)
+            before_write=self.chaos.before_pod_write, addresses=self.addresses)
 
     def _fake_pools(self) -> dict[str, nodectx.FakeDevicePool]:
         pools = {}
@@ -357,7 +361,8 @@ def _default_launcher(agent: NodeAgent) -> nodectx.Launcher | None:
         return None
     return cast(nodectx.Launcher, processes.ProcessLauncher(agent.client, agent.runtime, agent.workdir / "pods",
                                                             node_name=agent.name, host_ip=agent.host_ip,
-                                                            allocatable=agent.allocatable()))
+                                                            allocatable=agent.allocatable(),
+                                                            addresses=agent.addresses))
 
 
 def _now() -> str:

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from lwsconf.sim.nodes import podnet
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -83,8 +85,13 @@ def _selects(selector: Obj, pod: Obj) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def compute_records(services: Iterable[Obj], pods: Iterable[Obj]) -> list[Record]:
-    """Every A record the cluster's Services and Pods give (see the module docstring)."""
+def compute_records(services: Iterable[Obj], pods: Iterable[Obj],
+                    addresses: podnet.PodAddressMap = podnet.IDENTITY) -> list[Record]:
+    """Every A record the cluster's Services and Pods give (see the module docstring).
+
+    Pod IPs are read from the API and turned back into the loopback addresses the pods listen on
+    (`podnet`: on `--cluster=local` the API shows 198.18 addresses nothing can reach).
+    """
     by_ns: dict[str, list[Obj]] = defaultdict(list)
     for pod in pods:
         status = pod.get("status") or {}
@@ -106,7 +113,7 @@ def compute_records(services: Iterable[Obj], pods: Iterable[Obj]) -> list[Record
         for pod in by_ns.get(ns, ()):
             if not _selects(selector, pod) or not (spec.get("publishNotReadyAddresses") or _ready(pod)):
                 continue
-            ip = str(pod["status"]["podIP"])
+            ip = addresses.to_loopback(str(pod["status"]["podIP"]))
             records.append(Record(name, ns, ip))
             pspec = pod.get("spec") or {}
             if pspec.get("hostname") and pspec.get("subdomain") == name:
@@ -184,8 +191,10 @@ class ClusterDNS:
     `on_service` (informer handler signature) yourself.
     """
 
-    def __init__(self, *, cluster_domain: str = CLUSTER_DOMAIN, flush_delay: float = 0.02) -> None:
+    def __init__(self, *, cluster_domain: str = CLUSTER_DOMAIN, flush_delay: float = 0.02,
+                 addresses: podnet.PodAddressMap = podnet.IDENTITY) -> None:
         self.cluster_domain = cluster_domain
+        self.addresses = addresses
         self.flush_delay = flush_delay
         self._pods: dict[tuple[str, str], Obj] = {}
         self._services: dict[tuple[str, str], Obj] = {}
@@ -216,7 +225,7 @@ class ClusterDNS:
 
     def records(self) -> list[Record]:
         if self._records is None:
-            self._records = compute_records(self._services.values(), self._pods.values())
+            self._records = compute_records(self._services.values(), self._pods.values(), self.addresses)
         return self._records
 
     def lookup(self, name: str, namespace: str = "") -> list[str]:

@@ -27,7 +27,7 @@ from typing import Any
 from lwsconf import shutdown
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.nodes import agent as agent_mod
-from lwsconf.sim.nodes import ipam, layout, lifecycle, nodectx, settings
+from lwsconf.sim.nodes import ipam, layout, lifecycle, nodectx, podnet, settings
 
 log = logging.getLogger(__name__)
 Runner = Callable[[asyncio.Event], Awaitable[None]]
@@ -52,12 +52,14 @@ class NodeFleet:
         processes: run runnable containers (python) as real processes when the runtime is installed.
         device_plugins: run a fake GPU device plugin on every GPU node, with a device manager in
             its agent, when those modules are installed.
+        cluster_addresses: show pod IPs to the API as 198.18 addresses (`podnet`), for a real
+            kube-apiserver, which refuses loopback endpoints (`LocalCluster`); False on the sim.
     """
 
     def __init__(self, specs: Sequence[layout.NodeSpec] | None = None, *,
                  pod_network: str | ipam.PodNetwork | None = None, workdir: str | Path | None = None,
                  stage_set: str = "fast", seed: int = 0, processes: bool = True,
-                 device_plugins: bool = True) -> None:
+                 device_plugins: bool = True, cluster_addresses: bool = False) -> None:
         self.specs = list(specs) if specs is not None else layout.default_layout()
         self._reservation: ipam.PodNetworkReservation | None = None
         if pod_network is None:
@@ -65,6 +67,9 @@ class NodeFleet:
             self.pod_network = self._reservation.network
         else:
             self.pod_network = ipam.PodNetwork.parse(pod_network)
+        self.addresses = podnet.PodAddressMap.for_network(self.pod_network.cidr) if cluster_addresses \
+            else podnet.IDENTITY
+        """How the agents show pod IPs to the API (and read them back)."""
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("nodes")))
         self.stage_sets = stage_sets(stage_set)
@@ -102,7 +107,7 @@ class NodeFleet:
         made = agent_mod.NodeAgent(client, spec, index=index, pod_network=self.pod_network, workdir=node_dir,
                                    stages=self.lifecycle, runtime=self._runtime(node_dir),
                                    device_manager=self._device_manager(spec), kubelet_settings=self.settings,
-                                   seed=self.seed)
+                                   seed=self.seed, addresses=self.addresses)
         self.agents[spec.name] = made
         return made
 

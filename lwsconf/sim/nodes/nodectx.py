@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import events, ipam, lifecycle, settings
+from lwsconf.sim.nodes import events, ipam, lifecycle, podnet, settings
 
 Obj = dict[str, Any]
 
@@ -123,6 +123,8 @@ class NodeContext:
     on_terminal: Callable[[str], None] = lambda uid: None
     before_write: Callable[[], Awaitable[None]] | None = None
     """Awaited before every pod status write and final deletion (node chaos: cut off, slow)."""
+    addresses: podnet.PodAddressMap = podnet.IDENTITY
+    """How pod IPs appear in the API (`podnet`: 198.18 addresses on `--cluster=local`)."""
 
     def rng_for(self, pod: Obj) -> random.Random:
         """A random source for one pod's jitter, stable across runs for the same seed and pod name."""

@@ -100,7 +100,7 @@ class PodWorker:
         """Until the pod is deleted (by us or anyone); cancelling it stops the containers."""
         failures = 0
         try:
-            st.adopt(self.state, self.pod.get("status") or {}, self.ctx.ips.reserve)
+            st.adopt(self.state, self.pod.get("status") or {}, self.ctx.ips.reserve, self.ctx.addresses.to_loopback)
             while not self._gone and not self.done:
                 try:
                     await self._step()
@@ -228,7 +228,7 @@ class PodWorker:
     # --- stages -------------------------------------------------------------------------------------
 
     def _views(self) -> tuple[Obj, list[tuple[str, str, Obj]]]:
-        current = status.pod_status(self.pod, self.state)
+        current = status.pod_status(self.pod, self.state, addresses=self.ctx.addresses)
         podview = st.pod_view(self.pod, current, self.state)
         by_name = {s["name"]: s for s in [*current.get("initContainerStatuses", []), *current["containerStatuses"]]}
         subjects = [("pod", "Pod", podview)]
@@ -352,7 +352,7 @@ class PodWorker:
     # --- status --------------------------------------------------------------------------------------
 
     async def _write_status(self) -> None:
-        current = status.pod_status(self.pod, self.state, now=None)
+        current = status.pod_status(self.pod, self.state, now=None, addresses=self.ctx.addresses)
         if current == self._written or current == self.pod.get("status"):
             self._written = current
             return
@@ -360,7 +360,7 @@ class PodWorker:
             await self.ctx.before_write()
             if self._gone:
                 raise PodGone(self.uid)
-            current = status.pod_status(self.pod, self.state, now=None)
+            current = status.pod_status(self.pod, self.state, now=None, addresses=self.ctx.addresses)
         meta = self.pod.get("metadata") or {}
         patch = [{"op": "test", "path": "/metadata/uid", "value": self.uid},
                  {"op": "replace", "path": "/status", "value": current}]

@@ -19,7 +19,7 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
-from lwsconf.sim.nodes import dns, env, nodectx, runtime, satoken, volumes
+from lwsconf.sim.nodes import dns, env, nodectx, podnet, runtime, satoken, volumes
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -35,17 +35,19 @@ class ProcessLauncher:
         pods_root: per-pod folders (volumes, hosts file) go under it.
         node_name, host_ip: the node, for the downward API.
         allocatable: the node's allocatable (defaults for unset limits in resourceFieldRef).
+        addresses: how pod IPs appear in the API; hosts files get their loopback addresses (`podnet`).
     """
 
     def __init__(self, client: kc.Client, rt: runtime.ProcessRuntime, pods_root: Path, *, node_name: str,
-                 host_ip: str, allocatable: dict[str, str] | None = None) -> None:
+                 host_ip: str, allocatable: dict[str, str] | None = None,
+                 addresses: podnet.PodAddressMap = podnet.IDENTITY) -> None:
         self.client = client
         self.runtime = rt
         self.pods_root = Path(pods_root)
         self.node_name = node_name
         self.host_ip = host_ip
         self.allocatable = allocatable or {}
-        self.dns = dns.ClusterDNS()
+        self.dns = dns.ClusterDNS(addresses=addresses)
         self._informers: list[informer.Informer] = []
         self._hosts: dict[str, dns.HostsFile] = {}
 

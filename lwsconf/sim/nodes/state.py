@@ -178,11 +178,13 @@ class PodState:
         return True
 
 
-def adopt(state: PodState, old: Obj, reserve: Callable[[str, str], bool]) -> None:
+def adopt(state: PodState, old: Obj, reserve: Callable[[str, str], bool],
+          to_loopback: Callable[[str], str] = str) -> None:
     """Continue a pod an earlier agent instance ran, from its status: phase, IP, start time, restarts.
 
     The earlier instance's processes are gone (an agent kills them when it stops), so each container
-    that had run counts one restart, as after a node reboot.
+    that had run counts one restart, as after a node reboot. `to_loopback` turns the pod IP the API
+    shows back into the loopback address the pod had (`podnet`; the identity on the sim).
     """
     if old.get("phase") in ("Failed", "Succeeded"):
         state.phase, state.admitted = old["phase"], True
@@ -191,8 +193,9 @@ def adopt(state: PodState, old: Obj, reserve: Callable[[str, str], bool]) -> Non
     if not old.get("hostIP") or not old.get("startTime"):
         return
     state.admitted, state.start_time = True, old.get("startTime")
-    if old.get("podIP") and reserve(state.uid, old["podIP"]):
-        state.pod_ip = old["podIP"]
+    ip = to_loopback(str(old.get("podIP") or ""))
+    if ip and reserve(state.uid, ip):
+        state.pod_ip = ip
     for field_name, records in (("containerStatuses", state.containers),
                                 ("initContainerStatuses", state.init_containers)):
         by_name = {s.get("name"): s for s in old.get(field_name) or []}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwsconf.sim.nodes import podnet
 from lwsconf.sim.nodes import state as st
 
 Obj = dict[str, Any]
@@ -80,8 +81,12 @@ def pod_phase(state: st.PodState, restart_policy: str) -> str:
     return "Running"
 
 
-def pod_status(pod: Obj, state: st.PodState, *, now: str | None = None) -> Obj:
-    """The whole status the agent writes for `pod` (qosClass and others' conditions are kept)."""
+def pod_status(pod: Obj, state: st.PodState, *, now: str | None = None,
+               addresses: podnet.PodAddressMap = podnet.IDENTITY) -> Obj:
+    """The whole status the agent writes for `pod` (qosClass and others' conditions are kept).
+
+    The pod IP is shown as `addresses` maps it (on `--cluster=local` its 198.18 address, see `podnet`).
+    """
     now = now or st.now_rfc3339()
     old = pod.get("status") or {}
     spec = pod.get("spec") or {}
@@ -97,8 +102,8 @@ def pod_status(pod: Obj, state: st.PodState, *, now: str | None = None) -> Obj:
         status["hostIP"] = state.host_ip
         status["hostIPs"] = [{"ip": state.host_ip}]
     if state.pod_ip:
-        status["podIP"] = state.pod_ip
-        status["podIPs"] = [{"ip": state.pod_ip}]
+        status["podIP"] = addresses.to_cluster(state.pod_ip)
+        status["podIPs"] = [{"ip": status["podIP"]}]
     if state.start_time:
         status["startTime"] = state.start_time
     if state.init_containers:
