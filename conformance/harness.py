@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,6 +252,15 @@ class LWSHarness:
         """Mark what the test does now on the timeline being recorded (nothing when none is)."""
         if self._recorder is not None:
             self._recorder.step(text)
+
+    def clock(self) -> float:
+        """Now on the recording timeline's clock (seconds since it began), else the monotonic clock."""
+        return self._recorder.now() if self._recorder is not None else time.monotonic()
+
+    def add_requests(self, requests: list[timeline_model.Request]) -> None:
+        """Put requests a serving test sent (timed with `clock`) on the timeline being recorded."""
+        if self._recorder is not None:
+            self._recorder.timeline.requests.extend(requests)
 
     def restart_controller(self) -> str:
         """Stop the implementation's controller and start it again (LWSControllerRestart tests only).

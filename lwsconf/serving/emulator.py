@@ -13,7 +13,9 @@ Roles come from the LWS environment: LWS_WORKER_INDEX 0 is the leader, others ar
   loud startup failure of both sides: exit 2, the reason on stderr (the pod log), as a misconfigured
   torch.distributed rank is. So is a group still incomplete after --rendezvous-timeout (leader) or a
   leader still unreachable after --join-timeout (worker). A connection that sends no join (a port
-  probe) is logged and closed.
+  probe) is logged and closed. A worker of another template revision (an old worker whose container
+  restarted during a rollout and found the new leader under the same name) is turned away: it exits 2,
+  the leader keeps waiting for its own worker.
 * HTTP (port --port): /health answers 503 until the group is complete, then 200 (vLLM's health
   route); /v1/models, /v1/completions and /v1/chat/completions answer in the OpenAI shape with usage
   counts, deterministically (the text is a hash of model and prompt), and name the pod and revision
@@ -200,7 +202,8 @@ class Emulator:
             members = [{"index": 0, "pod": self.pod if self.is_leader else "", "address": self.leader_address or None}]
             members += [{"index": i, "pod": p.info.get("pod", ""), "address": p.address,
                          "joined": p.info.get("joined")} for i, p in sorted(self.members.items())]
-        return {"role": "leader" if self.is_leader else "worker", "pod": self.pod, "revision": self.revision,
+        return {"role": "leader" if self.is_leader else "worker", "pod": self.pod, "address": self.args.host or None,
+                "revision": self.revision,
                 "index": self.index, "group_size": self.size, "complete": self.complete.is_set(),
                 "joined": len(members) - 1 if self.is_leader else None,
                 "members": members if self.is_leader else None, "model": self.args.model,
@@ -217,6 +220,18 @@ class Emulator:
             except OSError:
                 return
             threading.Thread(target=self.serve_member, args=(Peer(sock, address[0]),), daemon=True).start()
+
+    def stale_revision(self, peer: Peer, hello: dict[str, Any]) -> str | None:
+        """Why a worker of another template revision may not join, else None. Such a worker is a member of a
+        previous incarnation of this group: during a rollout the old worker pod outlives its leader (its
+        StatefulSet is garbage-collected after the leader pod is gone), its container restarts when its
+        leader leaves, and $LWS_LEADER_ADDRESS now names the new leader. It is turned away without failing
+        this leader, which keeps waiting for its own worker."""
+        theirs = hello.get("revision")
+        if theirs in (None, "unknown") or self.revision == "unknown" or theirs == self.revision:
+            return None
+        return (f"worker {hello.get('index')} (pod {hello.get('pod', '?')} from {peer.address}) is of revision "
+                f"{theirs}, this leader of {self.revision}: a member of a previous incarnation of the group")
 
     def admit(self, peer: Peer, hello: dict[str, Any]) -> int:
         """The joining worker's index, or ValueError with the reason the group cannot form."""
@@ -249,6 +264,13 @@ class Emulator:
                 raise EOFError(f"not a join message: {hello}")
         except (OSError, EOFError, ValueError) as exc:  # a port probe or a stray client: not a group member
             log(f"ignored a rendezvous connection from {peer.address}: {exc}")
+            peer.close()
+            return
+        stale = self.stale_revision(peer, hello)
+        if stale:
+            log(f"refused a worker: {stale}")
+            with contextlib.suppress(OSError):
+                peer.send({"type": "reject", "reason": stale})
             peer.close()
             return
         try:
@@ -316,7 +338,8 @@ class Emulator:
             return
         peer.sock.settimeout(self.args.heartbeat_timeout)
         try:
-            peer.send({"type": "join", "index": self.index, "group_size": self.size, "pod": self.pod})
+            peer.send({"type": "join", "index": self.index, "group_size": self.size, "pod": self.pod,
+                       "revision": self.revision})
             answer = peer.receive()
         except (OSError, EOFError, ValueError) as exc:
             self.finish(EXIT_GROUP_BROKEN, f"the leader at {peer.address} dropped the join: {exc}")

@@ -192,6 +192,10 @@ class TimelineRecorder:
     def step(self, text: str) -> None:
         self._state.step(text)
 
+    def now(self) -> float:
+        """Seconds since recording began: the clock of every time on the timeline."""
+        return self._state.now()
+
     def stop(self) -> Timeline:
         """Stop watching (idempotent); the timeline's `end` is now."""
         self._stop.set()

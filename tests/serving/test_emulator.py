@@ -334,6 +334,17 @@ def test_a_crash_requested_through_http_exits_with_that_code_and_fails_the_group
     assert leader.must_exit() == 3
 
 
+def test_a_worker_of_another_revision_is_turned_away_and_the_leader_keeps_waiting(group_of: Any) -> None:
+    group = group_of(2)
+    leader = group.start(0, env={"LWSCONF_REVISION": "new"})
+    stale = group.start(1, env={"LWSCONF_REVISION": "old"}, pod="demo-0-1-old", wait=False)
+    assert stale.must_exit() == 2
+    assert "is of revision old, this leader of new: a member of a previous incarnation" in stale.logged()
+    health_is(leader, 503)
+    group.start(1, env={"LWSCONF_REVISION": "new"})
+    assert leader_healthy(leader)["complete"]
+
+
 def test_a_frozen_worker_is_found_by_the_heartbeat_timeout(group_of: Any) -> None:
     leader, worker = group_of(2).complete()
     os.kill(worker.proc.pid, signal.SIGSTOP)

@@ -1,0 +1,116 @@
+"""The serving side of the `lws` harness: deploy a multi-node server, read its groups, send it traffic.
+
+LWS-SERVING scenarios (conformance/test_serving.py) read as the story they check: deploy a server
+(the emulator everywhere, real vLLM on GPU clusters: a `lwsconf.serving.servers.ServingServer`) with
+its leader-only Service, wait until the Service routes to every ready leader, then send completions
+through it while the test fails a member, rolls the LWS out or scales it. Everything goes through the
+Kubernetes API (the pods and services proxies), so the same scenario runs on every backend. Traffic
+is timed on the recording timeline's clock and put on it, so the report draws each request on the
+rollout picture and gives requests, failures and p50/p99 latency per phase.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from conformance.harness import LWSHarness
+from lwsconf.serving import servers
+from lwsconf.serving.traffic import Traffic, running
+from lwsconf.timeline.model import Request
+from lwsconf.waits import core, proxy, services
+
+Obj = dict[str, Any]
+TRAFFIC_INTERVAL = 0.1
+"""Seconds between one client thread's requests: about 15 requests/s with two threads on sim."""
+
+
+@dataclass
+class Serving:
+    lws: LWSHarness
+    server: servers.ServingServer
+
+    def deploy(self, name: str, *, replicas: int, size: int, rollout: Obj | None = None, prestop_seconds: int = 0,
+               grace_seconds: int = 30, env: dict[str, str] | None = None) -> tuple[Obj, str]:
+        """Create the server's objects, its LWS and leader Service; wait until every group is ready and the
+        Service lists exactly their leaders. Returns the manifest and the Service's name."""
+        for obj in self.server.objects():
+            with contextlib.suppress(client.ApiException):  # 409: another LWS of this test made it already
+                self.lws.core.create_namespaced_config_map(self.lws.namespace, obj)  # type: ignore[arg-type]
+        manifest = self.server.lws(name, replicas=replicas, size=size, rollout=rollout,
+                                   prestop_seconds=prestop_seconds, grace_seconds=grace_seconds, env=env)
+        self.lws.create(manifest)
+        service = servers.leader_service(name, self.server.port)
+        self.lws.core.create_namespaced_service(self.lws.namespace, service)  # type: ignore[arg-type]
+        self.lws.ready(name, replicas=replicas, size=size)
+        svc = str(service["metadata"]["name"])
+        self.leaders_must_be_endpoints(name, svc, replicas)
+        return manifest, svc
+
+    def leaders_must_be_endpoints(self, name: str, svc: str, replicas: int) -> None:
+        services.service_endpoints_must_be(self.lws.api, self.lws.namespace, svc,
+                                           {f"{name}-{i}" for i in range(replicas)}, self.lws.t, lws=name)
+
+    # --- one pod -------------------------------------------------------------------------------------
+
+    def group_view(self, pod: str) -> Obj:
+        """The member's own view of its group (the emulator's /group), read through the pods proxy."""
+        reply = proxy.pod_get(self.lws.api, self.lws.namespace, pod, self.server.port, "/group",
+                              timeout=self.lws.t.request_timeout)
+        return reply.json()
+
+    def crash(self, pod: str, code: int = 137) -> None:
+        """Make the member's server process exit with `code` (not the pod: the kubelet restarts it)."""
+        reply = proxy.pod_post(self.lws.api, self.lws.namespace, pod, self.server.port, f"/fault/crash?code={code}",
+                               {}, timeout=self.lws.t.request_timeout)
+        assert reply.status == 202, f"asking {pod} to crash: HTTP {reply.status} {str(reply.body)[:300]}"
+        self.lws.step(f"{pod}'s process crashed (exit {code})")
+
+    # --- traffic -------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def traffic(self, svc: str, *, workers: int = 2) -> Iterator[Traffic]:
+        """Completions through `svc` while the block runs, on the timeline's clock and put on it at the end."""
+        client_ = Traffic(self.lws.api, self.lws.namespace, svc, self.server,
+                                  request_timeout=self.lws.t.request_timeout, interval=TRAFFIC_INTERVAL,
+                                  workers=workers, clock=self.lws.clock)
+        self.lws.step("traffic started")
+        try:
+            with running(client_):
+                yield client_
+        finally:
+            self.lws.add_requests(client_.snapshot())
+
+    def answered(self, sent: Traffic, *, count: int, what: str, pods: set[str] | None = None,
+                 since: float | None = None) -> list[Request]:
+        """Wait (named timeout ServiceEndpoints) until `count` requests sent since `since` were answered (by
+        one of `pods` when given and the server names pods); the answered requests."""
+        start = self.lws.clock() if since is None else since
+
+        def enough() -> list[Request]:
+            ok = [r for r in sent.since(start) if r.ok and (pods is None or not self.server.identifies_pods
+                                                            or r.pod in pods)]
+            if len(ok) < count:
+                tried = sent.since(start)
+                last = tried[-1] if tried else None
+                raise core.NotYet(f"{len(ok)}/{count} answered of {len(tried)} sent; last: "
+                                  f"{'none' if last is None else (last.error or f'HTTP {last.status} from {last.pod}')}")
+            return ok
+        return core.wait_until(enough, what=what, timeout=self.lws.t.service_endpoints, poll=self.lws.t.poll_interval,
+                               describe=self.lws.describe)
+
+
+def failures(requests: list[Request]) -> list[Request]:
+    return [r for r in requests if not r.ok]
+
+
+def summary(requests: list[Request], limit: int = 8) -> str:
+    """A failed assertion's account of the traffic: counts, then the first failures."""
+    bad = failures(requests)
+    lines = [f"{len(requests)} requests, {len(bad)} failed"]
+    lines += [f"  t={r.t:.2f} after {r.seconds:.2f}s: {r.error}" for r in bad[:limit]]
+    return "\n".join(lines)
