@@ -188,8 +188,11 @@ def emulator_container(name: str, *, leader: bool, drain_seconds: int, extra_env
     }
     if leader:
         container["ports"].append({"name": "rendezvous", "containerPort": EMULATOR_RENDEZVOUS_PORT})
+        # Probed every second, but a group leaves its Service only after 3 failures of 5 s each: the sim's
+        # processes share two cores with the whole cluster, and one slow answer under load is not a broken
+        # group (a 1 s / 1-failure probe flapped leaders out of their Service at load 8, 2026-12-03).
         container["readinessProbe"] = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 1,
-                                       "failureThreshold": 1}
+                                       "timeoutSeconds": 5, "failureThreshold": 3}
     return container
 
 

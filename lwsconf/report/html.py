@@ -58,6 +58,7 @@ padding:10px 14px;margin-bottom:10px}
 pre{background:#f6f8fa;padding:8px;border-radius:6px;white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}
 figure{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px;margin:10px 0 14px;overflow-x:auto}
 .failure-item figure{border:0;padding:0}
+table.phases{width:auto;margin-top:6px;font-size:12px}table.phases tr.bad td{color:#cf222e;font-weight:600}
 figcaption{font-weight:600;margin-bottom:6px}.problem{color:#cf222e;font-weight:600}footer{color:#57606a;font-size:12px;padding:24px 20px}
 """
 
@@ -176,7 +177,8 @@ def _artifact_links(test: schema.TestReport) -> str:
 def _figure(report: schema.Report, i: int, tl: Timeline) -> str:
     t = report.tests[i]
     return (f'<figure id="timeline-{i}" data-test="{escape(t.name)}"><figcaption>{escape(t.name)} '
-            f"{_badge(t.result.value)}</figcaption>{timeline.svg(replace(tl, title=''), id_prefix=f'tl{i}')}</figure>")
+            f"{_badge(t.result.value)}</figcaption>{timeline.svg(replace(tl, title=''), id_prefix=f'tl{i}')}"
+            f"{timeline.phase_table(tl)}</figure>")
 
 
 def _failures(report: schema.Report, drawn: Mapping[int, Timeline]) -> list[str]:

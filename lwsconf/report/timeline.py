@@ -3,7 +3,9 @@
 One lane per group: colour = the group's revision (its leader's, with a legend in order of first
 appearance), solid = ready, hatched = not ready, gaps = no pods, a red outline = leader and workers on
 different revisions (half-updated), a black bar = a new leader pod (the group was recreated). Under the groups, a lane for the leader StatefulSet's replicas
-and partition. The test's steps ("template updated", "pod deleted", "scaled to 3") are numbered
+and partition; for serving tests a lane of the requests sent through the Service (a tick per request,
+green answered, red failed, taller the slower), and `phase_table` gives their count, failures and
+p50/p99 latency per phase. The test's steps ("template updated", "pod deleted", "scaled to 3") are numbered
 dashed lines, listed below the axis. So a reader sees at a glance that group 3 was replaced before
 group 2 and that no group was half-updated. `svg` is pure and deterministic (golden-tested); the
 model and its file belong to `lwsconf.timeline`, the recording to `lwsconf.waits.recorder`.
@@ -14,13 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from xml.sax.saxutils import escape
 
-from lwsconf.timeline.model import GroupSample, LeaderSample, Timeline
+from lwsconf.timeline import analysis
+from lwsconf.timeline.model import GroupSample, LeaderSample, Request, Timeline
 
-__all__ = ["PALETTE", "svg"]
+__all__ = ["PALETTE", "phase_table", "svg"]
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D31", "#666666")
 """Okabe-Ito colours (readable with colour-blindness), one per revision in order of first appearance."""
 MIXED = "#D00000"
+ANSWERED = "#009E73"
 WIDTH, LEFT, RIGHT, LANE, GAP, LINE = 960, 116, 24, 22, 8, 18
 
 
@@ -118,6 +122,39 @@ def _leader_lane(rows: Sequence[LeaderSample], y: float, x: Callable[[float], fl
     return out
 
 
+def _requests_lane(requests: Sequence[Request], y: float, x: Callable[[float], float]) -> list[str]:
+    """One tick per request at the time it was sent: answered ones green, as tall as their latency's share of
+    the slowest; failed ones red and full height, so a burst of failures stands out at once."""
+    height = 2 * LANE
+    out = [f'<text x="{LEFT - 8}" y="{_num(y + 15)}" text-anchor="end" class="tl-lane">requests</text>',
+           f'<rect x="{LEFT}" y="{_num(y)}" width="{WIDTH - LEFT - RIGHT}" height="{height}" fill="#f4f4f4"/>']
+    slowest = max((r.seconds for r in requests), default=0.0) or 1.0
+    for r in requests:
+        tall = height if not r.ok else max(3.0, height * r.seconds / slowest)
+        tip = (f"{_num(r.t)}s: {'HTTP ' + str(r.status) if r.ok else r.error} in {r.seconds * 1000:.0f} ms"
+               + (f" from {r.pod} ({r.revision})" if r.pod else ""))
+        out.append(f'<line class="{"request" if r.ok else "request failed"}" x1="{_num(x(r.t))}" '
+                   f'y1="{_num(y + height)}" x2="{_num(x(r.t))}" y2="{_num(y + height - tall)}" '
+                   f'stroke="{ANSWERED if r.ok else MIXED}" stroke-width="{1 if r.ok else 2}">'
+                   f'<title>{escape(tip)}</title></line>')
+    return out
+
+
+def phase_table(timeline: Timeline) -> str:
+    """The requests per phase (split at the steps) as an HTML table; "" when the timeline has no requests."""
+    phases = analysis.request_phases(timeline)
+    if not phases:
+        return ""
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1000:.0f} ms"
+    rows = "".join(f'<tr class="{"bad" if p.failures else "ok"}"><td>{escape(p.name)}</td>'
+                   f"<td>{_num(p.start)}-{_num(p.end)}s</td><td>{p.requests}</td><td>{p.failures}</td>"
+                   f"<td>{ms(p.p50)}</td><td>{ms(p.p99)}</td></tr>" for p in phases)
+    return ('<table class="phases"><thead><tr><th>phase (from step)</th><th>time</th><th>requests</th>'
+            f"<th>failed</th><th>p50</th><th>p99</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
 def _axis(y: float, stop: float, x: Callable[[float], float]) -> list[str]:
     step = _tick_step(stop)
     out = [f'<line x1="{LEFT}" y1="{_num(y)}" x2="{WIDTH - RIGHT}" y2="{_num(y)}" stroke="#333333"/>']
@@ -146,7 +183,7 @@ def _steps(timeline: Timeline, top: float, bottom: float, list_y: float, x: Call
 
 
 def _legend(prefix: str, revisions: Sequence[str], y: float, *, mixed: bool, leader: bool,
-            recreated: bool) -> tuple[list[str], float]:
+            recreated: bool, requests: bool = False) -> tuple[list[str], float]:
     """The legend's entries, wrapped onto as many rows as the width needs; (elements, y of its last row)."""
     out, lx = [], float(LEFT)
     entries = [(PALETTE[i % len(PALETTE)], f"revision {r}", "#333333") for i, r in enumerate(revisions)]
@@ -155,6 +192,8 @@ def _legend(prefix: str, revisions: Sequence[str], y: float, *, mixed: bool, lea
     entries += [("#ffffff", "leader and workers on different revisions", MIXED)] if mixed else []
     entries += [("#111111", "new leader pod (group recreated)", "#111111")] if recreated else []
     entries += [("#d8dee4", "leader sts: replicas / partition", "#333333")] if leader else []
+    entries += [(ANSWERED, "request answered (taller = slower)", ANSWERED), (MIXED, "request failed", MIXED)] \
+        if requests else []
     for fill, label, stroke in entries:
         width = 34 + 7 * len(label)
         if lx > LEFT and lx + width - 14 > WIDTH - RIGHT:
@@ -172,7 +211,8 @@ def svg(timeline: Timeline, *, id_prefix: str = "tl") -> str:
     lanes = len(groups) + (1 if timeline.leader_sts else 0)
     title_h = 24 if timeline.title else 0
     top = title_h + 28.0
-    lanes_bottom = top + lanes * (LANE + GAP)
+    requests_y = top + lanes * (LANE + GAP)
+    lanes_bottom = requests_y + (2 * LANE + GAP if timeline.requests else 0)
     axis_y = lanes_bottom + 2
     list_y = axis_y + 40
 
@@ -184,11 +224,14 @@ def svg(timeline: Timeline, *, id_prefix: str = "tl") -> str:
         body += _lane(timeline, group, top + n * (LANE + GAP), x, id_prefix, revisions)
     if timeline.leader_sts:
         body += _leader_lane(timeline.leader_sts, top + len(groups) * (LANE + GAP), x, stop)
+    if timeline.requests:
+        body += _requests_lane(timeline.requests, requests_y, x)
     body += _axis(axis_y, stop, x)
     body += _steps(timeline, top, lanes_bottom - GAP, list_y, x)
     legend, legend_end = _legend(id_prefix, revisions, list_y + len(timeline.steps) * LINE + 8,
                                  mixed=any(s.mixed for s in timeline.samples), leader=bool(timeline.leader_sts),
-                                 recreated=any('class="recreated"' in e for e in body))
+                                 recreated=any('class="recreated"' in e for e in body),
+                                 requests=bool(timeline.requests))
     height = legend_end + 16
     return "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{WIDTH}" height="{_num(height)}" '

@@ -181,8 +181,9 @@ def percentile(values: Sequence[float], p: float) -> float | None:
 
 def request_phases(timeline: Timeline) -> list[Phase]:
     """The timeline's requests split at its steps: the first phase runs from the start to the first step
-    ("before: <step>"), each step then opens a phase named by its text. Phases without a request are kept
-    (a phase where traffic stopped is a finding too); [] when the timeline has no requests."""
+    ("before: <step>", left out when nothing was sent before it), each step then opens a phase named by its
+    text. Later phases without a request are kept (a phase where traffic stopped is a finding too); [] when
+    the timeline has no requests."""
     if not timeline.requests:
         return []
     steps = sorted(timeline.steps, key=lambda s: s.t)
@@ -193,6 +194,8 @@ def request_phases(timeline: Timeline) -> list[Phase]:
         last = n + 1 == len(bounds)
         mine: list[Request] = [r for r in timeline.requests if start <= r.t and (r.t < end or last)]
         seconds = [r.seconds for r in mine]
+        if n == 0 and not mine:
+            continue  # nothing was sent before the first step (traffic started with it): no phase to show
         out.append(Phase(name, start, end, len(mine), sum(1 for r in mine if not r.ok),
                          percentile(seconds, 50), percentile(seconds, 99)))
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 from lwsconf.conformance import Outcome
 from lwsconf.report import collect, html, schema, timeline
 from lwsconf.timeline import model
-from lwsconf.timeline.model import GroupSample, PodState, Step, Timeline
+from lwsconf.timeline.model import GroupSample, PodState, Request, Step, Timeline
 from tests.report import sample
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -106,3 +106,16 @@ def test_a_timeline_the_recorder_model_writes_is_what_the_report_reads_and_draws
     drawn = segments(page[page.index("<svg"):page.index("</svg>") + 6])
     assert {(s["data-group"], s["data-revision"]) for s in drawn} == {
         (str(s.group), s.revision) for s in recorded.samples if s.revision}
+
+
+def test_requests_get_a_lane_failed_ones_red_and_a_phase_table() -> None:
+    tl = Timeline("ns", "roll", steps=[Step(1.0, "template updated")], end=4.0,
+                  requests=[Request(0.5, 0.01, 200, "roll-0", "r1"), Request(1.5, 0.04, 200, "roll-1", "r2"),
+                            Request(2.0, 1.2, 503, error="HTTP 503: no endpoints <x>")])
+    drawn = timeline.svg(tl)
+    assert drawn.count('class="request"') == 2 and drawn.count('class="request failed"') == 1
+    assert "HTTP 503: no endpoints &lt;x&gt;" in drawn and "request failed" in drawn
+    table = timeline.phase_table(tl)
+    assert '<tr class="ok"><td>before: template updated</td><td>0.0-1.0s</td><td>1</td><td>0</td>' in table
+    assert '<tr class="bad"><td>template updated</td><td>1.0-4.0s</td><td>2</td><td>1</td><td>40 ms</td>' in table
+    assert 'class="request' not in timeline.svg(Timeline("ns", "quiet")) and timeline.phase_table(Timeline("ns", "q")) == ""

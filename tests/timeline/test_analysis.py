@@ -89,3 +89,10 @@ def test_request_phases_split_at_steps_count_failures_and_keep_empty_phases() ->
     assert "template updated: 2 requests, 2 failed, p50 200 ms, p99 2000 ms" in text
     assert "HTTP 0: refused" in text
     assert analysis.request_phases(Timeline("ns", "demo")) == []
+
+
+def test_no_phase_before_the_first_step_when_nothing_was_sent_before_it() -> None:
+    from lwsconf.timeline.model import Request, Step
+    timeline = Timeline("ns", "demo", steps=[Step(0.1, "traffic started")], end=2.0,
+                        requests=[Request(0.2, 0.1, 200)])
+    assert [p.name for p in analysis.request_phases(timeline)] == ["traffic started"]
