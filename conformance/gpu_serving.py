@@ -60,7 +60,7 @@ def deploy(lws: LWSHarness, server: servers.ServingServer, cfg: vllm.VLLMConfig,
     return manifest, service["metadata"]["name"]
 
 
-def leader_log(api: client.ApiClient, namespace: str, name: str, lines: int = 20) -> str:
+def leader_log(api: client.ApiClient, namespace: str, name: str, lines: int = 100) -> str:
     """The first group's leader log tail ('' before it has one): where start-up progress shows."""
     try:
         text = client.CoreV1Api(api).read_namespaced_pod_log(f"{name}-0", namespace, tail_lines=lines)

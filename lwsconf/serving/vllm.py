@@ -386,14 +386,19 @@ _PROGRESS = re.compile(r"download|fetching|\d+%\||loading|weights|ray workers|re
                        r"started server|application startup", re.IGNORECASE)
 
 
+_ACCESS = re.compile(r'"(GET|POST|HEAD|PUT|DELETE) \S+ HTTP/\d')
+
+
 def progress_line(log: str) -> str | None:
     """The leader log's latest line that says how far start-up is (a download bar, weights loading, Ray
     workers joining), else its last non-empty line; None for an empty log. tqdm's carriage returns are
-    split so only the newest state of a bar is shown."""
+    split so only the newest state of a bar is shown; HTTP access lines (the readiness probe's own
+    requests, logged every period by vLLM and the emulator alike) say nothing about start-up."""
     lines = [part.strip() for line in log.splitlines() for part in line.split("\r") if part.strip()]
     if not lines:
         return None
-    return next((ln for ln in reversed(lines) if _PROGRESS.search(ln)), lines[-1])
+    told = [ln for ln in lines if not _ACCESS.search(ln)] or lines
+    return next((ln for ln in reversed(told) if _PROGRESS.search(ln)), told[-1])
 
 
 def image_ids(pods: list[Obj]) -> dict[str, str]:

@@ -20,8 +20,9 @@ from conformance import gpu_serving
 from conformance.harness import LWSHarness
 from fixtures import implementations
 from lwsconf import workloads
-from lwsconf.serving import vllm
-from lwsconf.waits import observe
+from lwsconf.reconciler import run as reconciler_run
+from lwsconf.serving import servers, vllm
+from lwsconf.waits import core, observe
 from tests import sim_e2e
 
 pytest_plugins = ["pytester"]
@@ -135,3 +136,34 @@ def test_the_gpu_room_reading_sees_the_sims_fake_gpus(harness: LWSHarness) -> No
         gpu_serving.preflight(harness.api, vllm.VLLMServer.of(vllm.VLLMConfig()),
                               vllm.VLLMServer.of(vllm.VLLMConfig()).lws("vllm", replicas=1, size=2),
                               vllm.VLLMConfig())
+
+
+def test_the_readiness_wait_quotes_the_leaders_progress_until_its_group_is_complete(
+        sim: sim_e2e.Sim, harness: LWSHarness) -> None:
+    """Workers held Pending (a nodeSelector no node has): the leader waits for its group, /health is 503, and
+    the wait's reason, which its progress lines show, quotes the leader log's rendezvous line."""
+    server = vllm.EmulatedVLLMServer.of(vllm.VLLMConfig())
+    manifest = workloads.edit_templates(
+        server.lws("vllm", replicas=1, size=2),
+        lambda t: t["spec"].__setitem__("nodeSelector", {workloads.PARKED_LABEL: "true"}), leader=False)
+    with reconciler_run.RunningReconciler(sim.kubeconfig):
+        for obj in server.objects():
+            harness.core.create_namespaced_config_map(harness.namespace, obj)  # type: ignore[arg-type]
+        harness.create(manifest)
+        service = servers.leader_service("vllm", server.port)
+        harness.core.create_namespaced_service(harness.namespace, service)  # type: ignore[arg-type]
+        check = gpu_serving.ready_check(harness, server, "vllm-leader", "vllm")
+
+        def quoted() -> str:
+            try:
+                check()
+            except core.NotYet as exc:
+                if "leader log: " in str(exc) and "leader of a group of 2" in str(exc):
+                    return str(exc)
+                raise
+            raise AssertionError("ready with its only worker Pending")
+
+        reason = core.wait_until(quoted, what="the readiness reason to quote the leader's log",
+                                 timeout=sim.t.lws_available, poll=sim.t.poll_interval)
+    assert reason.startswith("leader log: lwsconf-emulator: leader of a group of 2, pod vllm-0") and \
+        "| /health: HTTP 503" in reason, reason

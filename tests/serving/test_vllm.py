@@ -211,6 +211,11 @@ def test_progress_line_is_the_newest_download_or_loading_state() -> None:
     assert vllm.progress_line(log) == "model.safetensors:  55%|#####     | 540M/988M"
     assert vllm.progress_line("Wait for all ray workers to be active. 1/2 is active\nray: x\n") == \
         "Wait for all ray workers to be active. 1/2 is active"
+    assert vllm.progress_line("INFO leader of a group of 2: rendezvous on *:29500\n"
+                              + '127.0.0.1 "GET /health HTTP/1.1" 503 -\n' * 5) == \
+        "INFO leader of a group of 2: rendezvous on *:29500", "probe access lines are not progress"
+    assert vllm.progress_line('INFO: 10.0.0.1:5 - "GET /health HTTP/1.1" 200 OK\n') == \
+        'INFO: 10.0.0.1:5 - "GET /health HTTP/1.1" 200 OK', "an access line is still better than nothing"
     assert vllm.progress_line("just one line\n") == "just one line"
     assert vllm.progress_line("") is None
 
