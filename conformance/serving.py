@@ -39,8 +39,7 @@ class Serving:
         """Create the server's objects, its LWS and leader Service; wait until every group is ready and the
         Service lists exactly their leaders. Returns the manifest and the Service's name."""
         for obj in self.server.objects():
-            with contextlib.suppress(client.ApiException):  # 409: another LWS of this test made it already
-                self.lws.core.create_namespaced_config_map(self.lws.namespace, obj)  # type: ignore[arg-type]
+            self._create_once(obj)
         manifest = self.server.lws(name, replicas=replicas, size=size, rollout=rollout,
                                    prestop_seconds=prestop_seconds, grace_seconds=grace_seconds, env=env)
         self.lws.create(manifest)
@@ -50,6 +49,20 @@ class Serving:
         svc = str(service["metadata"]["name"])
         self.leaders_must_be_endpoints(name, svc, replicas)
         return manifest, svc
+
+    def _create_once(self, obj: Obj) -> None:
+        """Create a ConfigMap or Secret the server needs; one another LWS of this test made already is kept."""
+        kind = obj.get("kind")
+        if kind not in ("ConfigMap", "Secret"):
+            raise ValueError(f"serving servers may ask for ConfigMaps and Secrets, not {kind}")
+        try:
+            if kind == "ConfigMap":
+                self.lws.core.create_namespaced_config_map(self.lws.namespace, obj)  # type: ignore[arg-type]
+            else:
+                self.lws.core.create_namespaced_secret(self.lws.namespace, obj)  # type: ignore[arg-type]
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
 
     def leaders_must_be_endpoints(self, name: str, svc: str, replicas: int) -> None:
         services.service_endpoints_must_be(self.lws.api, self.lws.namespace, svc,
