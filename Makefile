@@ -50,10 +50,9 @@ fidelity: $(STAMP)
 
 ## conformance-local: the suite on --cluster=local (the real control plane, our simulated nodes) with the reference;
 ## writes reports/local-reference/<run-id>/ and watches every connection of the run (--loopback-monitor)
-# Claims: LWS-CORE and LWS-EXTENDED with every feature, not LWS-SERVING: its three leader-Service tests cannot run
-# on local (kube-apiserver refuses loopback endpoint addresses, and every simulated pod IP is loopback; issue 16
-# brings serving to local), so a claim of it could only be NOT_SUPPORTED there, never a result.
-LOCAL_CLAIMS ?= --profiles LWS-CORE,LWS-EXTENDED --all-features
+# Claims: every default profile with every feature. LWS-SERVING runs on local too: kube-apiserver refuses loopback
+# endpoint addresses, so the API shows each simulated pod under a 198.18 stand-in (ARCHITECTURE.md, Addresses on local).
+LOCAL_CLAIMS ?= --profiles LWS-CORE,LWS-EXTENDED,LWS-SERVING --all-features
 LOCAL_WORKERS ?= 0
 conformance-local: $(STAMP)
 	@if $(NEEDS_GO); then \

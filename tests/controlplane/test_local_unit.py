@@ -113,3 +113,19 @@ def test_up_without_a_build_says_what_to_run(tmp_path: Path, monkeypatch: pytest
                           "`lwsconf controlplane build --kubernetes-version 1.36.3`")
     assert local_cli.main(["down", "--kubeconfig", str(tmp_path / "kc")]) == 2
     assert "no local control plane is running" in capsys.readouterr().err
+
+
+def test_the_egress_selector_sends_cluster_traffic_to_a_unix_socket_proxy_only_when_asked(tmp_path: Path) -> None:
+    """kube-apiserver's `cluster` egress (pods/services proxy, kubelet API, Service webhooks) goes to our CONNECT
+    proxy on a unix socket (`lwsconf.localcluster.egress`); `controlplane` and `etcd` stay direct."""
+    pair = pki.Pair(tmp_path / "c", tmp_path / "k")
+    config = flags.egress_selector_configuration(tmp_path / "cluster.sock")
+    assert config == {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+                      "egressSelections": [{"name": "cluster", "connection": {
+                          "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(tmp_path / "cluster.sock")}}}}]}
+    plain = flags.apiserver_argv(Path("/bin/kube-apiserver"), tmp_path, 2379, 6443, pair, pair, pair, pair,
+                                 service_range="127.77.128.0/17")
+    assert not [a for a in plain if a.startswith("--egress-selector-config-file")]
+    proxied = flags.apiserver_argv(Path("/bin/kube-apiserver"), tmp_path, 2379, 6443, pair, pair, pair, pair,
+                                   service_range="127.77.128.0/17", egress_selector_config=tmp_path / "egress.yaml")
+    assert f"--egress-selector-config-file={tmp_path / 'egress.yaml'}" in proxied
