@@ -117,8 +117,18 @@ class Serving:
                                describe=self.lws.describe)
 
 
+INCOMPLETE_GROUP_REFUSALS = ("the group is not complete", "serves no requests")
+"""How the emulator refuses a request a leader of an incomplete group, or a worker, was sent: the Service
+routed it to a group that had not finished its rendezvous (or to a worker)."""
+
+
 def failures(requests: list[Request]) -> list[Request]:
     return [r for r in requests if not r.ok]
+
+
+def refused_by_incomplete_groups(requests: list[Request]) -> list[Request]:
+    """Requests the Service sent to a half-formed group (the emulator's refusals; vLLM does not tell)."""
+    return [r for r in requests if r.error and any(m in r.error for m in INCOMPLETE_GROUP_REFUSALS)]
 
 
 def summary(requests: list[Request], limit: int = 8) -> str:

@@ -72,7 +72,7 @@ def test_serving_routes_only_to_leaders(lws: LWSHarness, serving: srv.Serving) -
     with lws.timeline("route"), serving.traffic(svc) as sent:
         if serving.server.identifies_pods:
             for leader in sorted(leaders):
-                serving.answered(sent, count=1, pods={leader}, since=0.0,
+                serving.answered(sent, count=2, pods={leader}, since=0.0,
                                  what=f"a completion through {svc} answered by {leader}")
         else:
             serving.answered(sent, count=10, since=0.0, what=f"10 completions through {svc}")
@@ -86,8 +86,8 @@ def test_serving_routes_only_to_leaders(lws: LWSHarness, serving: srv.Serving) -
 @conformance(short_name="ServingRecoversFromWorkerProcessFailure", slow=True,
              features={Feature.SERVING_UNDER_LOAD, Feature.GROUP_RESTART},
              description="A worker's server process crashes under load: the group restarts as a unit (new leader and "
-                         "workers), the other group keeps answering, and serving from the restarted group resumes; "
-                         "the time to recover is on the timeline.")
+                         "workers), the other group keeps answering, serving from the restarted group resumes, and "
+                         "no request reaches a half-formed group; the time to recover is on the timeline.")
 def test_serving_recovers_from_worker_process_failure(lws: LWSHarness, serving: srv.Serving) -> None:
     _needs_pod_names(serving)
     _, svc = serving.deploy("heal", replicas=2, size=2)
@@ -108,8 +108,11 @@ def test_serving_recovers_from_worker_process_failure(lws: LWSHarness, serving: 
         lws.step(f"serving from group 0 resumed {back.t - crashed_at:.1f}s after the crash")
         serving.answered(sent, count=3, pods={"heal-1"}, since=crashed_at, what="heal-1 to keep answering")
     requests = sent.snapshot()
-    incomplete = [r for r in requests if r.ok and r.pod not in _leaders("heal", 2)]
-    assert not incomplete, f"answers from pods that are not leaders: {incomplete[:5]}"
+    strays = [r for r in requests if r.ok and r.pod not in _leaders("heal", 2)]
+    assert not strays, f"answers from pods that are not leaders: {strays[:5]}"
+    half = srv.refused_by_incomplete_groups(requests)
+    assert not half, (f"the Service sent {len(half)} requests to a group whose rendezvous was not complete (a "
+                      f"half-restarted group in the Service):\n{srv.summary(half)}")
 
 
 @conformance(short_name="ServingRolloutLosesNoRequest", slow=True,
