@@ -70,9 +70,10 @@ def pod_get(api: client.ApiClient, namespace: str, pod: str, port: int, path: st
             query: dict[str, str] | None = None, timeout: float = 10.0) -> Reply:
     """GET http://<pod>:<port><path> through `pods/<pod>:<port>/proxy`, else `pods/<pod>/portforward`.
 
-    kube-apiserver refuses to proxy to a pod IP that is not global unicast (400 "address not allowed");
-    the pods of our simulated nodes have loopback IPs, so on `--cluster=local` the same GET goes through
-    port-forwarding instead (`portforward`): the API server hands it to the node's kubelet API.
+    kube-apiserver refuses to proxy to a pod IP that is not global unicast (400 "address not allowed"), as
+    loopback pod IPs are; on that answer the same GET goes through port-forwarding instead (`portforward`):
+    the API server hands it to the node's kubelet API. (On `--cluster=local` the API shows our pods under
+    198.18 stand-ins, `lwsconf.sim.nodes.podnet`, so the proxy itself answers there.)
     """
     target = quote(f"{pod}:{port}", safe=":")
     reply = _get(api, f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", query, timeout)
