@@ -142,7 +142,7 @@ def describe(timeline: Timeline, last: int = 40, *, around: float | None = None)
         failed = [r for r in timeline.requests if not r.ok]
         if failed:
             out += f"{nl}failed requests (first 10 of {len(failed)}):{nl}" + nl.join(
-                f"  t={r.t:7.2f} {r.seconds:.2f}s HTTP {r.status}: {r.error}" for r in failed[:10])
+                f"  t={r.t:7.2f} {r.seconds:.2f}s {r.error}" for r in failed[:10])
     if timeline.errors:
         out += f"{nl}recording errors (an instant may be missing):{nl}" + nl.join(f"  {e}" for e in timeline.errors)
     return out

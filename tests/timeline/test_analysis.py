@@ -87,7 +87,7 @@ def test_request_phases_split_at_steps_count_failures_and_keep_empty_phases() ->
     assert (phases[0].p50, phases[0].p99, phases[1].p99, phases[2].p50) == (0.1, 0.3, 2.0, None)
     text = analysis.describe(timeline)
     assert "template updated: 2 requests, 2 failed, p50 200 ms, p99 2000 ms" in text
-    assert "HTTP 0: refused" in text
+    assert "2.00s refused" in text
     assert analysis.request_phases(Timeline("ns", "demo")) == []
 
 
