@@ -29,6 +29,7 @@ from lwsconf.sim.apiserver import (
     objects,
     patch,
     resources,
+    reviews,
     routing,
     selectors,
     tables,
@@ -269,6 +270,9 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     repeated = context.duplicate_warnings(info, duplicates, context.field_validation(request))
     context.check_type_meta(info, obj, ctx.registry, field_validation=context.field_validation(request))
     context.check_namespace(info, obj, target.namespace)
+    if info.key in reviews.KEYS:  # answered, never stored (kube-apiserver's review REST storage)
+        return render_object(ctx, request, target, reviews.answer(info.key, obj), status=201,
+                             warnings=repeated + [reviews.NOTE])
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
     warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)

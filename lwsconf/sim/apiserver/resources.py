@@ -130,6 +130,16 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     # (pkg/registry/discovery/endpointslice/strategy.go; lwsconf fidelity controllers/ctl-endpointslices)
     _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", tracks_generation=True),
     _r("coordination.k8s.io", "v1", "leases", "Lease"),
+    # PDBs: status written by the sim's disruption controller, read by pods/eviction (subresources._evict)
+    _r("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), has_status=True,
+       tracks_generation=True),
+    # create-only reviews, answered and never stored (pkg/registry/authorization/*/rest.go; `reviews`)
+    _r("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False,
+       verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", namespaced=False,
+       verbs=("create",)),
+    _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False,
+       verbs=("create",)),
     _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), stored_as=("", "v1", "events")),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), has_status=True, tracks_generation=True),

@@ -1,0 +1,76 @@
+"""SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview: answered, validated, never stored.
+
+kube-apiserver's review REST storage (pkg/registry/authorization/selfsubjectaccessreview/rest.go and
+siblings) is create-only; `kubectl auth can-i` / `can-i --list` / `whoami` read `status`. The sim's single
+user may do everything and the answers say so in words.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lwsconf.sim.apiserver import errors, reviews
+from tests.conftest import SimAPI
+from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401 (fixture)
+
+SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")
+SSRR = ("authorization.k8s.io", "selfsubjectrulesreviews")
+SSR = ("authentication.k8s.io", "selfsubjectreviews")
+
+
+def test_access_review_allows_and_says_why() -> None:
+    out = reviews.answer(SSAR, {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods"}}})
+    assert out["status"]["allowed"] is True
+    assert "single user" in out["status"]["reason"] and "no RBAC" in out["status"]["reason"]
+    assert out["spec"]["resourceAttributes"] == {"verb": "create", "resource": "pods"}
+
+
+def test_access_review_needs_exactly_one_kind_of_attributes() -> None:
+    with pytest.raises(errors.StatusError) as neither:
+        reviews.answer(SSAR, {"spec": {}})
+    assert neither.value.code == 422
+    assert neither.value.message == (
+        'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: '
+        "null: exactly one of nonResourceAttributes or resourceAttributes must be specified")
+    with pytest.raises(errors.StatusError) as both:
+        reviews.answer(SSAR, {"spec": {"resourceAttributes": {"verb": "get"},
+                                       "nonResourceAttributes": {"path": "/healthz", "verb": "get"}}})
+    assert [c.field for c in both.value.causes] == ["spec.nonResourceAttributes"]
+
+
+def test_rules_review_lists_everything_and_needs_a_namespace() -> None:
+    out = reviews.answer(SSRR, {"spec": {"namespace": "default"}})
+    assert out["status"]["resourceRules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
+    assert out["status"]["nonResourceRules"] == [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+    with pytest.raises(errors.StatusError) as no_ns:
+        reviews.answer(SSRR, {"spec": {}})
+    assert (no_ns.value.code, no_ns.value.message) == (400, "no namespace on request")
+
+
+def test_self_subject_review_names_the_sim_user() -> None:
+    out = reviews.answer(SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert out["status"]["userInfo"] == {"username": reviews.USERNAME, "groups": list(reviews.GROUPS)}
+
+
+def test_reviews_are_create_only_and_not_stored(sim_api: SimAPI) -> None:
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}}
+    created = sim_api.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["status"]["allowed"] is True
+    assert "no RBAC" in created.headers["Warning"]
+    listed = sim_api.request("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    assert listed.status_code == 405, listed.text
+    bad = sim_api.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                          json={**body, "spec": {}})
+    assert bad.status_code == 422 and bad.json()["reason"] == "Invalid", bad.text
+
+
+def test_kubectl_auth_can_i_list_and_whoami(kubectl: Kubectl) -> None:  # noqa: F811 (fixture)
+    out = kubectl("auth", "can-i", "create", "pods")
+    assert out.splitlines()[0] == "yes" or "yes\n" in out, out
+    assert "no RBAC" in out  # the server's warning reaches the user
+    listed = kubectl("auth", "can-i", "--list")
+    assert "*.*" in listed and "[*]" in listed, listed
+    who = kubectl("auth", "whoami")
+    assert reviews.USERNAME in who and "system:masters" in who, who
