@@ -16,6 +16,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from lwsconf.sim.apiserver import batch
 from lwsconf.sim.apiserver import defaults_pods as pods
 from lwsconf.sim.apiserver import validation_admission as admission_api
 from lwsconf.sim.apiserver import validation_fields as f
@@ -313,6 +314,8 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apps", "deployments"): _deployment,
     ("apps", "daemonsets"): _daemonset,
     ("apps", "controllerrevisions"): _controllerrevision,
+    batch.JOBS: batch.default_job,
+    batch.CRONJOBS: batch.default_cronjob,
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.default_policy,
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.default_binding,

@@ -124,6 +124,9 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _r("apps", "v1", "controllerrevisions", "ControllerRevision"),
     _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",),
        has_status=True, scale=_STS_SCALE, tracks_generation=True),
+    _r("batch", "v1", "jobs", "Job", categories=("all",), has_status=True, tracks_generation=True),
+    _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=("all",), has_status=True,
+       tracks_generation=True),
     _r("apps", "v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=("all",), has_status=True,
        tracks_generation=True),
     # generation 1 on create, +1 when endpoints, ports or addressType change

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lwsconf.sim.apiserver import conversion, errors, objects, resources, selectors, store
+from lwsconf.sim.apiserver import batch, conversion, errors, objects, resources, selectors, store
 
 NAMESPACES: store.ResourceKey = ("", "namespaces")
 PODS: store.ResourceKey = ("", "pods")
@@ -196,6 +196,8 @@ class Storage:
             meta["generation"] = 1
         if info.key == DAEMONSETS:
             _set_template_generation(obj, max(1, _template_generation(obj)))
+        if info.key == batch.JOBS:  # the job strategy generates the selector from the uid (`batch.generate_selector`)
+            batch.generate_selector(obj)
 
     def _free_generated_name(self, info: resources.ResourceInfo, meta: dict[str, Any]) -> str:
         prefix = meta.get("generateName") or ""

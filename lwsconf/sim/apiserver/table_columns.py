@@ -243,3 +243,82 @@ BUILTIN_COLUMNS[("admissionregistration.k8s.io", "mutatingadmissionpolicybinding
 for _plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
     BUILTIN_COLUMNS[("admissionregistration.k8s.io", _plural)] = [
         Column("Webhooks", "integer", lambda o, _: len(value_at(o, "webhooks") or [])), AGE]
+
+
+# --- batch/v1 (printJob / printCronJob in pkg/printers/internalversion/printers.go) --------------------
+
+def _has_condition(obj: Obj, type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True"
+               for c in value_at(obj, "status", "conditions") or [] if isinstance(c, dict))
+
+
+def _job_status(job: Obj, _: datetime) -> str:
+    """printJob's status order: Complete, Failed, Terminating, FailureTarget, Suspended, SuccessCriteriaMet."""
+    if _has_condition(job, "Complete"):
+        return "Complete"
+    if _has_condition(job, "Failed"):
+        return "Failed"
+    if value_at(job, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    if _has_condition(job, "FailureTarget"):
+        return "FailureTarget"
+    if _has_condition(job, "Suspended"):
+        return "Suspended"
+    if _has_condition(job, "SuccessCriteriaMet"):
+        return "SuccessCriteriaMet"
+    return "Running"
+
+
+def _job_completions(job: Obj, _: datetime) -> str:
+    succeeded = value_at(job, "status", "succeeded") or 0
+    completions, parallelism = value_at(job, "spec", "completions"), value_at(job, "spec", "parallelism")
+    if completions is not None:
+        return f"{succeeded}/{completions}"
+    if parallelism is not None and parallelism > 1:
+        return f"{succeeded}/1 of {parallelism}"
+    return f"{succeeded}/1"
+
+
+def _job_duration(job: Obj, now: datetime) -> str:
+    start = parse_time(value_at(job, "status", "startTime"))
+    if start is None:
+        return ""
+    end = parse_time(value_at(job, "status", "completionTime")) or now
+    return human_duration((end - start).total_seconds())
+
+
+def _template_containers(*path: str) -> Callable[[str], Cell]:
+    def cell_of(field: str) -> Cell:
+        return lambda o, _: ",".join(str(c.get(field, "")) for c in value_at(o, *path) or [] if isinstance(c, dict))
+    return cell_of
+
+
+def _selector_cell(*path: str) -> Cell:
+    def cell(o: Obj, _: datetime) -> str:
+        selector = value_at(o, *path)
+        return str(selectors.LabelSelector.from_dict(selector)) if isinstance(selector, dict) else "<none>"
+    return cell
+
+
+_JOB_CONTAINERS = _template_containers("spec", "template", "spec", "containers")
+_CJ_CONTAINERS = _template_containers("spec", "jobTemplate", "spec", "template", "spec", "containers")
+
+BUILTIN_COLUMNS[("batch", "jobs")] = [
+    Column("Status", "string", _job_status), Column("Completions", "string", _job_completions),
+    Column("Duration", "string", _job_duration), AGE,
+    Column("Containers", "string", _JOB_CONTAINERS("name"), priority=1),
+    Column("Images", "string", _JOB_CONTAINERS("image"), priority=1),
+    Column("Selector", "string", _selector_cell("spec", "selector"), priority=1),
+]
+BUILTIN_COLUMNS[("batch", "cronjobs")] = [
+    Column("Schedule", "string", _field("spec", "schedule", default="")),
+    Column("Timezone", "string", _field("spec", "timeZone", default="<none>")),
+    Column("Suspend", "boolean", _field("spec", "suspend", default=False)),
+    Column("Active", "integer", lambda o, _: len(value_at(o, "status", "active") or [])),
+    Column("Last Schedule", "string",
+           lambda o, now: age(value_at(o, "status", "lastScheduleTime"), now) or "<none>"),
+    AGE,
+    Column("Containers", "string", _CJ_CONTAINERS("name"), priority=1),
+    Column("Images", "string", _CJ_CONTAINERS("image"), priority=1),
+    Column("Selector", "string", _selector_cell("spec", "jobTemplate", "spec", "selector"), priority=1),
+]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lwsconf.sim.apiserver import errors
+from lwsconf.sim.apiserver import batch, errors
 from lwsconf.sim.apiserver import validation_admission as admission_api
 from lwsconf.sim.apiserver import validation_core as core
 from lwsconf.sim.apiserver import validation_groups as groups
@@ -56,6 +56,8 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("apps", "deployments"): "dns1123_subdomain",
     ("apps", "daemonsets"): "dns1123_subdomain",
     ("discovery.k8s.io", "endpointslices"): "dns1123_subdomain",
+    batch.JOBS: "dns1123_subdomain",
+    batch.CRONJOBS: "dns1123_subdomain",
     ("coordination.k8s.io", "leases"): "dns1123_subdomain",
     ("events.k8s.io", "events"): "dns1123_subdomain",
     ("apiextensions.k8s.io", "customresourcedefinitions"): "dns1123_subdomain",
@@ -86,6 +88,8 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("apps", "daemonsets"): workloads.validate_daemonset,
     ("apps", "controllerrevisions"): workloads.validate_controllerrevision,
     ("discovery.k8s.io", "endpointslices"): groups.validate_endpointslice,
+    batch.JOBS: batch.validate_job,
+    batch.CRONJOBS: batch.validate_cronjob,
     ("coordination.k8s.io", "leases"): groups.validate_lease,
     ("events.k8s.io", "events"): groups.validate_events_event,
     ("apiextensions.k8s.io", "customresourcedefinitions"): groups.validate_crd,

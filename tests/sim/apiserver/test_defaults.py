@@ -100,6 +100,14 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
         "metadata": {"name": "lws-validating"},
         "webhooks": [{"name": "vpod.kb.io", "sideEffects": "None", "admissionReviewVersions": ["v1"],
                       "clientConfig": {"url": "https://127.0.0.1:9443/validate--v1-pod"}}]}),
+    ("batch", "jobs"): ("V1Job", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": _ns_meta("pi"),
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "pi", "image": "python:3.12-slim"}]}}}}),
+    ("batch", "cronjobs"): ("V1CronJob", {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": _ns_meta("tick"),
+        "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure", "containers": [{"name": "t", "image": "busybox"}]}}}}}}),
 }
 
 
