@@ -39,6 +39,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
     from lwsconf.sim.controllers import (
         daemonset,
         deployment,
+        disruption,
         endpoints,
         endpointslice,
         garbage_collector,
@@ -58,6 +59,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("statefulset-controller", lambda c: statefulset.StatefulSetController(c).run),
         ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
         ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
+        ("disruption-controller", lambda c: disruption.DisruptionController(c).run),
         ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c).run),
         ("kube-proxy", lambda c: kubeproxy.KubeProxy(c).run),
     ]

@@ -28,6 +28,7 @@ from lwsconf.sim.apiserver import (
     storage,
     streams,
 )
+from lwsconf.sim.apiserver import eviction as eviction_mod
 from lwsconf.sim.apiserver.context import ServerContext, json_response
 from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
 from lwsconf.sim.apiserver.webhooks import steps as webhook_steps
@@ -178,13 +179,26 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
 
 
 async def _evict(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
-    """POST pods/eviction: a delete honouring the eviction's DeleteOptions (no PDBs are served)."""
+    """POST pods/eviction: a delete honouring the eviction's DeleteOptions and the pod's PodDisruptionBudget
+    (`eviction.decide`: 429 when the budget allows no disruption; otherwise the budget is spent first)."""
     assert target.name is not None
     eviction = await context.read_object(request)
     opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
     eviction_kind = ("policy", "v1", "Eviction")
     handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run, kind=eviction_kind)
     await webhook_steps.validate(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run, kind=eviction_kind)
+    pod = ctx.storage.must_get(target.info, target.namespace or "", target.name)
+    pdb_info = ctx.registry.lookup("policy", "v1", "poddisruptionbudgets")
+    if pdb_info is not None:
+        keys = ctx.storage.list_keys(pdb_info, target.namespace or "", selectors.LabelSelector.parse(""),
+                                     selectors.FieldSelector.parse(""))
+        budgets = ctx.storage.read(pdb_info, keys)
+        decision = eviction_mod.decide(pod, budgets, objects.now_rfc3339())
+        if decision.budget is not None:
+            old = next(b for b in budgets if b["metadata"]["uid"] == decision.budget["metadata"]["uid"])
+            stored = ctx.storage.commit_update(pdb_info, decision.budget, old, dry_run=opts.dry_run)
+            if not opts.dry_run:
+                hooks.after_write(ctx, pdb_info, stored)
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     hooks.after_write(ctx, target.info, result)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

@@ -322,3 +322,12 @@ BUILTIN_COLUMNS[("batch", "cronjobs")] = [
     Column("Images", "string", _CJ_CONTAINERS("image"), priority=1),
     Column("Selector", "string", _selector_cell("spec", "jobTemplate", "spec", "selector"), priority=1),
 ]
+
+# printPodDisruptionBudget: the counts as the spec gives them (an integer or a percentage), N/A when unset.
+BUILTIN_COLUMNS[("policy", "poddisruptionbudgets")] = [
+    Column("Min Available", "string", lambda o, _: str(v) if (v := value_at(o, "spec", "minAvailable")) is not None
+           else "N/A"),
+    Column("Max Unavailable", "string", lambda o, _: str(v) if (v := value_at(o, "spec", "maxUnavailable")) is not None
+           else "N/A"),
+    Column("Allowed Disruptions", "integer", _field("status", "disruptionsAllowed", default=0)), AGE,
+]

@@ -22,6 +22,7 @@ from lwsconf.sim.apiserver import validation_groups as groups
 from lwsconf.sim.apiserver import validation_meta as meta
 from lwsconf.sim.apiserver import validation_names as names
 from lwsconf.sim.apiserver import validation_pods as pods
+from lwsconf.sim.apiserver import validation_policy as policy
 from lwsconf.sim.apiserver import validation_workloads as workloads
 from lwsconf.sim.apiserver.webhooks import config as webhook_config
 
@@ -91,6 +92,7 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     batch.JOBS: batch.validate_job,
     batch.CRONJOBS: batch.validate_cronjob,
     ("coordination.k8s.io", "leases"): groups.validate_lease,
+    ("policy", "poddisruptionbudgets"): policy.validate_pdb,
     ("events.k8s.io", "events"): groups.validate_events_event,
     ("apiextensions.k8s.io", "customresourcedefinitions"): groups.validate_crd,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.validate_policy,
