@@ -1,0 +1,35 @@
+"""Standard 5-field cron schedules (`lwsconf.sim.cron`), as robfig/cron's standard parser reads them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from lwsconf.sim import cron
+
+
+def test_every_five_minutes_and_descriptors() -> None:
+    t = datetime(2026, 1, 1, 12, 3)
+    assert cron.parse("*/5 * * * *").next_after(t) == datetime(2026, 1, 1, 12, 5)
+    assert cron.parse("@hourly").next_after(t) == datetime(2026, 1, 1, 13, 0)
+    assert cron.parse("@daily").next_after(t) == datetime(2026, 1, 2, 0, 0)
+
+
+def test_names_ranges_lists_and_weekday_or_day_of_month() -> None:
+    s = cron.parse("30 9 * jan-mar mon,fri")
+    assert s.next_after(datetime(2026, 1, 1, 0, 0)) == datetime(2026, 1, 2, 9, 30)  # 2026-01-02 is a Friday
+    both = cron.parse("0 0 13 * 5")  # the 13th or any Friday
+    assert both.next_after(datetime(2026, 1, 10, 0, 0)) == datetime(2026, 1, 13, 0, 0)
+    assert cron.parse("0 0 * * 7").next_after(datetime(2026, 1, 1)) == datetime(2026, 1, 4)  # 7 is Sunday
+
+
+@pytest.mark.parametrize("bad", ["61 * * * *", "* * * *", "@every 5m", "TZ=UTC * * * * *", "*/0 * * * *",
+                                 "5-1 * * * *", "x * * * *"])
+def test_refused_schedules(bad: str) -> None:
+    with pytest.raises(cron.ScheduleError):
+        cron.parse(bad)
+
+
+def test_a_schedule_that_never_fires_answers_none() -> None:
+    assert cron.parse("0 0 30 2 *").next_after(datetime(2026, 1, 1)) is None
