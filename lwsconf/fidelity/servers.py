@@ -18,7 +18,8 @@ from lwsconf.controlplane.local import LocalControlPlane, StartError
 from lwsconf.fidelity.client import Endpoint
 
 SIM_CONTROLLERS = ("garbage-collector", "namespace-controller", "statefulset-controller", "deployment-controller",
-                   "daemonset-controller", "endpointslice-controller", "endpoints-controller", "scheduler")
+                   "daemonset-controller", "endpointslice-controller", "endpoints-controller", "scheduler",
+                   "job-controller")
 
 
 class NotBuilt(Exception):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from lwsconf.fidelity.corpus import (
     apply,
+    batch,
     controllers,
     crd,
     crud,
@@ -25,7 +26,7 @@ from lwsconf.fidelity.corpus import (
 from lwsconf.fidelity.model import Scenario
 
 MODULES = (crud, crd, patches, apply, selectors, versions, watch, deletion, subresources, policies, requests,
-           webhooks, controllers)
+           webhooks, controllers, batch)
 
 
 def all_scenarios() -> list[Scenario]:

@@ -60,8 +60,10 @@ def default_job_spec(spec: dict[str, Any]) -> None:
         spec["podReplacementPolicy"] = "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
     spec.setdefault("manualSelector", False)
     template = spec.get("template")
-    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-        pods_defaults.default_pod_spec(template["spec"])
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})  # PodTemplateSpec.metadata is a struct: read back as `{}`
+        if isinstance(template.get("spec"), dict):
+            pods_defaults.default_pod_spec(template["spec"])
 
 
 def default_job(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -107,10 +109,15 @@ def default_cronjob(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
-    template = f.as_dict(f.as_dict(spec.get("jobTemplate")).get("spec"))
+    job_template = spec.get("jobTemplate")
+    if isinstance(job_template, dict):  # JobTemplateSpec.metadata is a struct: read back as `{}`
+        job_template.setdefault("metadata", {})
+    template = f.as_dict(f.as_dict(job_template).get("spec"))
     pod_template = template.get("template")
-    if isinstance(pod_template, dict) and isinstance(pod_template.get("spec"), dict):
-        pods_defaults.default_pod_spec(pod_template["spec"])
+    if isinstance(pod_template, dict):
+        pod_template.setdefault("metadata", {})
+        if isinstance(pod_template.get("spec"), dict):
+            pods_defaults.default_pod_spec(pod_template["spec"])
 
 
 # --- validation ---------------------------------------------------------------------------------------
@@ -145,8 +152,10 @@ def _job_spec(spec: dict[str, Any], path: str, *, generated_selector: bool) -> l
     causes += pods.validate_pod_spec(tspec, f.child(path, "template", "spec"), template=True)
     restart = f.as_dict(tspec).get("restartPolicy")
     if restart not in RESTART_POLICIES:
-        causes.append(f.not_supported(f.child(path, "template", "spec", "restartPolicy"), restart,
-                                      list(RESTART_POLICIES)))
+        # kube-apiserver 1.37.2 answers Required (not NotSupported) even for "Always" (lwsconf fidelity
+        # batch/batch-api/restart-always-refused)
+        causes.append(f.required(f.child(path, "template", "spec", "restartPolicy"),
+                                 'valid values: "OnFailure", "Never"'))
     return causes
 
 
