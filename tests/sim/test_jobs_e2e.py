@@ -19,6 +19,7 @@ from lwsconf.waits import core, observe
 from tests import sim_e2e
 
 Obj = dict[str, Any]
+TRACKING = "batch.kubernetes.io/job-tracking"
 JOB_FINISHED_TIMEOUT = float(os.environ.get("LWSCONF_TEST_JOB_TIMEOUT", "90"))
 """Seconds a test Job may take to finish: a few short processes, plus one 10 s failure back-off."""
 
@@ -72,6 +73,14 @@ def test_job_runs_three_completions_two_at_a_time(sim: sim_e2e.Sim) -> None:
         assert status["completionTime"] >= status["startTime"]
         pods = job_pods(sim.api, ns, "work")
         assert sorted(p["status"]["phase"] for p in pods) == ["Succeeded"] * 3
+
+        def finalizers_released() -> None:
+            held = [p["metadata"]["name"] for p in job_pods(sim.api, ns, "work")
+                    if TRACKING in (p["metadata"].get("finalizers") or [])]
+            if held:
+                raise core.NotYet(f"{TRACKING} still on {held}")
+        core.wait_until(finalizers_released, what="counted pods to lose the tracking finalizer",
+                        timeout=JOB_FINISHED_TIMEOUT, poll=sim.t.poll_interval)
         for pod in pods:
             [ref] = pod["metadata"]["ownerReferences"]
             assert (ref["kind"], ref["uid"], ref["controller"]) == ("Job", job["metadata"]["uid"], True)
@@ -112,6 +121,8 @@ def test_deleting_a_job_deletes_its_pods(sim: sim_e2e.Sim) -> None:
             if phases != ["Running", "Running"]:
                 raise core.NotYet(f"pods {phases}")
         core.wait_until(two_running, what="2 running pods", timeout=JOB_FINISHED_TIMEOUT, poll=sim.t.poll_interval)
+        # running pods hold the finalizer; the controller lets them go once their Job is deleted
+        assert all(p["metadata"]["finalizers"] == [TRACKING] for p in job_pods(sim.api, ns, "long"))
         batch.delete_namespaced_job("long", ns, propagation_policy="Background")
 
         def gone() -> None:

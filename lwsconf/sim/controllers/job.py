@@ -68,13 +68,15 @@ class JobController:
 
     async def _reconcile(self, key: wl.Key) -> float | None:
         cached = self.jobs.get(key[1], key[0])
-        if cached is None:
-            self.expectations.forget(key)
+        if cached is None or wl.is_terminating(cached):
+            # upstream's orphan clean-up: the pods of a Job that is gone (or going) lose the tracking finalizer,
+            # so the garbage collector (and a Foreground deletion of the Job) can remove them
+            await self._release([p for p in self.pods.list(key[0]) if _job_ref_name(p) == key[1]])
+            if cached is None:
+                self.expectations.forget(key)
             return None
         job = copy.deepcopy(cached)
         uid = str(wl.meta(job)["uid"])
-        if wl.is_terminating(job):
-            return None
         owned = (self.pods.get(name, ns) for ns, name in self.pod_index.owned(uid))
         pods = [copy.deepcopy(p) for p in owned if p is not None]
         tally = self._tallies.get(uid)
@@ -93,7 +95,26 @@ class JobController:
                 return None
         for event_type, reason, message in decision.events:
             self.recorder.event(job, event_type, reason, message)
+        # counted in the status just written (or being deleted): the finalizer has done its job
+        await self._release([p for p in pods if wl.phase(p) in ("Succeeded", "Failed") or wl.is_terminating(p)])
         return decision.recheck_after
+
+    async def _release(self, pods: list[Obj]) -> None:
+        """Remove the job-tracking finalizer from these pods (those that carry it)."""
+        for pod in pods:
+            m = wl.meta(pod)
+            finalizers = list(m.get("finalizers") or ())
+            if sync.TRACKING_FINALIZER not in finalizers:
+                continue
+            # a JSON patch guarded by the list it read, as upstream's removeTrackingFinalizerPatch is
+            index = finalizers.index(sync.TRACKING_FINALIZER)
+            body = [{"op": "test", "path": f"/metadata/finalizers/{index}", "value": sync.TRACKING_FINALIZER},
+                    {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
+            try:
+                await self.client.patch(wl.PODS, m["name"], body, namespace=m["namespace"], patch_type="json")
+            except errors.ApiError as exc:
+                if not (exc.is_not_found or exc.is_conflict or exc.status == 422):
+                    raise
 
     async def _apply(self, key: wl.Key, job: Obj, decision: sync.Decision) -> None:
         if decision.create:
@@ -115,6 +136,7 @@ class JobController:
         template = (job.get("spec") or {}).get("template") or {}
         pod = wl.pod_from_template(template, job, "Job")
         pod["metadata"]["ownerReferences"] = [wl.new_controller_ref(job, "batch/v1", "Job")]
+        pod["metadata"]["finalizers"] = [*pod["metadata"].get("finalizers", []), sync.TRACKING_FINALIZER]
         try:
             created = await self.client.create(wl.PODS, pod)
         except errors.ApiError as exc:
@@ -135,3 +157,8 @@ class JobController:
 
 def _changed(old: Obj, new: Obj) -> bool:
     return old != new
+
+
+def _job_ref_name(pod: Obj) -> str | None:
+    ref = wl.controller_ref(pod)
+    return str(ref.get("name")) if ref is not None and ref.get("kind") == "Job" else None

@@ -21,9 +21,12 @@ runs it with its default feature gates:
 * status carries `active`, `ready`, `terminating`, `succeeded`, `failed`, `startTime`,
   `uncountedTerminatedPods: {}` as 1.37 writes them (zero counts omitted, as `omitempty` does).
 
-**Departure**: upstream tracks finished pods with the `batch.kubernetes.io/job-tracking` pod finalizer and
-`status.uncountedTerminatedPods`, so a count survives the pod's deletion and a controller restart; the sim
-keeps the uids it counted in memory (`Tally`), seeded from the stored counts. Indexed completion mode is
+Pods carry the `batch.kubernetes.io/job-tracking` finalizer as upstream's do, removed (by `controllers/job.py`)
+once the status that counts them is written, when they are being deleted, or when their Job is gone.
+**Departure**: upstream records finished pods in `status.uncountedTerminatedPods` before removing the
+finalizer, so a count survives a controller restart between the two writes; the sim keeps the uids it
+counted in memory (`Tally`), seeded from the stored counts, and a pod deleted before reaching a terminal
+phase is not counted as failed. Indexed completion mode is
 stored and validated but its pods get no completion index (they are counted as NonIndexed ones).
 No I/O here.
 """
@@ -40,6 +43,10 @@ BACKOFF_BASE = 10.0
 """Seconds before the first failed pod is replaced (`DefaultJobPodFailureBackOff`); doubles per failure."""
 BACKOFF_MAX = 360.0
 """`MaxJobPodFailureBackOff`: the back-off never exceeds 6 minutes."""
+
+TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+"""On each pod the controller creates; removed once the pod is counted in the Job's status, or is being
+deleted, or its Job is gone (`batch/v1` `JobTrackingFinalizer`)."""
 
 BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
 DEADLINE_MESSAGE = "Job was active longer than specified deadline"
