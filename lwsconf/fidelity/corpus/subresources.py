@@ -10,13 +10,31 @@ from lwsconf.fidelity.corpus._build import (
     deployment,
     get,
     patch,
+    pod,
     put,
     statefulset,
 )
 from lwsconf.fidelity.model import MERGE, Scenario
 
 DEP = f"{APPS}/deployments/web"
+PDBS = "/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets"
+AUTHZ = "/apis/authorization.k8s.io/v1"
+SMP = "application/strategic-merge-patch+json"
+READY = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 STS = f"{APPS}/statefulsets/db"
+
+
+def _pdb(name: str, selector: dict[str, object], **spec: object) -> dict[str, object]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
+            "spec": {"selector": selector, **spec}}
+
+
+def _eviction(name: str) -> dict[str, object]:
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+
+
+def _ssar(spec: dict[str, object]) -> dict[str, object]:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": spec}
 
 
 def _scale(name: str, replicas: int, rv: str | None = None) -> dict[str, object]:
@@ -61,5 +79,46 @@ SCENARIOS: tuple[Scenario, ...] = (
         patch("sts-patch-scale", f"{STS}/scale", {"spec": {"replicas": 3}}, MERGE),
         put("scale-name-mismatch", f"{STS}/scale", _scale("other", 1)),
         get("scale-of-missing", f"{APPS}/deployments/absent/scale"),
+    )),
+    # pods/eviction against a PodDisruptionBudget whose status is written by hand (no disruption controller on
+    # either side): eviction.go's refusals and its decrement of disruptionsAllowed
+    Scenario("subresources", "eviction-pdb", (
+        create("pod", f"{CORE}/pods", pod("p", {"app": "web"})),
+        patch("pod-ready", f"{CORE}/pods/p/status", READY, SMP),
+        create("pdb", PDBS, _pdb("web", {"matchLabels": {"app": "web"}}, minAvailable=1)),
+        create("pdb-both-counts", PDBS, _pdb("both", {}, minAvailable=1, maxUnavailable=1)),
+        create("pdb-percent-over-100", PDBS, _pdb("pct", {}, maxUnavailable="150%")),
+        create("evict-unobserved-budget", f"{CORE}/pods/p/eviction", _eviction("p")),
+        patch("budget-status", f"{PDBS}/web/status", {"status": {
+            "observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1,
+            "expectedPods": 2}}, MERGE),
+        create("evict-allowed", f"{CORE}/pods/p/eviction", _eviction("p")),
+        # disruptedPods holds the eviction's time; its value is normalised as any timestamp
+        get("budget-after-eviction", f"{PDBS}/web", vary=("body.status.disruptedPods.p",)),
+        create("pod-2", f"{CORE}/pods", pod("q", {"app": "web"})),
+        patch("pod-2-ready", f"{CORE}/pods/q/status", READY, SMP),
+        create("evict-over-budget", f"{CORE}/pods/q/eviction", _eviction("q")),
+        create("pdb-selecting-all", PDBS, _pdb("all", {}, maxUnavailable=1)),
+        create("evict-two-budgets", f"{CORE}/pods/q/eviction", _eviction("q")),
+    )),
+    # create-only reviews; what the user may do and who it is depend on the server's authorizer and the client's
+    # credentials (RBAC and a client certificate on kube-apiserver, one all-powerful token user on the sim), so
+    # those answers vary; the shape, codes and validation do not
+    Scenario("subresources", "self-subject-reviews", (
+        create("access-review", f"{AUTHZ}/selfsubjectaccessreviews",
+               _ssar({"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}}),
+               vary=("body.status.reason", "warnings")),
+        create("access-review-empty-spec", f"{AUTHZ}/selfsubjectaccessreviews", _ssar({})),
+        create("access-review-both-attributes", f"{AUTHZ}/selfsubjectaccessreviews",
+               _ssar({"resourceAttributes": {"verb": "get"}, "nonResourceAttributes": {"path": "/", "verb": "get"}})),
+        get("access-reviews-not-listed", f"{AUTHZ}/selfsubjectaccessreviews"),
+        create("rules-review-no-namespace", f"{AUTHZ}/selfsubjectrulesreviews",
+               {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {}}),
+        create("rules-review", f"{AUTHZ}/selfsubjectrulesreviews",
+               {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                "spec": {"namespace": "default"}}, vary=("body.status", "warnings")),
+        create("self-subject-review", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+               {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+               vary=("body.status.userInfo", "warnings")),
     )),
 )

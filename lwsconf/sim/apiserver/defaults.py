@@ -300,6 +300,16 @@ def _crd(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             version.setdefault("storage", False)
 
 
+def _pdb(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """policy/v1 PodDisruptionBudgetStatus's four counts have no omitempty: a new budget (its status reset by
+    the strategy's PrepareForCreate) shows them as 0 (lwsconf fidelity subresources/eviction-pdb/pdb)."""
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else None
+    if status is None:
+        status = obj["status"] = {}
+    for count in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+        status.setdefault(count, 0)
+
+
 Defaulter = Callable[[dict[str, Any], dict[str, Any] | None], None]
 
 DEFAULTERS: dict[tuple[str, str], Defaulter] = {
@@ -316,6 +326,7 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apps", "controllerrevisions"): _controllerrevision,
     batch.JOBS: batch.default_job,
     batch.CRONJOBS: batch.default_cronjob,
+    ("policy", "poddisruptionbudgets"): _pdb,
     ("apiextensions.k8s.io", "customresourcedefinitions"): _crd,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): admission_api.default_policy,
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): admission_api.default_binding,

@@ -21,7 +21,11 @@ class Cause:
     reason: str = "FieldValueInvalid"
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
+        """metav1.StatusCause: `field` is omitempty (eviction's DisruptionBudget causes name none)."""
+        out = {"reason": self.reason, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
 
 
 @dataclass

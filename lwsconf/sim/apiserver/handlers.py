@@ -271,8 +271,14 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     context.check_type_meta(info, obj, ctx.registry, field_validation=context.field_validation(request))
     context.check_namespace(info, obj, target.namespace)
     if info.key in reviews.KEYS:  # answered, never stored (kube-apiserver's review REST storage)
-        return render_object(ctx, request, target, reviews.answer(info.key, obj), status=201,
-                             warnings=repeated + [reviews.NOTE])
+        answer = reviews.answer(info.key, obj, objects.now_rfc3339())
+        record = managed_fields_recorder(request, target, None)
+        if info.key == reviews.ACCESS and record is not None:  # its field manager ran on the request's object
+            managed = objects.deep_copy(obj)
+            record(managed, objects.deep_copy(obj))
+            if managed["metadata"].get("managedFields"):
+                answer["metadata"]["managedFields"] = managed["metadata"]["managedFields"]
+        return render_object(ctx, request, target, answer, status=201, warnings=repeated + [reviews.NOTE])
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
     warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)

@@ -12,6 +12,7 @@ statement about a real cluster's roles. Pure: no I/O.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from lwsconf.sim.apiserver import errors
@@ -21,6 +22,7 @@ GROUPS = ("system:masters", "system:authenticated")
 NOTE = ("lwsconf sim: a single user holds the API token and may do everything; the sim has no authorizer "
         "(no RBAC), so this answer says nothing about a real cluster's roles")
 
+ACCESS = ("authorization.k8s.io", "selfsubjectaccessreviews")
 KEYS = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectrulesreviews"),
@@ -29,52 +31,54 @@ KEYS = {
 """The (group, plural) of the review kinds `answer` handles (`handlers.create` hands them over)."""
 
 
-def answer(key: tuple[str, str], review: dict[str, Any]) -> dict[str, Any]:
+def answer(key: tuple[str, str], review: dict[str, Any], now: str) -> dict[str, Any]:
     """The review `review` with its `status` filled in, or a StatusError as kube-apiserver gives it.
+
+    What comes back follows kube-apiserver 1.37.2 (lwsconf fidelity subresources/self-subject-reviews): an access
+    review echoes its spec with empty metadata; a rules review answers a new object, spec empty; a
+    SelfSubjectReview carries a creationTimestamp.
 
     Args:
         key: `(group, plural)`, one of `KEYS`.
         review: the decoded request body (kind/apiVersion checked by the caller).
+        now: RFC 3339 time for the SelfSubjectReview's creationTimestamp.
 
     Returns:
         The object to answer with 201; nothing is stored.
     """
-    out = copy.deepcopy(review)
-    meta = out.get("metadata")
-    out["metadata"] = {**(meta if isinstance(meta, dict) else {}), "creationTimestamp": None}
-    sent_spec = out.get("spec")
-    spec: dict[str, Any] = sent_spec if isinstance(sent_spec, dict) else {}
+    sent_spec = review.get("spec")
+    spec: dict[str, Any] = copy.deepcopy(sent_spec) if isinstance(sent_spec, dict) else {}
+    head = {"apiVersion": review.get("apiVersion"), "kind": review.get("kind")}
     if key == ("authorization.k8s.io", "selfsubjectaccessreviews"):
         _check_access_spec(spec)
-        out["spec"] = spec
-        out["status"] = {"allowed": True, "reason": NOTE}
-    elif key == ("authorization.k8s.io", "selfsubjectrulesreviews"):
+        return {**head, "metadata": {}, "spec": spec, "status": {"allowed": True, "reason": NOTE}}
+    if key == ("authorization.k8s.io", "selfsubjectrulesreviews"):
         if not spec.get("namespace"):
             # selfsubjectrulesreview/rest.go Create: the spec's namespace is required
             raise errors.bad_request("no namespace on request")
-        out["spec"] = spec
-        out["status"] = {
+        return {**head, "metadata": {}, "spec": {}, "status": {
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             "incomplete": False,
-        }
-    else:
-        out["status"] = {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}
-    return out
+        }}
+    return {**head, "metadata": {"creationTimestamp": now},
+            "status": {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}}
 
 
 def _check_access_spec(spec: dict[str, Any]) -> None:
-    """ValidateSelfSubjectAccessReviewSpec (pkg/apis/authorization/validation/validation.go): exactly one of
-    resourceAttributes and nonResourceAttributes."""
+    """ValidateSelfSubjectAccessReviewSpec (pkg/apis/authorization/validation/validation.go) as kube-apiserver
+    1.37.2 answers it: exactly one of resourceAttributes and nonResourceAttributes, reported on `spec` with the
+    internal NonResourceAttributes as the value (Go field names), and no kind in the error (the decoded
+    internal object has none: '.authorization.k8s.io "" is invalid')."""
     resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
-    causes: list[errors.Cause] = []
-    if resource is not None and non_resource is not None:
-        causes.append(errors.Cause("spec.nonResourceAttributes",
-                                   "Invalid value: \"object\": cannot be specified in combination with "
-                                   "resourceAttributes"))
-    if resource is None and non_resource is None:
-        causes.append(errors.Cause("spec.resourceAttributes",
-                                   "Invalid value: null: exactly one of nonResourceAttributes or "
-                                   "resourceAttributes must be specified"))
-    if causes:
-        raise errors.invalid("SelfSubjectAccessReview", "authorization.k8s.io", "", causes)
+    if (resource is None) != (non_resource is None):
+        return
+    if isinstance(non_resource, dict):
+        value = json.dumps({"Path": non_resource.get("path", ""), "Verb": non_resource.get("verb", "")},
+                           separators=(",", ":"))
+    else:
+        value = "null"
+    cause = errors.Cause("spec", f"Invalid value: {value}: exactly one of nonResourceAttributes or "
+                                 "resourceAttributes must be specified")
+    raise errors.StatusError(422, "Invalid", f'.authorization.k8s.io "" is invalid: spec: {cause.message}',
+                             group="authorization.k8s.io", causes=[cause])

@@ -196,6 +196,10 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
         decision = eviction_mod.decide(pod, budgets, objects.now_rfc3339())
         if decision.budget is not None:
             old = next(b for b in budgets if b["metadata"]["uid"] == decision.budget["metadata"]["uid"])
+            # eviction.go writes it through kube-apiserver's own client: an Update of /status by "kube-apiserver"
+            managed_fields.record_update(old, decision.budget, manager="kube-apiserver", api_version="policy/v1",
+                                         subresource="status", now=objects.now_rfc3339(), kind="PodDisruptionBudget",
+                                         builtin=True)
             stored = ctx.storage.commit_update(pdb_info, decision.budget, old, dry_run=opts.dry_run)
             if not opts.dry_run:
                 hooks.after_write(ctx, pdb_info, stored)

@@ -60,6 +60,11 @@ NAME_RULES: dict[tuple[str, str], str] = {
     batch.JOBS: "dns1123_subdomain",
     batch.CRONJOBS: "dns1123_subdomain",
     ("coordination.k8s.io", "leases"): "dns1123_subdomain",
+    ("policy", "poddisruptionbudgets"): "dns1123_subdomain",
+    # the reviews are answered before admission and never stored (`reviews`): listed so every built-in has a rule
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): "dns1123_subdomain",
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): "dns1123_subdomain",
+    ("authentication.k8s.io", "selfsubjectreviews"): "dns1123_subdomain",
     ("events.k8s.io", "events"): "dns1123_subdomain",
     ("apiextensions.k8s.io", "customresourcedefinitions"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): "dns1123_subdomain",

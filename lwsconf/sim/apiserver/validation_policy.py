@@ -9,6 +9,7 @@ every disruption only when nothing is expected). Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lwsconf.sim.apiserver import errors
@@ -32,13 +33,36 @@ def _int_or_percent(path: str, value: Any) -> list[errors.Cause]:
     return [f.invalid(path, value, "must be an integer or percentage (e.g '5%%')")]
 
 
+def _go_selector(selector: Any) -> Any:
+    """metav1.LabelSelector as Go's encoding/json writes it (json tags, omitempty, map keys sorted)."""
+    if not isinstance(selector, dict):
+        return None
+    out: dict[str, Any] = {}
+    if selector.get("matchLabels"):
+        out["matchLabels"] = dict(sorted(selector["matchLabels"].items()))
+    if selector.get("matchExpressions"):
+        out["matchExpressions"] = [{k: e[k] for k in ("key", "operator", "values") if e.get(k)}
+                                   for e in selector["matchExpressions"] if isinstance(e, dict)]
+    return out
+
+
+def _go_spec(spec: dict[str, Any]) -> str:
+    """The internal policy.PodDisruptionBudgetSpec as the field error prints it: JSON with Go field names, in
+    struct order (lwsconf fidelity subresources/eviction-pdb/pdb-both-counts)."""
+    value = {"MinAvailable": spec.get("minAvailable"), "Selector": _go_selector(spec.get("selector")),
+             "MaxUnavailable": spec.get("maxUnavailable"),
+             "UnhealthyPodEvictionPolicy": spec.get("unhealthyPodEvictionPolicy")}
+    return json.dumps(value, separators=(",", ":"))
+
+
 def validate_pdb(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
     """The spec checks of a PodDisruptionBudget (create and update alike: policy/v1 lets the spec change)."""
     spec = f.as_dict(obj.get("spec"))
     causes: list[errors.Cause] = []
     min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
     if min_available is not None and max_unavailable is not None:
-        causes.append(f.invalid("spec", "object", "minAvailable and maxUnavailable cannot be both set"))
+        causes.append(errors.Cause("spec", f"Invalid value: {_go_spec(spec)}: minAvailable and maxUnavailable "
+                                           "cannot be both set"))
     if min_available is not None:
         causes += _int_or_percent("spec.minAvailable", min_available)
     if max_unavailable is not None:

@@ -108,6 +108,17 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
         "apiVersion": "batch/v1", "kind": "CronJob", "metadata": _ns_meta("tick"),
         "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": {
             "restartPolicy": "OnFailure", "containers": [{"name": "t", "image": "busybox"}]}}}}}}),
+    ("policy", "poddisruptionbudgets"): ("V1PodDisruptionBudget", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _ns_meta("web"),
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): ("V1SelfSubjectAccessReview", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {"name": "r"},
+        "spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): ("V1SelfSubjectRulesReview", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "metadata": {"name": "r"},
+        "spec": {"namespace": "default"}}),
+    ("authentication.k8s.io", "selfsubjectreviews"): ("V1SelfSubjectReview", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {"name": "r"}}),
 }
 
 

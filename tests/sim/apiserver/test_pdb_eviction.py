@@ -37,7 +37,12 @@ def test_no_disruption_allowed_is_429_with_the_budget_cause() -> None:
     assert (status["code"], status["reason"], status["message"]) == (
         429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
     assert status["details"]["causes"][0]["reason"] == "DisruptionBudget"
-    assert status["details"]["causes"][0]["message"] == "The disruption budget web needs 2 healthy pods and has 2 currently"
+    assert status["details"]["causes"][0] == {  # no field: StatusCause.field is omitempty
+        "reason": "DisruptionBudget", "message": "The disruption budget web does not allow evicting pods currently"}
+    assert "retryAfterSeconds" not in status["details"]
+    with pytest.raises(errors.StatusError) as short:  # fewer healthy pods than the budget needs
+        eviction.decide(pod(), [pdb(allowed=0, healthy=1, desired=2)], NOW)
+    assert short.value.causes[0].message == "The disruption budget web needs 2 healthy pods and has 1 currently"
 
 
 def test_an_allowed_eviction_spends_the_budget_and_records_the_pod() -> None:
@@ -54,6 +59,7 @@ def test_budget_not_yet_observed_is_still_being_processed() -> None:
         eviction.decide(pod(), [pdb(allowed=3, generation=2, observed=1)], NOW)
     assert refused.value.code == 429
     assert refused.value.causes[0].message == "The disruption budget web is still being processed by the server."
+    assert refused.value.to_status()["details"]["retryAfterSeconds"] == 10
 
 
 def test_pods_that_need_no_budget() -> None:
@@ -72,7 +78,7 @@ def test_pods_that_need_no_budget() -> None:
 def test_two_budgets_for_one_pod_is_a_500() -> None:
     with pytest.raises(errors.StatusError) as refused:
         eviction.decide(pod(), [pdb("a", allowed=1), pdb("b", allowed=1, selector={})], NOW)
-    assert refused.value.code == 500
+    assert refused.value.code == 500 and "reason" not in refused.value.to_status()
     assert "more than one PodDisruptionBudget" in refused.value.message
 
 
@@ -82,6 +88,9 @@ def test_pdb_validation() -> None:
     assert fields({"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}) == []
     assert fields({"maxUnavailable": "50%", "selector": {}}) == []
     assert fields({"minAvailable": 1, "maxUnavailable": 1}) == ["spec"]
+    both = validation_policy.validate_pdb({"spec": {"minAvailable": 1, "maxUnavailable": "5%", "selector": {}}}, None)
+    assert both[0].message == ('Invalid value: {"MinAvailable":1,"Selector":{},"MaxUnavailable":"5%",'
+                               '"UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set')
     assert fields({"minAvailable": -1}) == ["spec.minAvailable"]
     assert fields({"maxUnavailable": "150%"}) == ["spec.maxUnavailable"]
     assert fields({"maxUnavailable": "five"}) == ["spec.maxUnavailable"]

@@ -16,10 +16,11 @@ from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401 (fix
 SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")
 SSRR = ("authorization.k8s.io", "selfsubjectrulesreviews")
 SSR = ("authentication.k8s.io", "selfsubjectreviews")
+NOW = "2026-12-03T11:00:00Z"
 
 
 def test_access_review_allows_and_says_why() -> None:
-    out = reviews.answer(SSAR, {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods"}}})
+    out = reviews.answer(SSAR, {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods"}}}, NOW)
     assert out["status"]["allowed"] is True
     assert "single user" in out["status"]["reason"] and "no RBAC" in out["status"]["reason"]
     assert out["spec"]["resourceAttributes"] == {"verb": "create", "resource": "pods"}
@@ -27,28 +28,33 @@ def test_access_review_allows_and_says_why() -> None:
 
 def test_access_review_needs_exactly_one_kind_of_attributes() -> None:
     with pytest.raises(errors.StatusError) as neither:
-        reviews.answer(SSAR, {"spec": {}})
+        reviews.answer(SSAR, {"spec": {}}, NOW)
     assert neither.value.code == 422
+    # kube-apiserver 1.37.2's words: no kind, the field is `spec` (lwsconf fidelity self-subject-reviews)
     assert neither.value.message == (
-        'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: '
+        '.authorization.k8s.io "" is invalid: spec: Invalid value: '
         "null: exactly one of nonResourceAttributes or resourceAttributes must be specified")
+    assert "kind" not in neither.value.to_status()["details"]
     with pytest.raises(errors.StatusError) as both:
         reviews.answer(SSAR, {"spec": {"resourceAttributes": {"verb": "get"},
-                                       "nonResourceAttributes": {"path": "/healthz", "verb": "get"}}})
-    assert [c.field for c in both.value.causes] == ["spec.nonResourceAttributes"]
+                                       "nonResourceAttributes": {"path": "/healthz", "verb": "get"}}}, NOW)
+    assert [c.field for c in both.value.causes] == ["spec"]
+    assert both.value.causes[0].message.startswith('Invalid value: {"Path":"/healthz","Verb":"get"}: exactly one')
 
 
 def test_rules_review_lists_everything_and_needs_a_namespace() -> None:
-    out = reviews.answer(SSRR, {"spec": {"namespace": "default"}})
+    out = reviews.answer(SSRR, {"spec": {"namespace": "default"}}, NOW)
+    assert out["spec"] == {} and out["metadata"] == {}
     assert out["status"]["resourceRules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
     assert out["status"]["nonResourceRules"] == [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
     with pytest.raises(errors.StatusError) as no_ns:
-        reviews.answer(SSRR, {"spec": {}})
+        reviews.answer(SSRR, {"spec": {}}, NOW)
     assert (no_ns.value.code, no_ns.value.message) == (400, "no namespace on request")
 
 
 def test_self_subject_review_names_the_sim_user() -> None:
-    out = reviews.answer(SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    out = reviews.answer(SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, NOW)
+    assert out["metadata"] == {"creationTimestamp": NOW}
     assert out["status"]["userInfo"] == {"username": reviews.USERNAME, "groups": list(reviews.GROUPS)}
 
 

@@ -79,10 +79,15 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
     ("AdmissionPolicyBindingSpec", "validationActions"): _Facts(as_set=True),
     # apiextensions/v1 CustomResourceDefinitionStatus.conditions: +listType=map +listMapKey=type
     ("CRD", "status"): _Facts(struct="Conditions"),
+    # policy/v1 PodDisruptionBudget: spec.selector is a metav1 LabelSelector (+structType=atomic); status.conditions
+    # +listType=map +listMapKey=type
+    ("PDB", "spec"): _Facts(struct="PDBSpec"), ("PDBSpec", "selector"): _ATOMIC,
+    ("PDB", "status"): _Facts(struct="Conditions"),
 }
 _ROOTS = {"ValidatingAdmissionPolicy": "AdmissionPolicy", "MutatingAdmissionPolicy": "AdmissionPolicy",
           "ValidatingAdmissionPolicyBinding": "AdmissionPolicyBinding",
-          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD", "Event": "Event"}
+          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD", "Event": "Event",
+          "PodDisruptionBudget": "PDB"}
 """Kinds whose facts live only in `_OVERLAY`, under a struct name of their own."""
 _KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 """Key fields with a schema default (core/v1 `protocol` of container and Service ports)."""
@@ -274,6 +279,9 @@ _EMPTY: dict[str, dict[str, Any]] = {
     "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
               "eventTime": None, "reportingComponent": "", "reportingInstance": ""},
     "Lease": {"spec": {}},
+    "SelfSubjectAccessReview": {"spec": {}},
+    "PodDisruptionBudget": {"spec": {}, "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                                                 "expectedPods": 0}},
     "ValidatingAdmissionPolicy": {"spec": {}, "status": {}},
     "ValidatingAdmissionPolicyBinding": {"spec": {}},
     "MutatingAdmissionPolicy": {"spec": {}},
