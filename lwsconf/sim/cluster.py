@@ -37,6 +37,7 @@ ControllerFactory = supervisor.ControllerFactory
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
     """The controllers every simulated cluster runs."""
     from lwsconf.sim.controllers import (
+        cronjob,
         daemonset,
         deployment,
         disruption,
@@ -61,6 +62,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
         ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
         ("job-controller", lambda c: job.JobController(c).run),
+        ("cronjob-controller", lambda c: cronjob.CronJobController(c).run),
         ("disruption-controller", lambda c: disruption.DisruptionController(c).run),
         ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c).run),
         ("kube-proxy", lambda c: kubeproxy.KubeProxy(c).run),

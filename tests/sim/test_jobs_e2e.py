@@ -145,3 +145,40 @@ def test_ttl_after_finished_deletes_the_job(sim: sim_e2e.Sim) -> None:
                 raise core.NotYet(f"jobs still there: {names}")
         core.wait_until(deleted, what="job brief deleted after its TTL", timeout=JOB_FINISHED_TIMEOUT,
                         poll=sim.t.poll_interval)
+
+
+CRONJOB_TIMEOUT = float(os.environ.get("LWSCONF_TEST_CRONJOB_TIMEOUT", "150"))
+"""Seconds for a `* * * * *` CronJob to start a Job (up to a minute) and for that Job to complete."""
+
+
+def test_cronjob_creates_a_job_at_the_next_minute(sim: sim_e2e.Sim) -> None:
+    with sim_e2e.fresh_namespace(sim, "cronjob", probe_configmap=False) as ns:
+        batch = client.BatchV1Api(sim.api)
+        body: Any = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+                     "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 1,
+                              "jobTemplate": {"spec": python_job("x", "print('tick')")["spec"]}}}
+        batch.create_namespaced_cron_job(ns, body)
+
+        def completed_job() -> Obj:
+            jobs = observe.raw(batch.list_namespaced_job(ns, _preload_content=False))["items"]
+            done = [j for j in jobs if any(c["type"] == "Complete" for c in j["status"].get("conditions") or [])]
+            if not done:
+                raise core.NotYet(f"jobs {[(j['metadata']['name'], j['status']) for j in jobs]}")
+            return done[0]
+        job = core.wait_until(completed_job, what="the CronJob's first Job to complete", timeout=CRONJOB_TIMEOUT,
+                              poll=sim.t.poll_interval)
+        [ref] = job["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["controller"]) == ("CronJob", "tick", True)
+        scheduled = job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+        assert job["metadata"]["name"].startswith("tick-") and scheduled.endswith("+00:00")
+        reasons = [e["reason"] for e in sim_e2e.events_for(sim.api, ns, "tick")]
+        assert "SuccessfulCreate" in reasons, reasons
+
+        def seen_complete() -> Obj:
+            cj = observe.raw(batch.read_namespaced_cron_job("tick", ns, _preload_content=False))
+            if not cj["status"].get("lastSuccessfulTime"):
+                raise core.NotYet(f"cronjob status {cj['status']}")
+            return cj
+        cj = core.wait_until(seen_complete, what="the CronJob to record its successful Job", timeout=CRONJOB_TIMEOUT,
+                             poll=sim.t.poll_interval)
+        assert cj["status"]["lastScheduleTime"] and cj["spec"]["suspend"] is False
