@@ -17,15 +17,7 @@ _POD_SPEC_DIFF = ("kube-apiserver's 'pod updates may not change fields' message 
                   "sim has no internal types, only the served JSON, so it ends the same message with the changed "
                   "fields instead (validation_pods); code, reason, field and the sentence before the diff are identical")
 
-_ONE_USER = ("the sim has one user holding the API token and no authorizer, so every review is allowed; it says so "
-             "in a Warning on each review (kubectl auth can-i prints only yes/no, so the warning is the one place a user "
-             "reads it) besides the reason; kube-apiserver decides by RBAC and warns of nothing. The reviews' answers "
-             "themselves vary by design (vary in the corpus)")
-
 ACCEPTED: dict[str, str] = {
-    "subresources/self-subject-reviews/access-review": _ONE_USER,
-    "subresources/self-subject-reviews/rules-review": _ONE_USER,
-    "subresources/self-subject-reviews/self-subject-review": _ONE_USER,
     "patches/patch-strategic/bad-directive": _NO_5XX.replace("strconv.ParseUint's", "mergepatch.ErrBadPatchType's"),
     "crud/crud-pods/replace": _POD_SPEC_DIFF,
     "versions/rv-concurrency/update-garbage-rv": _NO_5XX,

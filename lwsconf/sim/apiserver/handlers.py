@@ -278,7 +278,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
             record(managed, objects.deep_copy(obj))
             if managed["metadata"].get("managedFields"):
                 answer["metadata"]["managedFields"] = managed["metadata"]["managedFields"]
-        return render_object(ctx, request, target, answer, status=201, warnings=repeated + [reviews.NOTE])
+        return render_object(ctx, request, target, answer, status=201, warnings=repeated)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
     warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)

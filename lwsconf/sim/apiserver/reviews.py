@@ -6,7 +6,9 @@ selfsubjectaccessreview/rest.go, selfsubjectrulesreview/rest.go, pkg/registry/au
 selfsubjectreview/rest.go) they are create-only, validated, answered and never stored. The sim has one
 user, whoever holds the bearer token, and no authorizer: every request it authenticates is allowed. The
 answers say so in words rather than pretend to an RBAC decision, so nobody reads the sim's "yes" as a
-statement about a real cluster's roles. Pure: no I/O.
+statement about a real cluster's roles: the access review's `reason`, the rules review's `evaluationError`
+(and `lwsconf sim up`'s banner, since kubectl prints neither by default). No Warning header: kube-apiserver
+sends none, and the fidelity corpus holds these answers to its shape. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def answer(key: tuple[str, str], review: dict[str, Any], now: str) -> dict[str, 
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             "incomplete": False,
+            "evaluationError": NOTE,  # the rules are complete; this is where the answer can say why they are `*`
         }}
     return {**head, "metadata": {"creationTimestamp": now},
             "status": {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}}
