@@ -181,7 +181,7 @@ async def _sim_up(args: argparse.Namespace) -> int:
         print(f"kubeconfig written to {path}", flush=True)
         print(f"try: KUBECONFIG={path} kubectl get namespaces   (Ctrl-C to stop)", flush=True)
         # what a first-time user would otherwise have to guess from kubectl's bare answers
-        print("note: one user with every permission (kubectl auth can-i says yes, and why); no metrics API, so "
+        print("note: one user with every permission and no authorizer (kubectl auth can-i says yes to everything); no metrics API, so "
               "kubectl top answers 'Metrics API not available': the sim measures no CPU or memory use", flush=True)
         await stop.wait()
         print("stopping the simulated cluster", flush=True)
