@@ -57,6 +57,11 @@ def default_pod(obj: dict[str, Any], *, creating: bool = True) -> None:
                 condition.setdefault("lastTransitionTime", None)
         _pod_ips(status, "podIP", "podIPs")
         _pod_ips(status, "hostIP", "hostIPs")
+        for field in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+            for container in status.get(field) or []:
+                if isinstance(container, dict):  # ContainerState values, not pointers: `{}` when unset
+                    container.setdefault("state", {})
+                    container.setdefault("lastState", {})
 
 
 def _pod_ips(status: dict[str, Any], single: str, plural: str) -> None:

@@ -77,6 +77,9 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
     ("AdmissionPolicyBinding", "spec"): _Facts(struct="AdmissionPolicyBindingSpec"),
     ("AdmissionPolicyBindingSpec", "matchResources"): _ATOMIC, ("AdmissionPolicyBindingSpec", "paramRef"): _ATOMIC,
     ("AdmissionPolicyBindingSpec", "validationActions"): _Facts(as_set=True),
+    # batch/v1 JobStatus.conditions: +listType=atomic, though its patch strategy merges by type (kube-apiserver
+    # 1.37.2 records `f:conditions: {}`: lwsconf fidelity batch/ctl-job/job-complete)
+    ("Job", "status"): _Facts(struct="JobStatus"), ("JobStatus", "conditions"): _ATOMIC,
     # apiextensions/v1 CustomResourceDefinitionStatus.conditions: +listType=map +listMapKey=type
     ("CRD", "status"): _Facts(struct="Conditions"),
     # policy/v1 PodDisruptionBudget: spec.selector is a metav1 LabelSelector (+structType=atomic); status.conditions
