@@ -2,7 +2,7 @@
 
 * the sim: `RunningSimCluster` with no nodes, and either no controllers (API-only scenarios) or the
   control-plane controllers kube-controller-manager also runs (garbage collector, namespace,
-  StatefulSet, Deployment, DaemonSet, EndpointSlice, Endpoints) and the scheduler; no nodes on either
+  StatefulSet, Deployment, DaemonSet, EndpointSlice, Endpoints, Job) and the scheduler; no nodes on either
   side, so pods stay unscheduled and scenarios fabricate pod status as envtest-style tests do;
 * the real one: `lwsconf.controlplane.local`'s control plane: etcd + kube-apiserver only for API-only
   scenarios, with kube-controller-manager and kube-scheduler for controller scenarios.
