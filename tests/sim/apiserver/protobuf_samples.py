@@ -179,4 +179,20 @@ SAMPLES: dict[tuple[str, str], dict[str, Any]] = {
             "clientConfig": {"service": {"namespace": "lws-system", "name": "webhook", "path": "/validate",
                                          "port": 443}},
             "namespaceSelector": {}, "objectSelector": {"matchLabels": {"a": "b"}}}]),
+    ("batch", "jobs"): _obj("batch/v1", "Job", spec={
+        "parallelism": 2, "completions": 3, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False,
+        "manualSelector": False, "podReplacementPolicy": "TerminatingOrFailed", "ttlSecondsAfterFinished": 30,
+        "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "6f1c8a6e-0000-4000-8000-000000000001"}},
+        "template": {**TEMPLATE, "spec": {**POD_SPEC, "restartPolicy": "Never"}}},
+        status={"startTime": "2026-01-02T03:04:05Z", "completionTime": "2026-01-02T03:04:09Z", "succeeded": 3,
+                "ready": 0, "terminating": 0, "uncountedTerminatedPods": {},
+                "conditions": [{**CONDITION, "type": "Complete", "lastProbeTime": "2026-01-02T03:04:09Z"}]}),
+    ("batch", "cronjobs"): _obj("batch/v1", "CronJob", spec={
+        "schedule": "*/5 * * * *", "timeZone": "Etc/UTC", "concurrencyPolicy": "Forbid", "suspend": False,
+        "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1, "startingDeadlineSeconds": 60,
+        "jobTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+            "template": {**TEMPLATE, "spec": {**POD_SPEC, "restartPolicy": "OnFailure"}}}}},
+        status={"lastScheduleTime": "2026-01-02T03:05:00Z", "active": [{
+            "kind": "Job", "namespace": "demo", "name": "x-29453761", "uid": "6f1c8a6e-0000-4000-8000-000000000004",
+            "apiVersion": "batch/v1", "resourceVersion": "9"}]}),
 }
