@@ -110,6 +110,20 @@ def test_failing_job_stops_at_its_backoff_limit(sim: sim_e2e.Sim) -> None:
         assert reasons.count("SuccessfulCreate") == 2 and "BackoffLimitExceeded" in reasons, reasons
 
 
+def test_pod_failure_policy_fails_the_job_on_an_exit_code(sim: sim_e2e.Sim) -> None:
+    with sim_e2e.fresh_namespace(sim, "job-policy", probe_configmap=False) as ns:
+        policy = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "work", "operator": "In",
+                                                                   "values": [42]}}]}
+        client.BatchV1Api(sim.api).create_namespaced_job(ns, python_job("exit42", "raise SystemExit(42)",
+                                                                        podFailurePolicy=policy))
+        job = wait_condition(sim, ns, "exit42", "Failed")
+        [failed] = [c for c in job["status"]["conditions"] if c["type"] == "Failed"]
+        [pod] = job_pods(sim.api, ns, "exit42")
+        assert failed["reason"] == "PodFailurePolicy"
+        assert failed["message"] == (f"Container work for pod {ns}/{pod['metadata']['name']} failed with exit code 42 "
+                                     "matching FailJob rule at index 0")
+
+
 def test_deleting_a_job_deletes_its_pods(sim: sim_e2e.Sim) -> None:
     with sim_e2e.fresh_namespace(sim, "job-cascade", probe_configmap=False) as ns:
         batch = client.BatchV1Api(sim.api)

@@ -16,6 +16,8 @@ runs it with its default feature gates:
   `activeDeadlineSeconds` past `startTime` does the same with reason `DeadlineExceeded`;
 * reaching `completions` adds `SuccessCriteriaMet` (reason `CompletionsReached`, "Reached expected number
   of succeeded pods"), deletes what still runs, then `Complete` with `completionTime`;
+* `podFailurePolicy` rules (onExitCodes, onPodConditions) judge each newly failed pod: FailJob fails the Job
+  (reason `PodFailurePolicy`), Ignore leaves the pod out of the failure count, Count counts it;
 * `suspend: true` deletes active pods and sets `Suspended` (JobSuspended); resuming sets it False
   (JobResumed) and restarts the clock (`startTime`);
 * status carries `active`, `ready`, `terminating`, `succeeded`, `failed`, `startTime`,
@@ -61,6 +63,8 @@ class Tally:
     base_failed: int = 0
     succeeded: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)
+    ignored: set[str] = field(default_factory=set)
+    """Failed pods a podFailurePolicy `Ignore` rule matched: not counted against backoffLimit."""
 
     @classmethod
     def seed(cls, job: Obj, pods: list[Obj]) -> Tally:
@@ -78,7 +82,7 @@ class Tally:
             uid = str(wl.meta(pod).get("uid"))
             if wl.phase(pod) == "Succeeded":
                 self.succeeded.add(uid)
-            elif wl.phase(pod) == "Failed":
+            elif wl.phase(pod) == "Failed" and uid not in self.ignored:
                 self.failed.add(uid)
 
     @property
@@ -148,6 +152,7 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     status["conditions"] = [dict(c) for c in old_status.get("conditions") or ()]
     status.setdefault("uncountedTerminatedPods", {})
     out = Decision(status=status)
+    policy_failure = _apply_failure_policy(job, pods, tally)
     tally.observe(pods)
     active = [p for p in pods if wl.is_active(p)]
     terminating = [p for p in pods if wl.is_terminating(p) and wl.phase(p) not in ("Succeeded", "Failed")]
@@ -171,6 +176,8 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     status.setdefault("startTime", now_text)
     start = wl.parse_time(status["startTime"]) or now
     terminal = _failure(spec, status, active, failed, start, now)
+    if terminal is None and policy_failure is not None:
+        terminal = ("FailureTarget", "PodFailurePolicy", policy_failure)
     if terminal is None and _complete(spec, succeeded, active):
         terminal = ("SuccessCriteriaMet", "CompletionsReached", COMPLETIONS_MESSAGE)
     if terminal is not None:
@@ -199,6 +206,52 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
                 out.create = 0
                 out.recheck_after = min(wait + 0.05, out.recheck_after or wait + 0.05)
     return out
+
+
+def _apply_failure_policy(job: Obj, pods: list[Obj], tally: Tally) -> str | None:
+    """`podFailurePolicy` on failed pods not seen before: the first matching rule decides (`matchPodFailurePolicy`
+    in pkg/controller/job/pod_failure_policy.go). Ignore: the pod is not counted; FailJob: the message of the
+    Job's failure, returned; Count (or no match): counted as usual. FailIndex needs Indexed jobs (not done)."""
+    rules = ((job.get("spec") or {}).get("podFailurePolicy") or {}).get("rules") or []
+    failing: str | None = None
+    for pod in pods:
+        uid = str(wl.meta(pod).get("uid"))
+        if wl.phase(pod) != "Failed" or uid in tally.failed or uid in tally.ignored:
+            continue
+        for index, rule in enumerate(rules):
+            why = _rule_matches(rule, pod)
+            if why is None:
+                continue
+            action = rule.get("action")
+            if action == "Ignore":
+                tally.ignored.add(uid)
+            elif action == "FailJob" and failing is None:
+                failing = f"{why} matching FailJob rule at index {index}"
+            break
+    return failing
+
+
+def _rule_matches(rule: Obj, pod: Obj) -> str | None:
+    """Why `rule` matches the failed `pod` (the start of upstream's message), or None."""
+    m = wl.meta(pod)
+    on_codes = rule.get("onExitCodes")
+    if isinstance(on_codes, dict):
+        values = set(on_codes.get("values") or ())
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            if on_codes.get("containerName") not in (None, status.get("name")):
+                continue
+            code = ((status.get("state") or {}).get("terminated") or {}).get("exitCode")
+            if code in (None, 0):  # containers that succeeded are left out of the check
+                continue
+            if (code in values) == (on_codes.get("operator") == "In"):
+                return (f"Container {status.get('name')} for pod {m.get('namespace')}/{m.get('name')} failed with "
+                        f"exit code {code}")
+        return None
+    for pattern in rule.get("onPodConditions") or ():
+        for cond in (pod.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == pattern.get("type") and cond.get("status") == pattern.get("status", "True"):
+                return f"Pod {m.get('namespace')}/{m.get('name')} has condition {cond.get('type')}"
+    return None
 
 
 def _counts(status: Obj, active: list[Obj], terminating: list[Obj], succeeded: int, failed: int) -> None:

@@ -142,3 +142,28 @@ def test_tally_seeded_from_stored_counts_does_not_count_present_pods_twice() -> 
     pods = [pod("a", "Succeeded"), pod("b", "Succeeded")]
     tally = sync.Tally.seed(j, pods)
     assert decide(j, pods, tally).status["succeeded"] == 2
+
+
+def _exited(name: str, code: int) -> Obj:
+    p = pod(name, "Failed")
+    p["metadata"]["namespace"] = "default"
+    p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = code
+    return p
+
+
+def test_pod_failure_policy_fail_job_on_exit_code() -> None:
+    j = job(podFailurePolicy={"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]})
+    assert not decide(j, [_exited("a", 1)]).status["conditions"]  # exit 1: counted, retried
+    d = decide(j, [_exited("b", 42)])
+    assert types(d) == [("FailureTarget", "PodFailurePolicy"), ("Failed", "PodFailurePolicy")]
+    assert d.status["conditions"][0]["message"] == (
+        "Container c for pod default/b failed with exit code 42 matching FailJob rule at index 0")
+
+
+def test_pod_failure_policy_ignore_does_not_count_against_backoff_limit() -> None:
+    j = job(backoffLimit=0, podFailurePolicy={"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]})
+    evicted = pod("a", "Failed")
+    evicted["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True"})
+    d = decide(j, [evicted])
+    assert not d.status["conditions"] and "failed" not in d.status and d.create == 1
