@@ -110,6 +110,19 @@ def test_failing_job_stops_at_its_backoff_limit(sim: sim_e2e.Sim) -> None:
         assert reasons.count("SuccessfulCreate") == 2 and "BackoffLimitExceeded" in reasons, reasons
 
 
+def test_indexed_job_gives_each_pod_its_completion_index(sim: sim_e2e.Sim) -> None:
+    with sim_e2e.fresh_namespace(sim, "job-indexed", probe_configmap=False) as ns:
+        code = "import os, socket; print(os.environ['JOB_COMPLETION_INDEX'], socket.gethostname())"
+        client.BatchV1Api(sim.api).create_namespaced_job(ns, python_job("idx", code, completions=3, parallelism=3,
+                                                                        completionMode="Indexed"))
+        job = wait_condition(sim, ns, "idx", "Complete")
+        assert job["status"]["completedIndexes"] == "0-2", job["status"]
+        core_api = client.CoreV1Api(sim.api)
+        printed = sorted(core_api.read_namespaced_pod_log(p["metadata"]["name"], ns).strip()
+                         for p in job_pods(sim.api, ns, "idx"))
+        assert printed == ["0 idx-0", "1 idx-1", "2 idx-2"], printed
+
+
 def test_pod_failure_policy_fails_the_job_on_an_exit_code(sim: sim_e2e.Sim) -> None:
     with sim_e2e.fresh_namespace(sim, "job-policy", probe_configmap=False) as ns:
         policy = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "work", "operator": "In",

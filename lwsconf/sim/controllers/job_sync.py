@@ -29,7 +29,7 @@ once the status that counts them is written, when they are being deleted, or whe
 finalizer, so a count survives a controller restart between the two writes; the sim keeps the uids it
 counted in memory (`Tally`), seeded from the stored counts, and a pod deleted before reaching a terminal
 phase is not counted as failed. Indexed completion mode is
-stored and validated but its pods get no completion index (they are counted as NonIndexed ones).
+runs one pod per missing index (see `completion_index`); per-index back-off limits and FailIndex are not done.
 No I/O here.
 """
 
@@ -99,6 +99,8 @@ class Decision:
     """One pass's outcome: pods to create and delete, the status to write, events, when to look again."""
 
     create: int = 0
+    create_indexes: list[int] = field(default_factory=list)
+    """For an Indexed Job: the completion index of each pod to create (`create` of them)."""
     delete: list[Obj] = field(default_factory=list)
     status: Obj = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
@@ -158,6 +160,15 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     terminating = [p for p in pods if wl.is_terminating(p) and wl.phase(p) not in ("Succeeded", "Failed")]
     succeeded, failed = tally.succeeded_count, tally.failed_count
     _counts(status, active, terminating, succeeded, failed)
+    indexed = spec.get("completionMode") == "Indexed"
+    completed: set[int] = set()
+    if indexed:
+        completed = parse_indexes(old_status.get("completedIndexes")) | {
+            i for p in pods if wl.phase(p) == "Succeeded" and (i := completion_index(p)) is not None}
+        completed = {i for i in completed if i < int(spec.get("completions") or 0)}
+        if completed:
+            status["completedIndexes"] = format_indexes(completed)
+        succeeded = len(completed)  # completion is judged on indexes, not pods
     if finished(old_status):
         out.delete = active
         _ttl(spec, old_status, now, out)
@@ -198,6 +209,11 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     if deadline is not None:
         out.recheck_after = max(0.05, start + float(deadline) - now + 0.05)
     out.create = _wanted(spec, succeeded, active, terminating)
+    if indexed and out.create:
+        held = {completion_index(p) for p in active + terminating}
+        missing = [i for i in range(int(spec.get("completions") or 0)) if i not in completed and i not in held]
+        out.create_indexes = missing[:out.create]
+        out.create = len(out.create_indexes)
     if out.create and failed:
         last = _last_failure(pods)
         if last is not None:
@@ -206,6 +222,36 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
                 out.create = 0
                 out.recheck_after = min(wait + 0.05, out.recheck_after or wait + 0.05)
     return out
+
+
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+"""The annotation (and label) carrying an Indexed Job pod's completion index (`JobCompletionIndexAnnotation`)."""
+
+
+def completion_index(pod: Obj) -> int | None:
+    value = (wl.meta(pod).get("annotations") or {}).get(INDEX_KEY)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def parse_indexes(text: Any) -> set[int]:
+    """`completedIndexes` ("1,3-5") as a set."""
+    out: set[int] = set()
+    for part in str(text or "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def format_indexes(indexes: set[int]) -> str:
+    """Ascending, consecutive runs as ranges ("1,3-5"), as upstream's `OrderedIntervals.String`."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _apply_failure_policy(job: Obj, pods: list[Obj], tally: Tally) -> str | None:

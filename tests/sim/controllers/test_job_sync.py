@@ -167,3 +167,24 @@ def test_pod_failure_policy_ignore_does_not_count_against_backoff_limit() -> Non
     evicted["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True"})
     d = decide(j, [evicted])
     assert not d.status["conditions"] and "failed" not in d.status and d.create == 1
+
+
+def _indexed(name: str, index: int, phase: str = "Running") -> Obj:
+    p = pod(name, phase)
+    p["metadata"]["annotations"] = {sync.INDEX_KEY: str(index)}
+    return p
+
+
+def test_indexed_job_creates_the_missing_indexes_and_completes_on_all_indexes() -> None:
+    j = job(completionMode="Indexed", completions=4, parallelism=2)
+    assert decide(j, []).create_indexes == [0, 1]
+    d = decide(j, [_indexed("a", 0, "Succeeded"), _indexed("b", 1)])
+    assert d.create_indexes == [2] and d.status["completedIndexes"] == "0"
+    done = [_indexed(n, i, "Succeeded") for n, i in (("a", 0), ("b", 1), ("c", 2), ("d", 3))]
+    d = decide(j, done)
+    assert d.status["completedIndexes"] == "0-3" and ("Complete", "CompletionsReached") in types(d)
+
+
+def test_completed_indexes_format_and_parse() -> None:
+    assert sync.format_indexes({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+    assert sync.parse_indexes("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
