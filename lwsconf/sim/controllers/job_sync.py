@@ -28,8 +28,8 @@ once the status that counts them is written, when they are being deleted, or whe
 **Departure**: upstream records finished pods in `status.uncountedTerminatedPods` before removing the
 finalizer, so a count survives a controller restart between the two writes; the sim keeps the uids it
 counted in memory (`Tally`), seeded from the stored counts, and a pod deleted before reaching a terminal
-phase is not counted as failed. Indexed completion mode is
-runs one pod per missing index (see `completion_index`); per-index back-off limits and FailIndex are not done.
+phase is not counted as failed. Indexed completion mode runs one pod per missing index (see
+`completion_index`, `status.completedIndexes`); per-index back-off limits and FailIndex are not done.
 No I/O here.
 """
 
@@ -257,7 +257,7 @@ def format_indexes(indexes: set[int]) -> str:
 def _apply_failure_policy(job: Obj, pods: list[Obj], tally: Tally) -> str | None:
     """`podFailurePolicy` on failed pods not seen before: the first matching rule decides (`matchPodFailurePolicy`
     in pkg/controller/job/pod_failure_policy.go). Ignore: the pod is not counted; FailJob: the message of the
-    Job's failure, returned; Count (or no match): counted as usual. FailIndex needs Indexed jobs (not done)."""
+    Job's failure, returned; Count (or no match): counted as usual. FailIndex (per-index limits) is not done."""
     rules = ((job.get("spec") or {}).get("podFailurePolicy") or {}).get("rules") or []
     failing: str | None = None
     for pod in pods:
