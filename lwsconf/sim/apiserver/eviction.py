@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwsconf.sim.apiserver import errors, validation_meta
+from lwsconf.sim.pdbcondition import set_condition
 
 Obj = dict[str, Any]
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
-CONDITION = "DisruptionAllowed"
 MAX_DISRUPTED_PODS = 2000
 """eviction.go's MaxDisruptedPodSize: a budget remembering more unconfirmed evictions refuses more."""
 
@@ -106,18 +106,6 @@ def decide(pod: Obj, pdbs: list[Obj], now: str) -> Decision:
         new_status["conditions"] = set_condition(new_status.get("conditions") or [], False, now,
                                                  int((pdb.get("metadata") or {}).get("generation") or 0))
     return Decision(budget=budget)
-
-
-def set_condition(conditions: list[Obj], allowed: bool, now: str, generation: int) -> list[Obj]:
-    """The DisruptionAllowed condition as pdbhelper.UpdateDisruptionAllowedCondition sets it
-    (SufficientPods / InsufficientPods; the transition time moves only when the status flips)."""
-    status = "True" if allowed else "False"
-    old = next((c for c in conditions if c.get("type") == CONDITION), None)
-    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else now
-    new = {"type": CONDITION, "status": status, "observedGeneration": generation,
-           "lastTransitionTime": since, "reason": "SufficientPods" if allowed else "InsufficientPods",
-           "message": ""}
-    return [c for c in conditions if c.get("type") != CONDITION] + [new]
 
 
 def _too_many(cause: str, retry_after: int = 0) -> errors.StatusError:

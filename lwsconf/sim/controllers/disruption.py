@@ -37,12 +37,12 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers import scheduler_filters as sf
+from lwsconf.sim.pdbcondition import CONDITION, set_condition
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Key = tuple[str, str]
 PDBS = kc.GVR("policy", "v1", "poddisruptionbudgets")
-CONDITION = "DisruptionAllowed"
 DELETION_TIMEOUT = 120.0
 """Seconds an eviction's `disruptedPods` entry keeps the pod out of `currentHealthy` (upstream's 2 minutes)."""
 SCALABLE: dict[tuple[str, str], kc.GVR] = {
@@ -238,19 +238,6 @@ class DisruptionController:
                 if (scale.get("metadata") or {}).get("uid") in (None, ref.get("uid")):
                     out[ref["uid"]] = int((scale.get("spec") or {}).get("replicas") or 0)
         return out
-
-
-def set_condition(conditions: list[Obj], allowed: bool, now: str, generation: int) -> list[Obj]:
-    """The DisruptionAllowed condition as pdbhelper.UpdateDisruptionAllowedCondition sets it (SufficientPods /
-    InsufficientPods; the transition time moves only when the status flips). The API server's eviction
-    (`lwsconf.sim.apiserver.eviction.set_condition`) writes the same; controllers may not import it."""
-    status = "True" if allowed else "False"
-    old = next((c for c in conditions if c.get("type") == CONDITION), None)
-    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else now
-    new = {"type": CONDITION, "status": status, "observedGeneration": generation,
-           "lastTransitionTime": since, "reason": "SufficientPods" if allowed else "InsufficientPods",
-           "message": ""}
-    return [c for c in conditions if c.get("type") != CONDITION] + [new]
 
 
 def _same(new: Obj, old: Obj) -> bool:
