@@ -195,4 +195,21 @@ SAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         status={"lastScheduleTime": "2026-01-02T03:05:00Z", "active": [{
             "kind": "Job", "namespace": "demo", "name": "x-29453761", "uid": "6f1c8a6e-0000-4000-8000-000000000004",
             "apiVersion": "batch/v1", "resourceVersion": "9"}]}),
+    ("policy", "poddisruptionbudgets"): _obj("policy/v1", "PodDisruptionBudget", spec={
+        "minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}, "unhealthyPodEvictionPolicy": "IfHealthyBudget"},
+        status={"observedGeneration": 1, "disruptedPods": {"web-0": "2026-01-02T03:04:05Z"}, "disruptionsAllowed": 1,
+                "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3,
+                "conditions": [{**CONDITION, "type": "DisruptionAllowed", "reason": "SufficientPods",
+                                "observedGeneration": 1}]}),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): _obj(
+        "authorization.k8s.io/v1", "SelfSubjectAccessReview", CLUSTER_META,
+        spec={"resourceAttributes": {"namespace": "demo", "verb": "create", "resource": "pods"}},
+        status={"allowed": True, "reason": "the sim has one user who may do everything"}),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): _obj(
+        "authorization.k8s.io/v1", "SelfSubjectRulesReview", CLUSTER_META, spec={"namespace": "demo"},
+        status={"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}),
+    ("authentication.k8s.io", "selfsubjectreviews"): _obj(
+        "authentication.k8s.io/v1", "SelfSubjectReview", CLUSTER_META,
+        status={"userInfo": {"username": "lwsconf-sim-admin", "groups": ["system:masters", "system:authenticated"]}}),
 }
