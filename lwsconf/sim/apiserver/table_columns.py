@@ -331,3 +331,100 @@ BUILTIN_COLUMNS[("policy", "poddisruptionbudgets")] = [
            else "N/A"),
     Column("Allowed Disruptions", "integer", _field("status", "disruptionsAllowed", default=0)), AGE,
 ]
+
+
+# --- apps/v1 and discovery (printDeployment, printEndpointSlice; the sim serves no ReplicaSets) -----------
+
+_POD_TEMPLATE_CONTAINERS = _template_containers("spec", "template", "spec", "containers")
+_WIDE_TEMPLATE = [
+    Column("Containers", "string", _POD_TEMPLATE_CONTAINERS("name"), priority=1),
+    Column("Images", "string", _POD_TEMPLATE_CONTAINERS("image"), priority=1),
+    Column("Selector", "string", _selector_cell("spec", "selector"), priority=1),
+]
+
+
+def _deployment_ready(deployment: Obj, _: datetime) -> str:
+    """printDeployment's Ready: ready replicas over the desired count."""
+    desired = value_at(deployment, "spec", "replicas") or 0
+    return f"{value_at(deployment, 'status', 'readyReplicas') or 0}/{desired}"
+
+
+BUILTIN_COLUMNS[("apps", "deployments")] = [
+    Column("Ready", "string", _deployment_ready),
+    Column("Up-to-date", "integer", _field("status", "updatedReplicas", default=0)),
+    Column("Available", "integer", _field("status", "availableReplicas", default=0)), AGE, *_WIDE_TEMPLATE,
+]
+
+
+def _first_three(items: list[str], unset: str) -> str:
+    """listWithMoreString: at most three items joined by commas, then ' + N more...'; `unset` for none."""
+    if not items:
+        return unset
+    more = f" + {len(items) - 3} more..." if len(items) > 3 else ""
+    return ",".join(items[:3]) + more
+
+
+def _slice_ports(eps: Obj, _: datetime) -> str:
+    """formatDiscoveryPorts: each port's number, else its name, else '*'."""
+    ports = [p for p in value_at(eps, "ports") or [] if isinstance(p, dict)]
+    return _first_three([str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*")
+                         for p in ports], "<unset>")
+
+
+def _slice_endpoints(eps: Obj, _: datetime) -> str:
+    """formatDiscoveryEndpoints: every endpoint's addresses, flattened, first three."""
+    addresses = [str(a) for e in value_at(eps, "endpoints") or [] if isinstance(e, dict)
+                 for a in e.get("addresses") or []]
+    return _first_three(addresses, "<unset>")
+
+
+BUILTIN_COLUMNS[("discovery.k8s.io", "endpointslices")] = [
+    Column("AddressType", "string", _field("addressType", default="")),
+    Column("Ports", "string", _slice_ports), Column("Endpoints", "string", _slice_endpoints), AGE,
+]
+
+
+# --- core/v1 Event (printEvent): the one built-in whose Name is not its first column -----------------------
+
+def _event_first_seen(event: Obj, now: datetime) -> str:
+    """firstTimestamp, else eventTime (events written through events.k8s.io), as an age."""
+    return (age(value_at(event, "firstTimestamp"), now) or age(value_at(event, "eventTime"), now)
+            or "<unknown>")
+
+
+def _event_last_seen(event: Obj, now: datetime) -> str:
+    series = age(value_at(event, "series", "lastObservedTime"), now)
+    return series or age(value_at(event, "lastTimestamp"), now) or _event_first_seen(event, now)
+
+
+def _event_count(event: Obj, _: datetime) -> int:
+    """The series' count, else count; a singleton written through events.k8s.io has none: 1."""
+    return int(value_at(event, "series", "count") or value_at(event, "count") or 1)
+
+
+def _event_object(event: Obj, _: datetime) -> str:
+    kind, name = str(value_at(event, "involvedObject", "kind") or "").lower(), value_at(event, "involvedObject", "name")
+    return f"{kind}/{name}" if name else kind
+
+
+def _event_source(event: Obj, _: datetime) -> str:
+    """formatEventSource: component (else reportingController), then ', host' (else reportingInstance)."""
+    component = value_at(event, "source", "component") or value_at(event, "reportingComponent") or ""
+    instance = value_at(event, "source", "host") or value_at(event, "reportingInstance") or ""
+    return f"{component}, {instance}" if instance else str(component)
+
+
+FULL_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    # kube-apiserver prints every column (GenerateOptions{Wide: true}); kubectl shows the priority-0 ones.
+    ("", "events"): [
+        Column("Last Seen", "string", _event_last_seen), Column("Type", "string", _field("type", default="")),
+        Column("Reason", "string", _field("reason", default="")), Column("Object", "string", _event_object),
+        Column("Subobject", "string", _field("involvedObject", "fieldPath", default=""), priority=1),
+        Column("Source", "string", _event_source, priority=1),
+        Column("Message", "string", lambda o, _: str(value_at(o, "message") or "").strip()),
+        Column("First Seen", "string", _event_first_seen, priority=1),
+        Column("Count", "string", _event_count, priority=1),
+        Column("Name", "string", _field("metadata", "name", default=""), priority=1),
+    ],
+}
+"""Built-ins whose table does not start with Name: their whole column list."""

@@ -91,7 +91,9 @@ def to_table_watch_event(
 
 
 def columns_for(info: resources.ResourceInfo) -> list[tc.Column]:
-    """Name first, then the CRD's printer columns, a built-in's usual columns, or Age."""
+    """Name first, then the CRD's printer columns, a built-in's usual columns, or Age (events: their own)."""
+    if (info.group, info.plural) in tc.FULL_COLUMNS:
+        return tc.FULL_COLUMNS[(info.group, info.plural)]
     name = tc.Column("Name", "string", lambda o, _: o.get("metadata", {}).get("name", ""),
                      format="name", description=_NAME_DESC)
     if info.printer_columns:

@@ -291,3 +291,40 @@ def test_kubectl_get_watch_prints_one_row_per_event(sim_api: SimAPI, tmp_path: P
                                             ["MODIFIED", "p1", "1/2"]]
     (listed,) = box.sent("GET", "/namespaces/default/pods")
     assert tables.wants_table(listed.accept), listed
+
+
+def test_deployment_cells_as_print_deployment() -> None:
+    """printDeployment: Ready is ready/desired; wide adds containers, images and the selector."""
+    deployment = obj("web", spec={"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                                  "template": {"spec": {"containers": [{"name": "py", "image": "python:3.12"}]}}},
+                     status={"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2})
+    assert cells(info("apps", "deployments"), deployment) == {
+        "Name": "web", "Ready": "2/3", "Up-to-date": 3, "Available": 2, "Age": "3m2s", "Containers": "py",
+        "Images": "python:3.12", "Selector": "app=web"}
+
+
+def test_endpointslice_cells_list_three_then_more() -> None:
+    """formatDiscoveryPorts/Endpoints: three items, then ' + N more...'; <unset> when there are none."""
+    eps = obj("api-x", addressType="IPv4", ports=[{"port": 8080}, {"name": "http"}],
+              endpoints=[{"addresses": [f"10.0.0.{n}"]} for n in range(1, 6)])
+    assert cells(info("discovery.k8s.io", "endpointslices"), eps) == {
+        "Name": "api-x", "AddressType": "IPv4", "Ports": "8080,http",
+        "Endpoints": "10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...", "Age": "3m2s"}
+    empty = cells(info("discovery.k8s.io", "endpointslices"), obj("e", addressType="IPv4"))
+    assert (empty["Ports"], empty["Endpoints"]) == ("<unset>", "<unset>")
+
+
+def test_event_columns_as_print_event() -> None:
+    """printEvent: Last Seen first and Name last (wide); the object as kind/name, count 1 for a singleton."""
+    event = obj("box.1", type="Normal", reason="Scheduled", message=" Successfully assigned default/box to n0 ",
+                involvedObject={"kind": "Pod", "name": "box", "fieldPath": ""},
+                firstTimestamp=stamp(timedelta(seconds=40)), lastTimestamp=stamp(timedelta(seconds=5)),
+                source={"component": "default-scheduler"}, reportingComponent="default-scheduler",
+                reportingInstance="sched-0")
+    assert cells(info("", "events"), event) == {
+        "Last Seen": "5s", "Type": "Normal", "Reason": "Scheduled", "Object": "pod/box", "Subobject": "",
+        "Source": "default-scheduler, sched-0", "Message": "Successfully assigned default/box to n0",
+        "First Seen": "40s", "Count": 1, "Name": "box.1"}
+    table = table_of(info("", "events"), event)
+    assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
+        "Last Seen", "Type", "Reason", "Object", "Message"]
