@@ -79,7 +79,15 @@ def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Rel
                 raise NotYet(f"phase {pod.status.phase}, node {pod.spec.node_name}, conditions {conditions}")
             return str(pod.spec.node_name)
 
-        node = wait_until(ready, what="pod default/p Ready", timeout=POD_READY, poll=0.5)
+        def pod_state() -> str:
+            """What a timeout shows: the container's state and the pod's events (a fresh-clone run at load once
+            left it Pending, ContainersReady False, for 120 s, and said no more)."""
+            pod = core.read_namespaced_pod("p", "default")
+            events = core.list_namespaced_event("default", field_selector="involvedObject.name=p").items
+            return (f"container statuses: {[s.to_dict() for s in pod.status.container_statuses or ()]}\n"
+                    "events:\n" + "\n".join(f"  {e.type} {e.reason}: {e.message}" for e in events))
+
+        node = wait_until(ready, what="pod default/p Ready", timeout=POD_READY, poll=0.5, describe=pod_state)
         assert node in cluster.node_names
         config_path = cluster.kubeconfig
         code, out, err = _run(kubectl_bin, config_path, "logs", "p")
