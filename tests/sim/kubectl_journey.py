@@ -28,7 +28,9 @@ class Step:
 
     `kind` PORT_FORWARD starts the command in the background, GETs through the forwarded port and stops it.
     `known`, when set, says how a real cluster answers differently and why the sim does not (yet): the step
-    still asserts what the sim does, so a change either way is noticed, and the run reports it.
+    still asserts what the sim does, so a change either way is noticed, and the run reports it. `real`, for
+    such a step, is the (exit code, regex) the real kube-apiserver and kube-controller-manager give (the
+    journey on `--cluster=local`, whose nodes are still the sim's: a difference of the nodes has no `real`).
     """
 
     argv: tuple[str, ...]
@@ -36,10 +38,20 @@ class Step:
     code: int = 0
     kind: str = RUN
     known: str = ""
+    real: tuple[int, str] | None = None
+
+    def expected(self, real_control_plane: bool) -> tuple[int, str]:
+        """(exit code, regex) on the sim, or on the real control plane when `real_control_plane`."""
+        return self.real if real_control_plane and self.real is not None else (self.code, self.expect)
+
+    def differs(self, real_control_plane: bool) -> bool:
+        """A known difference from a real cluster on this backend (the real control plane has none of the API's)."""
+        return bool(self.known) and not (real_control_plane and self.real is not None)
 
 
-def step(*argv: str, expect: str, code: int = 0, kind: str = RUN, known: str = "") -> Step:
-    return Step(tuple(argv), expect, code, kind, known)
+def step(*argv: str, expect: str, code: int = 0, kind: str = RUN, known: str = "",
+         real: tuple[int, str] | None = None) -> Step:
+    return Step(tuple(argv), expect, code, kind, known, real)
 
 
 MANIFEST = f"""\
@@ -105,9 +117,9 @@ JOURNEY: tuple[Step, ...] = (
     step("api-resources", expect=r"^deployments\s+deploy\s+apps/v1\s+true\s+Deployment$"),
     step("explain", "deployment.spec.replicas", code=1,
          expect=r"error: GVK map\[group:apps kind:Deployment version:v1\] not found in OpenAPI schema",
-         known=EXPLAIN_BUILTIN),
+         known=EXPLAIN_BUILTIN, real=(0, r"FIELD: replicas <integer>")),
     step("auth", "can-i", "create", "deployments", expect=r"^yes$"),
-    step("auth", "whoami", expect=r"lwsconf-sim-admin"),
+    step("auth", "whoami", expect=r"^Username\s+lwsconf-(sim-)?admin$"),  # local: the client certificate's user
     # A namespace of one's own, made the default.
     step("create", "namespace", "journey", expect=r"^namespace/journey created$"),
     step("config", "set-context", "--current", "--namespace=journey", expect=r"Context \".*\" modified\."),
@@ -135,7 +147,9 @@ JOURNEY: tuple[Step, ...] = (
          expect=r"\A80 \d+\.\d+\.\d+\.\d+\Z"),
     step("get", "endpointslices", "-l", "kubernetes.io/service-name=api", expect=r"^api-\S+\s+IPv4\s+8080\s"),
     step("describe", "deployment", "web", known=NO_REPLICASETS,
-         expect=r"^Replicas:\s+2 desired.*^Events:.*SuccessfulCreate\s.*deployment-controller\s+Created pod: web-"),
+         expect=r"^Replicas:\s+2 desired.*^Events:.*SuccessfulCreate\s.*deployment-controller\s+Created pod: web-",
+         real=(0, r"^Replicas:\s+2 desired.*^NewReplicaSet:\s+web-.*^Events:.*ScalingReplicaSet\s.*"
+                  r"Scaled up replica set web-\S+ from 0 to 2")),
     # A pod of one's own: exec, port-forward, logs, cp.
     step("run", "box", f"--image={IMAGE}", "--port=8080", "--", "python", "-m", "http.server", "8080",
          expect=r"^pod/box created$"),
@@ -163,11 +177,13 @@ JOURNEY: tuple[Step, ...] = (
     step("rollout", "status", "deployment/web", WAIT, expect=r'deployment "web" successfully rolled out'),
     step("rollout", "history", "deployment/web", code=1, known=NO_REPLICASETS,
          expect=r'error: failed to retrieve replica sets from deployment web: .*the server could not find the '
-                r'requested resource'),
+                r'requested resource', real=(0, r"^REVISION\s+CHANGE-CAUSE$\n^1\s.*^2\s")),
     step("rollout", "undo", "deployment/web", code=1, known=NO_REPLICASETS,
-         expect=r"error: failed to retrieve replica sets from deployment web"),
-    # What `rollout undo` would have done, by hand: back to the first image.
-    step("set", "image", "deployment/web", f"python={IMAGE}", expect=r"^deployment\.apps/web image updated$"),
+         expect=r"error: failed to retrieve replica sets from deployment web",
+         real=(0, r"^deployment\.apps/web rolled back$")),
+    # What `rollout undo` would have done, by hand: back to the first image (after a real undo: no change).
+    step("set", "image", "deployment/web", f"python={IMAGE}", expect=r"^deployment\.apps/web image updated$",
+         known=NO_REPLICASETS, real=(0, r"\A\Z")),
     step("rollout", "status", "deployment/web", WAIT, expect=r'deployment "web" successfully rolled out'),
     step("get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}",
          expect=rf"\A{IMAGE}\Z"),
@@ -186,7 +202,7 @@ JOURNEY: tuple[Step, ...] = (
     step("wait", "--for=jsonpath={.status.disruptionsAllowed}=2", "pdb/web", WAIT, expect=r"condition met"),
     step("get", "events", expect=r"^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$.*\sSuccessfulCreate\s+job/hello\s"),
     step("events", "--for=deployment/web", expect=r"SuccessfulCreate\s+Deployment/web\s+Created pod: web-",
-         known=NO_REPLICASETS),
+         known=NO_REPLICASETS, real=(0, r"ScalingReplicaSet\s+Deployment/web\s+Scaled up replica set web-")),
     step("top", "pods", code=1, expect=r"error: Metrics API not available"),
     # Cleaning up, with each propagation policy.
     step("delete", "deployment", "api", "--cascade=foreground", expect=r'^deployment\.apps "api" deleted'),
@@ -194,7 +210,8 @@ JOURNEY: tuple[Step, ...] = (
     step("delete", "deployment", "web", "--cascade=orphan", expect=r'^deployment\.apps "web" deleted'),
     step("get", "pods", "-l", "app=web", "-o",
          "jsonpath={range .items[*]}{.metadata.name} owners={.metadata.ownerReferences}{'\\n'}{end}",
-         expect=r"\A(web-\S+ owners=\n)+\Z", known=NO_REPLICASETS),
+         expect=r"\A(web-\S+ owners=\n)+\Z", known=NO_REPLICASETS,
+         real=(0, r'\A(web-\S+ owners=\[\{"apiVersion":"apps/v1",[^\n]*"kind":"ReplicaSet"[^\n]*\n)+\Z')),
     step("delete", "job", "hello", "--cascade=background", expect=r'^job\.batch "hello" deleted'),
     step("wait", "--for=delete", "pods", "-l", "job-name=hello", WAIT, expect=r"\A(pod/hello-\S+ condition met\n)*\Z"),
     step("delete", "pods", "-l", "app=web", expect=r'^pod "web-\S+" deleted'),
