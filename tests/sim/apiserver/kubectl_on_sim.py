@@ -8,15 +8,17 @@ method, path, query, Content-Type, Accept). kubectl is skipped with a reason whe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +99,25 @@ class Output:
             except queue.Empty:
                 raise AssertionError(f"kubectl printed, within {timeout}s: {self.lines!r}") from None
         return self.lines
+
+
+SIM_UP_TIMEOUT_SECONDS = float(os.environ.get("LWSCONF_TEST_SIM_UP_TIMEOUT", "60"))
+"""How long `lwsconf sim up` may take to write its kubeconfig (a cold start on a busy 2-core machine)."""
+
+
+@contextlib.contextmanager
+def sim_up(home: Path) -> Iterator[dict[str, str]]:
+    """`lwsconf sim up` as a user starts it, writing `home/kubeconfig`; yields the environment kubectl runs in
+    (PATH, HOME, KUBECONFIG) and stops the sim with Ctrl-C (SIGINT) at the end."""
+    kubeconfig = home / "kubeconfig"
+    proc = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "sim", "up", "--kubeconfig", str(kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + SIM_UP_TIMEOUT_SECONDS
+        assert proc.stdout is not None
+        while "kubeconfig written to" not in proc.stdout.readline():
+            assert proc.poll() is None and time.monotonic() < deadline, "lwsconf sim up did not come up"
+        yield {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=SIM_UP_TIMEOUT_SECONDS)

@@ -3,11 +3,7 @@ and the built kubectl's everyday `create` commands (which send protobuf) against
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,12 +12,10 @@ from kubernetes import client
 from lwsconf.sim.apiserver.protobuf import envelope
 from tests.conftest import SimAPI
 from tests.sim.apiserver import registry_fixtures
-from tests.sim.apiserver.kubectl_on_sim import kubectl_path
+from tests.sim.apiserver.kubectl_on_sim import kubectl_path, sim_up
 
 PB = "application/vnd.kubernetes.protobuf"
 CMS = "/api/v1/namespaces/default/configmaps"
-SIM_UP_TIMEOUT_SECONDS = float(os.environ.get("LWSCONF_TEST_SIM_UP_TIMEOUT", "60"))
-"""How long `lwsconf sim up` may take to write its kubeconfig (a cold start on a busy 2-core machine)."""
 KUBECTL_TIMEOUT_SECONDS = 60.0
 
 
@@ -105,16 +99,7 @@ def built_kubectl() -> Path:
 @pytest.mark.slow
 def test_kubectl_creates_and_gets_built_in_kinds_against_sim_up(tmp_path: Path) -> None:
     kubectl = built_kubectl()
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "sim", "up", "--kubeconfig", str(kubeconfig)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + SIM_UP_TIMEOUT_SECONDS
-        assert proc.stdout is not None
-        while "kubeconfig written to" not in proc.stdout.readline():
-            assert proc.poll() is None and time.monotonic() < deadline, "lwsconf sim up did not come up"
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig)}
-
+    with sim_up(tmp_path) as env:
         def run(*args: str) -> subprocess.CompletedProcess[str]:
             done = subprocess.run([str(kubectl), *args], capture_output=True, text=True, env=env,
                                   timeout=KUBECTL_TIMEOUT_SECONDS, check=False)
@@ -129,7 +114,4 @@ def test_kubectl_creates_and_gets_built_in_kinds_against_sim_up(tmp_path: Path) 
         assert run("-n", "demo", "get", "configmap", "settings", "-o", "jsonpath={.data.mode}").stdout == "fast"
         assert run("-n", "demo", "get", "deployment", "web", "-o", "jsonpath={.spec.replicas}").stdout == "2"
         assert "settings" in run("-n", "demo", "get", "configmaps").stdout
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=SIM_UP_TIMEOUT_SECONDS)
 
