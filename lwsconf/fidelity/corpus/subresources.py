@@ -101,6 +101,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         create("pdb-selecting-all", PDBS, _pdb("all", {}, maxUnavailable=1)),
         create("evict-two-budgets", f"{CORE}/pods/q/eviction", _eviction("q")),
     )),
+    # eviction.go's addConditionAndDeletePod: every eviction, also one that need not ask a budget (a Pending pod),
+    # first writes the pod's DisruptionTarget condition (EvictionByEvictionAPI) through the status store, then
+    # deletes it; a finalizer keeps the evicted pod readable
+    Scenario("subresources", "eviction-condition", (
+        create("pod", f"{CORE}/pods", {**pod("held", {"app": "held"}),
+                                       "metadata": {"name": "held", "labels": {"app": "held"},
+                                                    "finalizers": ["lwsconf.dev/hold"]}}),
+        create("evict-pending", f"{CORE}/pods/held/eviction", _eviction("held")),
+        get("evicted-pod", f"{CORE}/pods/held"),
+        patch("release", f"{CORE}/pods/held", {"metadata": {"finalizers": None}}, MERGE),
+    )),
     # create-only reviews; what the user may do and who it is depend on the server's authorizer and the client's
     # credentials (RBAC and a client certificate on kube-apiserver, one all-powerful token user on the sim), so
     # those answers vary; the shape, codes and validation do not

@@ -15,7 +15,9 @@ Follows kubernetes pkg/registry/core/pod/storage/eviction.go (`EvictionREST.Crea
   them, that it "does not allow evicting pods currently", as kube-apiserver 1.37.2 words it);
 * otherwise the budget's `disruptionsAllowed` goes down by one, the pod is recorded in `disruptedPods`
   (the disruption controller then stops counting it as healthy) and the DisruptionAllowed condition
-  turns False at 0, written before the pod is deleted.
+  turns False at 0, written before the pod is deleted;
+* every eviction that deletes marks the pod first with the DisruptionTarget condition
+  (`with_disruption_target`), so controllers and Job pod-failure policies can tell an eviction apart.
 
 Pure: the caller reads the budgets and writes the one returned.
 """
@@ -106,6 +108,26 @@ def decide(pod: Obj, pdbs: list[Obj], now: str) -> Decision:
         new_status["conditions"] = set_condition(new_status.get("conditions") or [], False, now,
                                                  int((pdb.get("metadata") or {}).get("generation") or 0))
     return Decision(budget=budget)
+
+
+def with_disruption_target(pod: Obj, now: str) -> Obj:
+    """The pod with `DisruptionTarget` True (EvictionByEvictionAPI, "Eviction API: evicting"), written before
+    every eviction's delete, also one that did not ask a budget (eviction.go `addConditionAndDeletePod`,
+    `podutil.UpdatePodCondition`: the transition time moves only when the status changes). kube-apiserver
+    writes it through its pod status store, below the field manager, so managedFields do not change
+    (lwsconf fidelity subresources/eviction-condition)."""
+    new = copy.deepcopy(pod)
+    conditions = new.setdefault("status", {}).setdefault("conditions", [])
+    wanted = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None, "lastTransitionTime": now,
+              "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+    for i, condition in enumerate(conditions):
+        if condition.get("type") == "DisruptionTarget":
+            if condition.get("status") == "True":
+                wanted["lastTransitionTime"] = condition.get("lastTransitionTime")
+            conditions[i] = {**condition, **wanted}
+            return new
+    conditions.append(wanted)
+    return new
 
 
 def _too_many(cause: str, retry_after: int = 0) -> errors.StatusError:

@@ -203,6 +203,9 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
             stored = ctx.storage.commit_update(pdb_info, decision.budget, old, dry_run=opts.dry_run)
             if not opts.dry_run:
                 hooks.after_write(ctx, pdb_info, stored)
+    if not opts.dry_run:
+        marked = eviction_mod.with_disruption_target(pod, objects.now_rfc3339())
+        hooks.after_write(ctx, target.info, ctx.storage.commit_update(target.info, marked, pod))
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     hooks.after_write(ctx, target.info, result)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

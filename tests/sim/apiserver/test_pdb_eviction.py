@@ -136,3 +136,36 @@ def test_eviction_through_the_server_honours_the_budget(sim_api: SimAPI) -> None
     assert second.status_code == 429, second.text
     assert second.json()["message"] == eviction.VIOLATION
     assert sim_api.request("GET", f"{PODS}/w2").status_code == 200  # still there
+    refused = sim_api.request("GET", f"{PODS}/w2").json()
+    assert all(c["type"] != "DisruptionTarget" for c in refused["status"]["conditions"])  # refused: not marked
+
+
+def test_an_evicted_pod_is_marked_disruption_target_first(sim_api: SimAPI) -> None:
+    """kube-apiserver 1.37.2 marks even a Pending pod, which needs no budget, before deleting it; a finalizer
+    keeps it readable (lwsconf fidelity subresources/eviction-condition)."""
+    made = sim_api.request("POST", PODS, json={"apiVersion": "v1", "kind": "Pod",
+                                               "metadata": {"name": "held", "finalizers": ["lwsconf.dev/hold"]},
+                                               "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    assert made.status_code == 201, made.text
+    dry = sim_api.request("POST", f"{PODS}/held/eviction?dryRun=All",
+                          json={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "held"},
+                                "deleteOptions": {"dryRun": ["All"]}})
+    assert dry.status_code == 201, dry.text
+    assert not sim_api.request("GET", f"{PODS}/held").json()["status"].get("conditions")  # dry run writes nothing
+    evicted = sim_api.request("POST", f"{PODS}/held/eviction",
+                              json={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "held"}})
+    assert evicted.status_code == 201, evicted.text
+    held = sim_api.request("GET", f"{PODS}/held").json()
+    assert held["metadata"].get("deletionTimestamp")
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in held["status"]["conditions"]] == [
+        ("DisruptionTarget", "True", "EvictionByEvictionAPI", "Eviction API: evicting")]
+    assert [m["manager"] for m in held["metadata"]["managedFields"]] == [made.json()["metadata"]["managedFields"][0]
+                                                                        ["manager"]]  # below the field manager
+
+
+def test_disruption_target_keeps_its_transition_time_when_already_true() -> None:
+    first = eviction.with_disruption_target(pod(), NOW)
+    again = eviction.with_disruption_target(first, "2026-12-03T12:00:00Z")
+    targets = [c for c in again["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert len(targets) == 1 and targets[0]["lastTransitionTime"] == NOW
+    assert [c["type"] for c in again["status"]["conditions"]] == ["Ready", "DisruptionTarget"]
