@@ -30,6 +30,7 @@ ROOT_FIELDS: dict[tuple[str, str], frozenset[str]] = {key: frozenset(_TYPE_META 
     ("", "serviceaccounts"): ("secrets", "imagePullSecrets", "automountServiceAccountToken"),
     ("", "events"): _CORE_EVENT, ("events.k8s.io", "events"): _EVENTS_V1,
     ("apps", "statefulsets"): _SPEC_STATUS, ("apps", "deployments"): _SPEC_STATUS,
+    ("apps", "replicasets"): _SPEC_STATUS,
     ("apps", "daemonsets"): _SPEC_STATUS, ("apps", "controllerrevisions"): ("data", "revision"),
     ("discovery.k8s.io", "endpointslices"): ("addressType", "endpoints", "ports"),
     ("coordination.k8s.io", "leases"): ("spec",),

@@ -119,6 +119,18 @@ def _deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     _template_spec(spec)
 
 
+def _replicaset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """apps/v1 `SetDefaults_ReplicaSet`: one replica; ReplicaSetStatus.replicas has no omitempty, so a
+    new ReplicaSet reads back `status: {replicas: 0}`; the other counters are omitempty."""
+    spec = _spec(obj)
+    spec.setdefault("replicas", 1)
+    _template_spec(spec)
+    status = _status(obj)
+    status.setdefault("replicas", 0)
+    _drop_zero(status, ("fullyLabeledReplicas", "readyReplicas", "availableReplicas", "terminatingReplicas",
+                        "observedGeneration"))
+
+
 def _daemonset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     spec = _spec(obj)
     strategy = spec.setdefault("updateStrategy", {})
@@ -322,6 +334,7 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("", "events"): _core_event,
     ("apps", "statefulsets"): _statefulset,
     ("apps", "deployments"): _deployment,
+    ("apps", "replicasets"): _replicaset,
     ("apps", "daemonsets"): _daemonset,
     ("apps", "controllerrevisions"): _controllerrevision,
     batch.JOBS: batch.default_job,

@@ -100,7 +100,7 @@ def _r(group: str, version: str, plural: str, kind: str, namespaced: bool = True
 
 
 _STS_SCALE = ScaleSpec(label_selector_path=".spec.selector")
-"""Deployments' and StatefulSets' Scale: kube-apiserver renders status.selector from spec.selector."""
+"""Deployments', ReplicaSets' and StatefulSets' Scale: kube-apiserver renders status.selector from spec.selector."""
 _EVENT_VERBS = ALL_VERBS
 
 BUILTINS: tuple[ResourceInfo, ...] = (
@@ -123,6 +123,9 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        has_status=True, scale=_STS_SCALE, tracks_generation=True),
     _r("apps", "v1", "controllerrevisions", "ControllerRevision"),
     _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",),
+       has_status=True, scale=_STS_SCALE, tracks_generation=True),
+    # written by the sim's Deployment controller, run by its ReplicaSet controller (controllers/replicaset.py)
+    _r("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=("all",),
        has_status=True, scale=_STS_SCALE, tracks_generation=True),
     _r("batch", "v1", "jobs", "Job", categories=("all",), has_status=True, tracks_generation=True),
     _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=("all",), has_status=True,

@@ -333,7 +333,7 @@ BUILTIN_COLUMNS[("policy", "poddisruptionbudgets")] = [
 ]
 
 
-# --- apps/v1 and discovery (printDeployment, printEndpointSlice; the sim serves no ReplicaSets) -----------
+# --- apps/v1 and discovery (printDeployment, printReplicaSet, printEndpointSlice) -----------------
 
 _POD_TEMPLATE_CONTAINERS = _template_containers("spec", "template", "spec", "containers")
 _WIDE_TEMPLATE = [
@@ -353,6 +353,15 @@ BUILTIN_COLUMNS[("apps", "deployments")] = [
     Column("Ready", "string", _deployment_ready),
     Column("Up-to-date", "integer", _field("status", "updatedReplicas", default=0)),
     Column("Available", "integer", _field("status", "availableReplicas", default=0)), AGE, *_WIDE_TEMPLATE,
+]
+
+
+# printReplicaSet: Desired (spec), Current and Ready (status), Age, then the template's containers/images and
+# the selector in wide output.
+BUILTIN_COLUMNS[("apps", "replicasets")] = [
+    Column("Desired", "integer", _field("spec", "replicas", default=0)),
+    Column("Current", "integer", _field("status", "replicas", default=0)),
+    Column("Ready", "integer", _field("status", "readyReplicas", default=0)), AGE, *_WIDE_TEMPLATE,
 ]
 
 

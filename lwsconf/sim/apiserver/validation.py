@@ -55,6 +55,7 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("apps", "statefulsets"): "dns1123_label",
     ("apps", "controllerrevisions"): "dns1123_subdomain",
     ("apps", "deployments"): "dns1123_subdomain",
+    ("apps", "replicasets"): "dns1123_subdomain",
     ("apps", "daemonsets"): "dns1123_subdomain",
     ("discovery.k8s.io", "endpointslices"): "dns1123_subdomain",
     batch.JOBS: "dns1123_subdomain",
@@ -91,6 +92,7 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("", "events"): groups.validate_core_event,
     ("apps", "statefulsets"): workloads.validate_statefulset,
     ("apps", "deployments"): workloads.validate_deployment,
+    ("apps", "replicasets"): workloads.validate_replicaset,
     ("apps", "daemonsets"): workloads.validate_daemonset,
     ("apps", "controllerrevisions"): workloads.validate_controllerrevision,
     ("discovery.k8s.io", "endpointslices"): groups.validate_endpointslice,
@@ -112,6 +114,7 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
 
 STATUS_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any]], list[errors.Cause]]] = {
     ("apps", "deployments"): workloads.validate_deployment_status,
+    ("apps", "replicasets"): workloads.validate_replicaset_status,
     ("apps", "statefulsets"): workloads.validate_statefulset_status,
 }
 """What a write through the status subresource is checked against (the strategies' ValidateUpdate of

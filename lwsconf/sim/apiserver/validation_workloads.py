@@ -1,8 +1,8 @@
-"""apps/v1 validation: StatefulSet, Deployment, DaemonSet and ControllerRevision.
+"""apps/v1 validation: StatefulSet, Deployment, ReplicaSet, DaemonSet and ControllerRevision.
 
 Mirrors `pkg/apis/apps/validation` plus the registry strategies' update rules: a StatefulSet spec is
 immutable outside `STS_MUTABLE_FIELDS` (note: `revisionHistoryLimit` is *not* mutable in real
-Kubernetes, see kubernetes/kubernetes#56341), Deployment and DaemonSet selectors are immutable in
+Kubernetes, see kubernetes/kubernetes#56341), Deployment, ReplicaSet and DaemonSet selectors are immutable in
 apps/v1, and a ControllerRevision's `data` never changes. The pod template is validated as a pod spec
 (StatefulSets too, since kubernetes/kubernetes#131790). No I/O here.
 """
@@ -194,6 +194,22 @@ def _deployment_strategy(strategy: dict[str, Any]) -> list[errors.Cause]:
     return causes + more
 
 
+# --- ReplicaSet -----------------------------------------------------------------------------------
+
+def validate_replicaset(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
+    """`ValidateReplicaSetSpec`: replicas and minReadySeconds non-negative, a non-empty selector the
+    template's labels match, the template valid as a pod spec with restartPolicy Always; the selector
+    is immutable in apps/v1 (`rsStrategy.ValidateUpdate`)."""
+    if obj.get("spec") is None:
+        return [f.required("spec")]
+    spec = f.as_dict(obj.get("spec"))
+    causes = f.nonnegative("spec.replicas", spec.get("replicas"))
+    causes += f.nonnegative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    causes += _selector(spec, "replicaset")
+    causes += _template(spec, "ReplicaSet", labels_path="spec.template.metadata.labels")
+    return causes + _selector_immutable(obj, old)
+
+
 # --- DaemonSet ------------------------------------------------------------------------------------
 
 def validate_daemonset(obj: dict[str, Any], old: dict[str, Any] | None) -> list[errors.Cause]:
@@ -281,3 +297,12 @@ def validate_statefulset_status(obj: dict[str, Any]) -> list[errors.Cause]:
                            "observedGeneration", "collisionCount"),
                           ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"),
                           "status.readyReplicas")
+
+
+def validate_replicaset_status(obj: dict[str, Any]) -> list[errors.Cause]:
+    """`ValidateReplicaSetStatus`: counters non-negative, fullyLabeled/ready/available not above replicas,
+    available not above ready."""
+    return _status_counts(f.as_dict(obj.get("status")),
+                          ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas",
+                           "terminatingReplicas", "observedGeneration"),
+                          ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"), "readyReplicas")

@@ -103,6 +103,10 @@ SAMPLES: dict[tuple[str, str], dict[str, Any]] = {
             "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 1}},
         "progressDeadlineSeconds": 600, "paused": True},
         status={"replicas": 2, "conditions": [{**CONDITION, "type": "Available", "lastUpdateTime": "2026-01-02T03:04:05Z"}]}),
+    ("apps", "replicasets"): _obj("apps/v1", "ReplicaSet", spec={
+        "replicas": 2, "minReadySeconds": 1, "selector": SELECTOR, "template": TEMPLATE},
+        status={"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 1, "availableReplicas": 1,
+                "observedGeneration": 1}),
     ("apps", "daemonsets"): _obj("apps/v1", "DaemonSet", spec={"selector": SELECTOR, "template": TEMPLATE,
                                                                 "updateStrategy": {"type": "OnDelete"}},
                                  status={"currentNumberScheduled": 1, "numberMisscheduled": 0,

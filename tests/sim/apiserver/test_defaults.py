@@ -48,6 +48,9 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
                                                                "metadata": _ns_meta("web-7d9f"), "data": {}}),
     ("apps", "deployments"): ("V1Deployment", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _ns_meta("web"),
                                                "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
+    ("apps", "replicasets"): ("V1ReplicaSet", {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                               "metadata": _ns_meta("web-7d9f"),
+                                               "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
     ("apps", "daemonsets"): ("V1DaemonSet", {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _ns_meta("agent"),
                                              "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
     ("discovery.k8s.io", "endpointslices"): ("V1EndpointSlice", {
@@ -289,6 +292,8 @@ def test_deployment_and_daemonset_strategies() -> None:
     dep = _defaulted(("apps", "deployments"), MINIMAL[("apps", "deployments")][1])["spec"]
     assert dep["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
     assert (dep["replicas"], dep["revisionHistoryLimit"], dep["progressDeadlineSeconds"]) == (1, 10, 600)
+    rs = _defaulted(("apps", "replicasets"), MINIMAL[("apps", "replicasets")][1])
+    assert (rs["spec"]["replicas"], rs["status"]) == (1, {"replicas": 0})  # replicas has no omitempty
     ds = _defaulted(("apps", "daemonsets"), MINIMAL[("apps", "daemonsets")][1])
     assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
     assert ds["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
