@@ -5,14 +5,17 @@ month, day of week; `*`, lists, ranges, `/step`, month and weekday names, and th
 descriptors; pkg/apis/batch/validation `validateScheduleFormat`), and kube-controller-manager's CronJob
 controller asks the same schedule for the next time after the last one (pkg/controller/cronjob/utils.go
 `mostRecentScheduleTime`). Day of month and day of week combine as cron does: when both are restricted, a
-day matching either one counts. `@every` and `TZ=` prefixes are refused here, as validation does for `TZ=`.
-Pure: no I/O.
+day matching either one counts. `@every <Go duration>` is robfig/cron's constant-delay schedule (accepted by
+kube-apiserver 1.37.2: lwsconf fidelity batch/batch-api/every-schedule); `TZ=` prefixes are refused, as
+validation does (the zone goes to `spec.timeZone`). Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 _DESCRIPTORS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
                 "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
@@ -28,8 +31,28 @@ class ScheduleError(ValueError):
     """A schedule the standard parser refuses; the message says which field and why."""
 
 
+class Schedule(Protocol):
+    """What the CronJob controller asks of a schedule (robfig/cron's `Schedule` interface)."""
+
+    def next_after(self, t: datetime) -> datetime | None:
+        """The first time strictly after `t` that the schedule fires at, or None if it never does."""
+        ...
+
+
 @dataclass(frozen=True)
-class Schedule:
+class EverySchedule:
+    """`@every <duration>`: robfig/cron's ConstantDelaySchedule. The delay is whole seconds (sub-second parts
+    dropped, anything under a second made one second: `cron.Every`); the next time is `t` without its
+    fraction of a second plus the delay."""
+
+    seconds: int
+
+    def next_after(self, t: datetime) -> datetime | None:
+        return t.replace(microsecond=0) + timedelta(seconds=self.seconds)
+
+
+@dataclass(frozen=True)
+class FieldSchedule:
     """The allowed values of each field; `dom_star`/`dow_star` record an unrestricted day field."""
 
     minutes: frozenset[int]
@@ -72,11 +95,17 @@ class Schedule:
         return (dom and dow) if (self.dom_star or self.dow_star) else (dom or dow)
 
 
-def parse(schedule: str) -> Schedule:
+def parse(schedule: str) -> FieldSchedule | EverySchedule:
     """Parse a standard schedule; raises `ScheduleError` worded like robfig/cron's errors."""
     text = schedule.strip()
     if text.startswith(("TZ=", "CRON_TZ=")):
         raise ScheduleError("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+    if text.startswith("@every "):
+        try:
+            nanoseconds = go_duration(text[len("@every "):])
+        except ValueError as exc:
+            raise ScheduleError(f"failed to parse duration {text}: {exc}") from None
+        return EverySchedule(max(1, nanoseconds // 1_000_000_000))
     if text.startswith("@"):
         if text not in _DESCRIPTORS:
             raise ScheduleError(f"unrecognized descriptor: {text}")
@@ -86,7 +115,7 @@ def parse(schedule: str) -> Schedule:
         raise ScheduleError(f"expected exactly 5 fields, found {len(fields)}: {schedule}")
     sets = [_field(value, *bounds) for value, bounds in zip(fields, _BOUNDS, strict=True)]
     weekdays = frozenset(7 % 7 if d == 7 else d for d in sets[4])
-    return Schedule(sets[0], sets[1], sets[2], sets[3], weekdays,
+    return FieldSchedule(sets[0], sets[1], sets[2], sets[3], weekdays,
                     dom_star=fields[2] in ("*", "?"), dow_star=fields[4] in ("*", "?"))
 
 
@@ -125,3 +154,37 @@ def _number(text: str, names: dict[str, int]) -> int:
     if not text.isdigit():
         raise ScheduleError(f"failed to parse int from {text}: strconv.Atoi: parsing {text!r}: invalid syntax")
     return int(text)
+
+
+_UNITS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+          "m": 60_000_000_000, "h": 3_600_000_000_000}
+_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)([^0-9.]*)")
+
+
+def go_duration(text: str) -> int:
+    """Nanoseconds of a Go duration string (`time.ParseDuration`: signed, terms like `1h30m`, `1.5s`), raising
+    ValueError worded as Go's: `time: invalid duration "x"`, `time: missing unit in duration "5"`,
+    `time: unknown unit "d" in duration "5d"`."""
+    quoted = '"' + text + '"'
+    rest, sign = text, 1
+    if rest[:1] in ("+", "-"):
+        sign, rest = (-1 if rest[0] == "-" else 1), rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise ValueError(f"time: invalid duration {quoted}")
+    total = 0
+    while rest:
+        match = _TERM.match(rest)
+        number, unit = match.groups() if match else ("", "")
+        if number in ("", "."):
+            raise ValueError(f"time: invalid duration {quoted}")
+        if not unit:
+            raise ValueError(f"time: missing unit in duration {quoted}")
+        if unit not in _UNITS:
+            raise ValueError(f'time: unknown unit "{unit}" in duration {quoted}')
+        whole, _, fraction = number.partition(".")
+        scale = _UNITS[unit]
+        total += int(whole or "0") * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
+        rest = rest[len(number) + len(unit):]
+    return sign * total

@@ -37,6 +37,12 @@ API = Scenario("batch", "batch-api", (
     create("create-cronjob", CRONJOBS, cronjob("tick", "*/5 * * * *")),
     get("get-cronjob", f"{CRONJOBS}/tick"),
     create("bad-schedule-refused", CRONJOBS, cronjob("bad", "61 * * * *")),
+    # robfig/cron's ParseStandard also reads `@every <duration>`; TZ= prefixes go to spec.timeZone
+    create("every-schedule", CRONJOBS, cronjob("every", "@every 90s")),
+    create("every-bad-duration", CRONJOBS, cronjob("every-bad", "@every ninety")),
+    create("every-zero", CRONJOBS, cronjob("every-zero", "@every 0s")),
+    create("tz-prefix-refused", CRONJOBS, cronjob("tz", "TZ=UTC 0 * * * *")),
+    create("unknown-descriptor", CRONJOBS, cronjob("descr", "@fortnightly")),
 ))
 
 _SUCCEEDED = {"status": {"phase": "Succeeded", "containerStatuses": [{
