@@ -41,8 +41,8 @@ class AgentStreams:
         if rec.emulated:
             raise StreamNotAvailable(
                 f'container "{container}" of pod "{pod}" is emulated by the simulator and has no process; '
-                f"exec and attach work on containers the sim runs as processes (a python image whose "
-                f"command runs python), and port-forward on any pod")
+                f"exec, attach and cp (tar over exec) work on containers the sim runs as processes (a python "
+                f"image whose command runs python), and port-forward on any pod")
         if rec.state != "running" or rec.process is None:
             raise StreamNotAvailable(f'container "{container}" of pod "{pod}" is not running '
                                      f"({rec.state}: {rec.waiting_reason or rec.reason})")

@@ -1,10 +1,12 @@
 """A command run for `kubectl exec`: its stdin, stdout and stderr as pipes, or one terminal.
 
 The command line comes from the container's process (`runtime.Process.exec_command`: the same
-restriction to Python and a few readers as exec probes, entered into the container's namespaces or
-shimmed), so an exec sees what the container sees. Without a tty, stdout and stderr are separate
-pipes and stdin a pipe only when the client sends it (else /dev/null, so a command reading stdin
-ends at once as in a container without `-i`). With a tty the command gets a pseudo-terminal on all
+restriction to Python and a few readers as exec probes, plus `tar` for kubectl cp where the container
+has a root of its own; entered into the container's namespaces or shimmed), so an exec sees what the
+container sees. Without a tty, stdout and stderr are separate pipes and stdin a pipe only when the
+client sends it (else /dev/null, so a command reading stdin ends at once as in a container without
+`-i`); the client's close of stdin (v5's close signal, which kubectl cp sends to end tar's archive)
+closes the pipe. With a tty the command gets a pseudo-terminal on all
 three (stderr merged, as a terminal does), and resize events set its window size. The command is its
 own process group; `kill` ends the group, and so does the end of the exec (the agent's stop included),
 and the sim's exit hook (`shutdown.at_exit`) kills any session still running.

@@ -54,6 +54,24 @@ PYSHIM = Path(__file__).resolve().parent / "pyshim"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EXEC_COMMANDS = ("cat", "ls", "test", "[", "true", "false", "echo", "stat", "grep", "head", "tail")
 """Exec-probe commands run besides Python: harmless readers of the container's own files."""
+ROOTED_COMMANDS = ("tar",)
+"""Commands that write files, run only where the container has a root of its own (namespaces mode).
+
+`kubectl cp` is `tar` over exec (kubectl pkg/cmd/cp/cp.go: `test -d DEST` first, then `tar -xmf - -C DIR`
+with the archive on stdin to copy in, `tar cf - PATH` to copy out), so a sim that refuses `tar` refuses cp.
+It is the host's own GNU tar, the one bound read-only into every container root with the rest of /usr
+(`launcher.build_root`), run under `nsenter --root` like any exec: every path it opens is the container's
+(its private /tmp, its volumes, read-only ones refusing with tar's own "Read-only file system" as on a
+real node; the host's directories are read-only binds), so it can change nothing outside the container.
+Unlike a real container, whose image layer is writable, a copy into the image's own directories (/usr,
+/etc, ...) fails as read-only: they are the host's; /tmp, the root itself and writable volumes take files.
+The python images the sim runs (Debian based) carry the same GNU tar, so its messages and exit codes are
+what a user of a real cluster sees, which a tar rebuilt on Python's `tarfile` would only imitate. In shim
+mode there is no container root (a tar there would read and write the host's /tmp), so tar is refused
+there with that reason, as is any command outside these lists (no arbitrary host binary runs).
+"""
+_EXEC_AS = "import os, sys; os.execv(sys.argv[1], sys.argv[2:])"
+"""`python -c _EXEC_AS PROGRAM ARGV0 ARGS...`: exec PROGRAM with its own argv[0]."""
 
 
 @dataclass(frozen=True)
@@ -316,13 +334,27 @@ class Process:
         """The host command line (and working directory) that runs `argv` in the container's view.
 
         Raises:
-            UnsupportedCommand: not a Python interpreter or one of `EXEC_COMMANDS`, or no way in.
+            UnsupportedCommand: not a Python interpreter, one of `EXEC_COMMANDS` or (namespaces mode only)
+                `ROOTED_COMMANDS`, or no way in.
         """
-        if not argv or not (launcher.is_python(argv[0]) or os.path.basename(argv[0]) in EXEC_COMMANDS):
-            allowed = ", ".join(("python", *EXEC_COMMANDS))
+        name = os.path.basename(argv[0]) if argv else ""
+        if name in ROOTED_COMMANDS and self.mode != MODE_NAMESPACES:
+            raise UnsupportedCommand(f"the sim runs {name!r} (kubectl cp) only in containers with a root of their "
+                                     f"own (namespaces mode); in {self.mode} mode it would read and write the "
+                                     "host's files: run the sim as root, with a working unshare, to copy files")
+        if not argv or not (launcher.is_python(argv[0]) or name in EXEC_COMMANDS or name in ROOTED_COMMANDS):
+            allowed = ", ".join(("python", *EXEC_COMMANDS, *ROOTED_COMMANDS))
             raise UnsupportedCommand(f"the sim does not run {list(argv)[:1]} on the host: it runs only "
                                      f"{allowed} in a container")
         command = [sys.executable if launcher.is_python(argv[0]) else argv[0], *argv[1:]]
+        if name in ROOTED_COMMANDS:
+            # The host's binary by its host path (its /usr is bound read-only into the root), never a file of
+            # that name in a volume or elsewhere on the container's PATH; started as plain `name` (exec through
+            # the interpreter, as nsenter cannot set argv[0]) so its messages read "tar: ..." as in a container.
+            program = shutil.which(name) or ""
+            if not program.startswith(("/usr/", "/bin/")):
+                raise UnsupportedCommand(f"no {name} binary under /usr or /bin on this host to run in the container")
+            command = [sys.executable, "-I", "-S", "-c", _EXEC_AS, program, name, *argv[1:]]
         if self.mode == MODE_NAMESPACES:
             if shutil.which("nsenter") is None:
                 raise UnsupportedCommand("no nsenter binary to enter the container's namespaces")

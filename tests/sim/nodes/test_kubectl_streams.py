@@ -114,3 +114,48 @@ async def _port_forward(binary: Path, config: Path) -> None:
         proc.terminate()
         _, err = await proc.communicate()
     assert b"error" not in err.lower(), err.decode()[-2000:]
+
+
+@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+def test_kubectl_cp_both_ways_and_into_volumes(tmp_path: Path, release: versions.Release) -> None:
+    """kubectl cp is tar over exec with stdin (kubectl pkg/cmd/cp/cp.go); the sim runs tar in the container's root."""
+    binary = built_kubectl(release)
+    local = tmp_path / "local"
+    (local / "tree" / "nested").mkdir(parents=True)
+    (local / "note.txt").write_text("a note\n")
+    (local / "tree" / "a.txt").write_text("a\n")
+    (local / "tree" / "nested" / "b.txt").write_text("b\n")
+    volumes = [{"name": "cache", "emptyDir": {}}, {"name": "locked", "emptyDir": {}}]
+    mounts = [{"name": "cache", "mountPath": "/cache"}, {"name": "locked", "mountPath": "/locked", "readOnly": True}]
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path / "nodes", processes=True) as sim:
+            config = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+            body = python_pod("p", HTTP_SERVER, volumeMounts=mounts)
+            body["spec"]["volumes"] = volumes
+            await start_pod(sim, body)
+
+            async def ok(*args: str) -> str:
+                code, out, err = await kubectl(binary, config, *args)
+                assert code == 0, (args, code, out, err)
+                return out
+
+            for target in ("/tmp/note.txt", "/cache/note.txt"):
+                await ok("cp", str(local / "note.txt"), f"p:{target}")
+                assert await ok("exec", "p", "--", "cat", target) == "a note\n"
+            code, out, err = await kubectl(binary, config, "cp", str(local / "note.txt"), "p:/locked/note.txt")
+            assert code == 2 and "tar: note.txt: Cannot open: Read-only file system" in err, (code, out, err)
+
+            await ok("cp", "p:/tmp/note.txt", str(tmp_path / "back.txt"))
+            assert (tmp_path / "back.txt").read_text() == "a note\n"
+            await ok("cp", str(local / "tree"), "p:/tmp/tree")               # a directory: -r is implicit
+            assert await ok("exec", "p", "--", "cat", "/tmp/tree/nested/b.txt") == "b\n"
+            await ok("cp", "p:/tmp/tree", str(tmp_path / "tree-back"))
+            assert sorted(str(f.relative_to(tmp_path / "tree-back")) for f in (tmp_path / "tree-back").rglob("*")
+                          if f.is_file()) == ["a.txt", "nested/b.txt"]
+
+            await start_pod(sim, ks.pod_body("emulated"))                    # nginx: no process to copy into
+            code, out, err = await kubectl(binary, config, "cp", str(local / "note.txt"), "emulated:/tmp/note.txt")
+            assert code != 0 and "is emulated by the simulator and has no process" in err, (code, out, err)
+
+    ks.run(scenario, timeout=240)
