@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: conformance test lint typecheck unit bench clean controlplane fidelity conformance-local conformance-upstream \
+.PHONY: conformance test lint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
         implementations conformance-sim-upstream
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
@@ -30,7 +30,7 @@ conformance: $(STAMP)
 ## fidelity floor, the suite with the reference and the suite against upstream's LWS manager
 # Green full runs, 2026-12-03 (2 cores, load 4-8 from other work): conformance-local 149 passed, 6 skipped in 492 s;
 # conformance-upstream 144 passed, 7 known divergences (xfail), 4 skipped in 694 s.
-test: lint typecheck controlplane unit conformance fidelity conformance-local conformance-upstream
+test: lint typecheck controlplane openapi unit conformance fidelity conformance-local conformance-upstream
 
 ## fidelity: the differential corpus (lwsconf fidelity: the sim API server against the real kube-apiserver) into
 ## reports/fidelity.md; fails when the share of identical answers drops below FIDELITY_FLOOR percent
@@ -86,6 +86,17 @@ controlplane: $(STAMP)
 	  $(PY) -m lwsconf.cli upstream build || exit $$?; \
 	else \
 	  echo "make controlplane: no Go on PATH: not building the real control plane; tests on --cluster=local skip (install Go 1.26 to run them)"; \
+	fi
+
+## openapi: Kubernetes' OpenAPI v3 documents for the sim's built-in kinds (kubectl explain, apply's merge keys) into
+## ~/.cache/lwsconf/openapi: `lwsconf sim openapi fetch` takes the pinned k8s.io/kubernetes zip from the Go module
+## cache (the control plane's build put it there), else `go mod download`, and checks it against its go.sum hash.
+## Without Go (and no zip) it says so and the sim keeps permissive schemas; LWSCONF_REQUIRE_GO=1 makes that an error.
+openapi: $(STAMP)
+	@if $(NEEDS_GO); then \
+	  $(PY) -m lwsconf.cli sim openapi fetch; \
+	else \
+	  $(PY) -m lwsconf.cli sim openapi fetch || echo "make openapi: skipped: the sim serves permissive schemas, so kubectl explain of built-in kinds fails"; \
 	fi
 
 ## implementations: docs/implementations.md and docs/implementations.html, feature by implementation by cluster, from

@@ -2,6 +2,7 @@
 
     lwsconf sim up [--port N] [--kubeconfig PATH]   run the simulated cluster in the foreground
     lwsconf sim chaos crash-container NS/POD ...    fault injection into a running simulated cluster
+    lwsconf sim openapi fetch                       Kubernetes' OpenAPI documents for kubectl explain on the sim
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
     lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect] [--exit-on-stdin-close]
                                                     the reference LWS controller, against any cluster
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     sim_sub = sim.add_subparsers(dest="sim_command", required=True)
     sim_sub.add_parser("chaos", help="inject faults into a running simulated cluster (sim only; see lwsconf sim chaos -h)",
                        add_help=False)
+    sim_sub.add_parser("openapi", help="install Kubernetes' OpenAPI v3 documents for the sim's built-in kinds "
+                       "(see lwsconf sim openapi -h)", add_help=False)
     up = sim_sub.add_parser("up", help="run the simulated cluster in the foreground until Ctrl-C")
     up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
@@ -199,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.sim import chaos_cli
 
         return chaos_cli.main(argv[2:])
+    if argv[:2] == ["sim", "openapi"]:  # its own parser (`sim openapi fetch`: Go, or a warm Go module cache)
+        from lwsconf.sim.apiserver import openapi_cache
+
+        return openapi_cache.main(argv[2:])
     if argv[:1] == ["run"]:  # every further argument goes to pytest
         from lwsconf import suite_run
 

@@ -15,12 +15,13 @@ single synchronous step on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -32,6 +33,7 @@ from lwsconf.sim.apiserver import (
     kubeconfig,
     objects,
     openapi,
+    openapi_cache,
     protobuf_http,
     resources,
     routing,
@@ -42,6 +44,7 @@ from lwsconf.sim.apiserver import (
 )
 from lwsconf.sim.apiserver.context import JournalEntry, ServerContext, json_response
 from lwsconf.sim.apiserver.fieldmanager import entries as managed_fields
+from lwsconf.sim.apiserver.openapi_builtin import BuiltinSpecs
 
 log = logging.getLogger("lwsconf.sim.apiserver")
 
@@ -126,10 +129,11 @@ async def _discovery(request: web.Request) -> web.Response:
     elif len(segments) == 3 and segments[0] == "apis":
         body = discovery.api_resource_list(ctx.registry, segments[1], segments[2])
     elif path == "/openapi/v3":
-        body = openapi.openapi_index(ctx.registry)
+        body = openapi.openapi_index(ctx.registry, ctx.openapi_specs)
     elif path.startswith("/openapi/v3/"):
         gv = routing.group_version(segments[2:])
-        body = None if gv is None or gv[2] else openapi.openapi_group_version(ctx.registry, gv[0], gv[1])
+        body = None if gv is None or gv[2] else openapi.openapi_group_version_body(
+            ctx.registry, gv[0], gv[1], ctx.openapi_specs)
     if body is None:
         raise errors.StatusError(404, "NotFound", f"the server could not find the requested resource ({path})")
     return json_response(body)
@@ -163,10 +167,13 @@ class APIServer:
         history_size: watch events kept for resuming watches (older resourceVersions get 410).
         service_range: where Service ClusterIPs come from (default 127.96.0.0/16); `SimCluster` passes
             its own cluster network's range, so simulated clusters side by side never share an address.
+        openapi_specs: Kubernetes' OpenAPI documents for the built-in group-versions; "auto" (default) takes
+            them from the user cache at start (`openapi_cache.for_sim_start`), None serves generated ones.
     """
 
     def __init__(self, *, port: int = 0, token: str | None = None, history_size: int = store.DEFAULT_HISTORY,
-                 service_range: str | ipaddress.IPv4Network | None = None) -> None:
+                 service_range: str | ipaddress.IPv4Network | None = None,
+                 openapi_specs: BuiltinSpecs | None | Literal["auto"] = "auto") -> None:
         self.host = "127.0.0.1"
         self.requested_port = port
         self.ctx = ServerContext(db=store.Store(history_size), registry=resources.Registry(),
@@ -175,6 +182,9 @@ class APIServer:
             self.ctx.service_range = ipaddress.IPv4Network(service_range)
         self._runner: web.AppRunner | None = None
         self.identity = tls.self_signed()
+        self._openapi_auto = openapi_specs == "auto"
+        if not isinstance(openapi_specs, str):
+            self.ctx.openapi_specs = openapi_specs
         _seed_namespaces(self.ctx)
 
     @property
@@ -199,6 +209,9 @@ class APIServer:
         return app
 
     async def start(self) -> None:
+        if self._openapi_auto:
+            # a first start may unpack the documents from the Go module cache (about a second): off the loop
+            self.ctx.openapi_specs = await asyncio.to_thread(openapi_cache.for_sim_start)
         self._runner = web.AppRunner(self.build_app(), access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.requested_port, reuse_address=True,

@@ -18,6 +18,7 @@ import yaml
 from aiohttp import web
 
 from lwsconf.sim.apiserver import admission, apply, errors, objects, resources, storage, store
+from lwsconf.sim.apiserver.openapi_builtin import BuiltinSpecs
 from lwsconf.sim.apiserver.protobuf import codec, envelope, godecode, negotiation
 from lwsconf.sim.apiserver.webhooks.dispatch import Webhooks
 
@@ -59,6 +60,8 @@ class ServerContext:
     port: int = 0
     service_range: ipaddress.IPv4Network = DEFAULT_SERVICE_RANGE
     """Where Service ClusterIPs are allocated (kube-apiserver's `--service-cluster-ip-range`)."""
+    openapi_specs: BuiltinSpecs | None = None
+    """Kubernetes' OpenAPI documents for built-in group-versions (`openapi_cache`); None: generated ones."""
 
     @property
     def storage(self) -> storage.Storage:

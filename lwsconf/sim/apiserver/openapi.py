@@ -1,4 +1,12 @@
-"""The minimal OpenAPI v3 documents that let plain `kubectl apply -f` (client-side validation on) work.
+"""The sim's OpenAPI v3 documents: Kubernetes' own for built-ins when they are installed, else minimal ones.
+
+With the upstream documents installed (`lwsconf sim openapi fetch`, or found at sim start in a warm Go
+module cache: `openapi_cache`), a built-in group-version is served as kube-apiserver serves it
+(`openapi_builtin`: upstream's document, its paths limited to the resources the sim serves), so `kubectl
+explain` and apply's strategic merge patch read the real schemas and merge keys. Without them, and always
+for custom resources, the documents below are generated; what follows explains their shape.
+
+The minimal documents are what let plain `kubectl apply -f` (client-side validation on) work.
 
 With default validation kubectl 1.37 downloads `/openapi/v3` and, per group-version, looks for a
 PATCH operation tagged `x-kubernetes-group-version-kind` for the object's kind that accepts a
@@ -32,6 +40,7 @@ import json
 from typing import Any
 
 from lwsconf.sim.apiserver import resources
+from lwsconf.sim.apiserver.openapi_builtin import BuiltinSpecs
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _OBJECT_META = f"{_META}.ObjectMeta"
@@ -45,8 +54,12 @@ _SMP = "application/strategic-merge-patch+json"
 _WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
 
 
-def openapi_index(registry: resources.Registry) -> dict[str, Any]:
+def openapi_index(registry: resources.Registry, specs: BuiltinSpecs | None = None) -> dict[str, Any]:
     """The `/openapi/v3` discovery document: one entry per served group-version.
+
+    Args:
+        registry: the served resource types.
+        specs: Kubernetes' documents for built-in group-versions (None: every document is generated).
 
     Returns:
         `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}, ...}}`.
@@ -54,22 +67,54 @@ def openapi_index(registry: resources.Registry) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for group, version in _group_versions(registry):
         key = gv_path(group, version)
-        doc = openapi_group_version(registry, group, version)
-        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={document_hash(doc)}"}
+        builtin = _builtin(registry, group, version, specs)
+        digest = builtin[1] if builtin is not None else document_hash(_generated(registry, group, version))
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
     return {"paths": paths}
 
 
-def openapi_group_version(registry: resources.Registry, group: str, version: str) -> dict[str, Any] | None:
+def openapi_group_version(registry: resources.Registry, group: str, version: str,
+                          specs: BuiltinSpecs | None = None) -> dict[str, Any] | None:
     """The `/openapi/v3/api/v1` or `/openapi/v3/apis/G/V` document.
 
     Args:
         registry: the served resource types.
         group: "" for the core group.
         version: the version, e.g. "v1".
+        specs: Kubernetes' documents for built-in group-versions (None: the generated permissive one).
 
     Returns:
         An OpenAPI 3.0 document, or None when the group-version is not served (answer 404).
     """
+    builtin = _builtin(registry, group, version, specs)
+    if builtin is not None:
+        return dict(json.loads(builtin[0]))
+    return _generated(registry, group, version)
+
+
+def openapi_group_version_body(registry: resources.Registry, group: str, version: str,
+                               specs: BuiltinSpecs | None = None) -> bytes | None:
+    """`openapi_group_version` as the bytes the server sends (upstream documents from their cache, unparsed)."""
+    builtin = _builtin(registry, group, version, specs)
+    if builtin is not None:
+        return builtin[0]
+    doc = _generated(registry, group, version)
+    return None if doc is None else json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _builtin(registry: resources.Registry, group: str, version: str,
+             specs: BuiltinSpecs | None) -> tuple[bytes, str] | None:
+    """Upstream's document and hash when the group-version holds only built-ins and one was installed."""
+    if specs is None:
+        return None
+    key = gv_path(group, version)
+    infos = registry.in_group_version(group, version)
+    if not infos or any(info.is_custom for info in infos) or not specs.has(key):
+        return None
+    return specs.body_and_hash(key, [info.plural for info in infos])
+
+
+def _generated(registry: resources.Registry, group: str, version: str) -> dict[str, Any] | None:
     infos = registry.in_group_version(group, version)
     if not infos:
         return None
