@@ -2,7 +2,7 @@
 
 * the sim: `RunningSimCluster` with no nodes, and either no controllers (API-only scenarios) or the
   control-plane controllers kube-controller-manager also runs (garbage collector, namespace,
-  StatefulSet, Deployment, DaemonSet, EndpointSlice, Endpoints, Job) and the scheduler; no nodes on either
+  StatefulSet, Deployment, ReplicaSet, DaemonSet, EndpointSlice, Endpoints, Job) and the scheduler; no nodes on either
   side, so pods stay unscheduled and scenarios fabricate pod status as envtest-style tests do;
 * the real one: `lwsconf.controlplane.local`'s control plane: etcd + kube-apiserver only for API-only
   scenarios, with kube-controller-manager and kube-scheduler for controller scenarios.
@@ -18,7 +18,7 @@ from lwsconf.controlplane.local import LocalControlPlane, StartError
 from lwsconf.fidelity.client import Endpoint
 
 SIM_CONTROLLERS = ("garbage-collector", "namespace-controller", "statefulset-controller", "deployment-controller",
-                   "daemonset-controller", "endpointslice-controller", "endpoints-controller", "scheduler",
+                   "replicaset-controller", "daemonset-controller", "endpointslice-controller", "endpoints-controller", "scheduler",
                    "job-controller")
 
 

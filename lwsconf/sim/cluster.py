@@ -48,6 +48,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         kubeproxy,
         namespace_controller,
         nodelifecycle,
+        replicaset,
         scheduler,
         statefulset,
     )
@@ -60,6 +61,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         ("scheduler", lambda c: scheduler.Scheduler(c).run),
         ("statefulset-controller", lambda c: statefulset.StatefulSetController(c).run),
         ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
+        ("replicaset-controller", lambda c: replicaset.ReplicaSetController(c).run),
         ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
         ("job-controller", lambda c: job.JobController(c).run),
         ("cronjob-controller", lambda c: cronjob.CronJobController(c).run),

@@ -117,11 +117,6 @@ def steps_for(openapi_documents: bool) -> tuple[Step, ...]:
                  if s.argv[0] == "explain" else s for s in JOURNEY)
 
 
-NO_REPLICASETS = ("the sim serves no replicasets.apps: its Deployment controller owns the pods itself, one "
-                  "pod-template-hash per revision (lwsconf/sim/controllers/deployment.py), so there is no revision "
-                  "history for rollout history/undo, the Deployment's events are the pods' SuccessfulCreate/"
-                  "SuccessfulDelete instead of ScalingReplicaSet, and --cascade=orphan orphans the pods themselves. "
-                  "A real cluster keeps a ReplicaSet per revision.")
 
 JOURNEY: tuple[Step, ...] = (
     # Where am I?
@@ -163,10 +158,16 @@ JOURNEY: tuple[Step, ...] = (
     step("get", "service", "api", "-o", "jsonpath={.spec.ports[0].port} {.spec.clusterIP}",
          expect=r"\A80 \d+\.\d+\.\d+\.\d+\Z"),
     step("get", "endpointslices", "-l", "kubernetes.io/service-name=api", expect=r"^api-\S+\s+IPv4\s+8080\s"),
-    step("describe", "deployment", "web", known=NO_REPLICASETS,
-         expect=r"^Replicas:\s+2 desired.*^Events:.*SuccessfulCreate\s.*deployment-controller\s+Created pod: web-",
-         real=(0, r"^Replicas:\s+2 desired.*^NewReplicaSet:\s+web-.*^Events:.*ScalingReplicaSet\s.*"
-                  r"Scaled up replica set web-\S+ from 0 to 2")),
+    # A Deployment runs its pods through a ReplicaSet per revision (the sim's too: controllers/replicaset.py).
+    step("describe", "deployment", "web",
+         expect=r"^Replicas:\s+2 desired.*^NewReplicaSet:\s+web-\S+ \(2/2 replicas created\).*^Events:.*"
+                r"ScalingReplicaSet\s.*Scaled up replica set web-\S+ from 0 to 2"),
+    step("get", "replicasets", "-l", "app=web", "-o", "wide",
+         expect=rf"^NAME\s+DESIRED\s+CURRENT\s+READY\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR$\n"
+                rf"^web-\S+\s+2\s+2\s+2\s+\S+\s+python\s+{IMAGE}\s+app=web,pod-template-hash=\S+$"),
+    step("describe", "rs", "-l", "app=web",
+         expect=r"^Controlled By:\s+Deployment/web$.*^Pods Status:\s+2 Running.*^Events:.*"
+                r"SuccessfulCreate\s.*replicaset-controller\s+Created pod: web-"),
     # A pod of one's own: exec, port-forward, logs, cp.
     step("run", "box", f"--image={IMAGE}", "--port=8080", "--", "python", "-m", "http.server", "8080",
          expect=r"^pod/box created$"),
@@ -192,18 +193,19 @@ JOURNEY: tuple[Step, ...] = (
     step("wait", "--for=jsonpath={.status.readyReplicas}=3", "deployment/web", WAIT, expect=r"condition met"),
     step("set", "image", "deployment/web", f"python={NEXT_IMAGE}", expect=r"^deployment\.apps/web image updated$"),
     step("rollout", "status", "deployment/web", WAIT, expect=r'deployment "web" successfully rolled out'),
-    step("rollout", "history", "deployment/web", code=1, known=NO_REPLICASETS,
-         expect=r'error: failed to retrieve replica sets from deployment web: .*the server could not find the '
-                r'requested resource', real=(0, r"^REVISION\s+CHANGE-CAUSE$\n^1\s.*^2\s")),
-    step("rollout", "undo", "deployment/web", code=1, known=NO_REPLICASETS,
-         expect=r"error: failed to retrieve replica sets from deployment web",
-         real=(0, r"^deployment\.apps/web rolled back$")),
-    # What `rollout undo` would have done, by hand: back to the first image (after a real undo: no change).
-    step("set", "image", "deployment/web", f"python={IMAGE}", expect=r"^deployment\.apps/web image updated$",
-         known=NO_REPLICASETS, real=(0, r"\A\Z")),
+    step("rollout", "history", "deployment/web", expect=r"^REVISION\s+CHANGE-CAUSE$\n^1\s.*^2\s"),
+    # undo is client-side: kubectl reads the ReplicaSets and puts revision 1's template back on the Deployment.
+    step("rollout", "undo", "deployment/web", expect=r"^deployment\.apps/web rolled back$"),
+    # The first image is back, so setting it again changes nothing (kubectl prints nothing).
+    step("set", "image", "deployment/web", f"python={IMAGE}", expect=r"\A\Z"),
     step("rollout", "status", "deployment/web", WAIT, expect=r'deployment "web" successfully rolled out'),
     step("get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}",
          expect=rf"\A{IMAGE}\Z"),
+    # The first ReplicaSet was taken back as revision 3 (its revision 1 kept in revision-history); no third one.
+    step("rollout", "history", "deployment/web", expect=r"^REVISION\s+CHANGE-CAUSE$\n^2\s+<none>$\n^3\s+<none>$"),
+    step("get", "rs", "-l", "app=web", "-o", "custom-columns=DESIRED:.spec.replicas,IMAGE:"
+         ".spec.template.spec.containers[0].image", "--sort-by=.spec.replicas",
+         expect=rf"\A\s*DESIRED\s+IMAGE\n0\s+{NEXT_IMAGE}\n3\s+{IMAGE}\n\Z"),
     step("label", "deployment", "web", "tier=frontend", expect=r"^deployment\.apps/web labeled$"),
     step("annotate", "deployment", "web", "owner=journey", expect=r"^deployment\.apps/web annotated$"),
     step("get", "deployments", "-l", "tier=frontend", "-o", "jsonpath={.items[*].metadata.annotations.owner}",
@@ -218,20 +220,23 @@ JOURNEY: tuple[Step, ...] = (
          expect=r"^poddisruptionbudget\.policy/web created$"),
     step("wait", "--for=jsonpath={.status.disruptionsAllowed}=2", "pdb/web", WAIT, expect=r"condition met"),
     step("get", "events", expect=r"^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$.*\sSuccessfulCreate\s+job/hello\s"),
-    step("events", "--for=deployment/web", expect=r"SuccessfulCreate\s+Deployment/web\s+Created pod: web-",
-         known=NO_REPLICASETS, real=(0, r"ScalingReplicaSet\s+Deployment/web\s+Scaled up replica set web-")),
+    step("events", "--for=deployment/web", expect=r"ScalingReplicaSet\s+Deployment/web\s+Scaled up replica set web-"),
     step("top", "pods", code=1, expect=r"error: Metrics API not available"),
     # Cleaning up, with each propagation policy.
     step("delete", "deployment", "api", "--cascade=foreground", expect=r'^deployment\.apps "api" deleted'),
     step("get", "pods", "-l", "app=api", expect=r"No resources found in journey namespace\."),
     step("delete", "deployment", "web", "--cascade=orphan", expect=r'^deployment\.apps "web" deleted'),
+    # Orphaning a Deployment orphans its ReplicaSets; their pods keep the ReplicaSet as owner.
     step("get", "pods", "-l", "app=web", "-o",
          "jsonpath={range .items[*]}{.metadata.name} owners={.metadata.ownerReferences}{'\\n'}{end}",
-         expect=r"\A(web-\S+ owners=\n)+\Z", known=NO_REPLICASETS,
-         real=(0, r'\A(web-\S+ owners=\[\{"apiVersion":"apps/v1",[^\n]*"kind":"ReplicaSet"[^\n]*\n)+\Z')),
+         expect=r'\A(web-\S+ owners=\[\{"apiVersion":"apps/v1",[^\n]*"kind":"ReplicaSet"[^\n]*\n)+\Z'),
+    step("get", "rs", "-l", "app=web", "-o",
+         "jsonpath={range .items[*]}{.metadata.name} owners={.metadata.ownerReferences}{'\\n'}{end}",
+         expect=r"\A(web-\S+ owners=\n)+\Z"),
     step("delete", "job", "hello", "--cascade=background", expect=r'^job\.batch "hello" deleted'),
     step("wait", "--for=delete", "pods", "-l", "job-name=hello", WAIT, expect=r"\A(pod/hello-\S+ condition met\n)*\Z"),
-    step("delete", "pods", "-l", "app=web", expect=r'^pod "web-\S+" deleted'),
+    step("delete", "replicasets", "-l", "app=web", expect=r'^replicaset\.apps "web-\S+" deleted'),
+    step("wait", "--for=delete", "pods", "-l", "app=web", WAIT, expect=r"\A(pod/web-\S+ condition met\n)*\Z"),
     step("delete", "pod", "box", "counter", "--now", expect=r'pod "box" deleted.*pod "counter" deleted'),
     step("delete", "namespace", "journey", expect=r'^namespace "journey" deleted'),
 )

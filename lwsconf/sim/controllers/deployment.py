@@ -1,35 +1,29 @@
-"""The Deployment controller: enough of kube-controller-manager's to run a controller Deployment.
+"""The Deployment controller: rolls a Deployment out through ReplicaSets, as kube-controller-manager's does.
 
-**Departure from Kubernetes: there are no ReplicaSet objects.** The sim does not serve
-`replicasets.apps`, so this controller does both jobs at once: it owns the pods directly (controller
-reference to the Deployment) and keeps each template revision apart by the `pod-template-hash`
-label, exactly as a ReplicaSet `<deployment>-<hash>` would. Pods are named like a ReplicaSet's,
-`<deployment>-<pod-template-hash>-<5 random>` (generateName, the server picks the suffix). The hash
-is an FNV-1a hash of the template in `controller.ComputeHash`'s shape but over canonical JSON, so its
-value differs from a real cluster's.
+A Deployment owns ReplicaSets (controller reference) and never a pod: the ReplicaSet controller
+(`replicaset.py`) creates and deletes the pods. Per Deployment (kubernetes/kubernetes
+`pkg/controller/deployment/{deployment_controller,sync,rolling,recreate,progress}.go`; the pure parts in
+`deployment_util.py` and `deployment_rolling.py`):
 
-What it does, per Deployment (kubernetes/kubernetes `pkg/controller/deployment/rolling.go`,
-`recreate.go` and `sync.go`, with the ReplicaSet controller's pod handling folded in):
+* claim ReplicaSets matching the selector (adopt orphans, release ones that stop matching, `claims`);
+* the new ReplicaSet is the one whose template equals the Deployment's (hash label aside), else it is
+  created as `<deployment>-<pod-template-hash>` with the next revision; a name taken by a ReplicaSet that
+  is not ours raises `status.collisionCount`, which changes the hash. Taking back an old ReplicaSet
+  (`kubectl rollout undo` patches the template back, client-side) gives it the next revision, so history
+  and undo work as upstream. The Deployment carries its new ReplicaSet's `deployment.kubernetes.io/revision`;
+* `RollingUpdate`: scale the new ReplicaSet up within maxSurge, then old ones down within maxUnavailable,
+  one step a pass (`deployment_rolling`); `Recreate`: old ReplicaSets to 0, wait until their pods are
+  gone, then the new one to replicas; each change is a `ScalingReplicaSet` event "Scaled up/down replica
+  set NAME from A to B";
+* paused: the Progressing condition says DeploymentPaused (then DeploymentResumed) and only a lone active
+  ReplicaSet follows `spec.replicas` (simplified `sync`: no proportional scaling, none mid-rollout either);
+* once complete, old ReplicaSets at 0 beyond revisionHistoryLimit are deleted;
+* status (`calculateStatus`) and the Available / Progressing conditions (NewReplicaSetCreated,
+  FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable, ProgressDeadlineExceeded after
+  progressDeadlineSeconds without progress; a pass is queued for that deadline).
 
-* pods that are not active (Failed, Succeeded or being deleted) do not count and are replaced;
-* no old pods: create or delete pods until `spec.replicas` are active (scale-down deletes
-  unscheduled, then pending, then not-ready, then the newest pods first, like `ActivePods`);
-* `RollingUpdate` with old pods: first scale the new template up to `replicas + maxSurge` pods in
-  total; on a later pass delete old pods - unhealthy ones first - as long as
-  `replicas - maxUnavailable` pods stay available (maxSurge rounds up, maxUnavailable down, and both
-  0 means maxUnavailable 1, as `ResolveFenceposts` does);
-* `Recreate`: delete every old pod, wait until they are gone, then create the new ones;
-* a paused Deployment gets its status updated and nothing else (simplified);
-* status: `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas` (minReadySeconds),
-  `unavailableReplicas`, `observedGeneration`, and the `Available` (MinimumReplicasAvailable /
-  MinimumReplicasUnavailable) and `Progressing` (NewReplicaSetAvailable / ReplicaSetUpdated)
-  conditions, whose messages name the would-be ReplicaSet `<deployment>-<hash>`.
-
-Creations and deletions are tracked as expectations, so a pass on a stale cache never creates twice.
-Events on the Deployment: `SuccessfulCreate` "Created pod: NAME", `SuccessfulDelete` "Deleted pod:
-NAME" (upstream's ReplicaSet controller writes these on the ReplicaSet). Not done: the
-`deployment.kubernetes.io/revision` annotation, rollback history, progress deadlines,
-proportional scaling of several old templates, and `ScalingReplicaSet` events.
+Not done: proportional scaling, the ReplicaFailure condition, `terminatingReplicas`. The pod-template
+hash is the sim's (see `workloads.template_hash`), so names differ from a real cluster's.
 """
 
 from __future__ import annotations
@@ -37,236 +31,300 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from dataclasses import dataclass, field
+import time
 from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.sim.controllers import claims
+from lwsconf.sim.controllers import deployment_rolling as rolling
+from lwsconf.sim.controllers import deployment_util as du
 from lwsconf.sim.controllers import workload_tracking as tracking
 from lwsconf.sim.controllers import workloads as wl
+from lwsconf.sim.controllers.replicaset import REPLICASETS
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 COMPONENT = "deployment-controller"
-HASH_LABEL = "pod-template-hash"
-_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-def deletion_order(pod: Obj) -> tuple[bool, int, bool, float]:
-    """Sort key, first = deleted first: unscheduled, pending, not ready, newest (`ActivePods`)."""
-    created = wl.parse_time(wl.meta(pod).get("creationTimestamp")) or 0.0
-    return (bool((pod.get("spec") or {}).get("nodeName")), _PHASE_RANK.get(wl.phase(pod), 1), wl.is_ready(pod),
-            -created)
-
-
-@dataclass
-class Plan:
-    """What one pass decided: how many pods to create from the new template, and which to delete."""
-
-    create: int = 0
-    delete: list[Obj] = field(default_factory=list)
-
-
-class Rollout:
-    """The state of one Deployment's pods and the decisions taken from it. No I/O."""
-
-    def __init__(self, deployment: Obj, pods: list[Obj]) -> None:
-        self.d = deployment
-        spec = deployment.get("spec") or {}
-        self.replicas = int(spec.get("replicas", 1))
-        self.min_ready = int(spec.get("minReadySeconds") or 0)
-        self.strategy = spec.get("strategy") or {"type": "RollingUpdate"}
-        collisions = (deployment.get("status") or {}).get("collisionCount")
-        self.hash = wl.template_hash(spec.get("template") or {}, collisions)
-        self.rs_name = f"{wl.meta(deployment).get('name')}-{self.hash}"
-        self.pods = pods
-        active = [p for p in pods if wl.is_active(p)]
-        self.new = [p for p in active if wl.labels(p).get(HASH_LABEL) == self.hash]
-        self.old = [p for p in active if wl.labels(p).get(HASH_LABEL) != self.hash]
-
-    def available(self, pods: list[Obj]) -> list[Obj]:
-        return [p for p in pods if wl.is_available(p, self.min_ready)]
-
-    def fenceposts(self) -> tuple[int, int]:
-        """(maxSurge, maxUnavailable) resolved against replicas; Recreate is (0, 0)."""
-        if self.strategy.get("type") == "Recreate":
-            return 0, 0
-        rolling = self.strategy.get("rollingUpdate") or {}
-        surge = wl.scaled_value(rolling.get("maxSurge"), self.replicas, round_up=True, default=0)
-        unavailable = wl.scaled_value(rolling.get("maxUnavailable"), self.replicas, round_up=False, default=0)
-        return surge, (1 if surge == 0 and unavailable == 0 else unavailable)
-
-    def plan(self) -> Plan:
-        if self.strategy.get("type") == "Recreate":
-            return self._recreate()
-        if not self.old:
-            return self._scale_new()
-        if len(self.new) < self.replicas:
-            surge, _ = self.fenceposts()
-            room = self.replicas + surge - len(self.new) - len(self.old)
-            if room > 0:
-                return Plan(create=min(room, self.replicas - len(self.new)))
-        if len(self.new) > self.replicas:
-            return self._scale_new()
-        return self._scale_down_old()
-
-    def _scale_new(self) -> Plan:
-        if len(self.new) < self.replicas:
-            return Plan(create=self.replicas - len(self.new))
-        excess = len(self.new) - self.replicas
-        return Plan(delete=sorted(self.new, key=deletion_order)[:excess])
-
-    def _scale_down_old(self) -> Plan:
-        """`reconcileOldReplicaSets`: unhealthy old pods first, then healthy ones within maxUnavailable."""
-        _, max_unavailable = self.fenceposts()
-        min_available = self.replicas - max_unavailable
-        new_unavailable = len(self.new) - len(self.available(self.new))
-        budget = len(self.new) + len(self.old) - min_available - new_unavailable
-        if budget <= 0:
-            return Plan()
-        healthy = self.available(self.old)
-        unhealthy = [p for p in self.old if p not in healthy]
-        doomed = sorted(unhealthy, key=deletion_order)[:budget]
-        room = min(budget - len(doomed), len(self.available(self.new + self.old)) - min_available)
-        doomed += sorted(healthy, key=deletion_order)[:max(0, room)]
-        return Plan(delete=doomed)
-
-    def _recreate(self) -> Plan:
-        if self.old:
-            return Plan(delete=list(self.old))
-        if any(wl.labels(p).get(HASH_LABEL) != self.hash and wl.phase(p) not in ("Failed", "Succeeded")
-               for p in self.pods):
-            return Plan()  # old pods still terminating
-        return self._scale_new()
-
-    def status(self, now: str) -> Obj:
-        active = self.new + self.old
-        available = len(self.available(active))
-        old_status = self.d.get("status") or {}
-        status: Obj = {"observedGeneration": wl.meta(self.d).get("generation"), "replicas": len(active),
-                       "updatedReplicas": len(self.new), "readyReplicas": sum(wl.is_ready(p) for p in active),
-                       "availableReplicas": available,
-                       "unavailableReplicas": max(0, max(self.replicas, len(active)) - available)}
-        if old_status.get("collisionCount") is not None:
-            status["collisionCount"] = old_status["collisionCount"]
-        conditions = [dict(c) for c in old_status.get("conditions") or ()]
-        _, max_unavailable = self.fenceposts()
-        if available >= self.replicas - max_unavailable:
-            _set_condition(conditions, "Available", "True", "MinimumReplicasAvailable",
-                           "Deployment has minimum availability.", now)
-        else:
-            _set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
-                           "Deployment does not have minimum availability.", now)
-        if not self.old and len(self.new) == self.replicas and available >= self.replicas:
-            _set_condition(conditions, "Progressing", "True", "NewReplicaSetAvailable",
-                           f'ReplicaSet "{self.rs_name}" has successfully progressed.', now)
-        else:
-            _set_condition(conditions, "Progressing", "True", "ReplicaSetUpdated",
-                           f'ReplicaSet "{self.rs_name}" is progressing.', now)
-        status["conditions"] = conditions
-        return status
-
-    def recheck_after(self) -> float | None:
-        waits = [w for p in self.new + self.old if (w := wl.available_in(p, self.min_ready)) is not None and w > 0]
-        return min(waits) + 0.05 if waits else None
-
-
-def _set_condition(conditions: list[Obj], type_: str, status: str, reason: str, message: str, now: str) -> None:
-    """`SetDeploymentCondition`: unchanged status and reason keep the old entry and its times."""
-    for i, cond in enumerate(conditions):
-        if cond.get("type") != type_:
-            continue
-        if cond.get("status") == status and cond.get("reason") == reason:
-            return
-        transition = cond.get("lastTransitionTime") if cond.get("status") == status else now
-        conditions[i] = {"type": type_, "status": status, "lastUpdateTime": now,
-                         "lastTransitionTime": transition or now, "reason": reason, "message": message}
-        return
-    conditions.append({"type": type_, "status": status, "lastUpdateTime": now, "lastTransitionTime": now,
-                       "reason": reason, "message": message})
-
-
-def _status_changed(old: Obj, new: Obj) -> bool:
-    return any(old.get(k) != v for k, v in new.items())
+HASH_LABEL = du.HASH_LABEL
 
 
 class DeploymentController:
-    """Runs Deployments' pods directly (no ReplicaSets) and keeps their status.
+    """Runs Deployments through their ReplicaSets and keeps their status.
 
     Args:
         client: an API client for this controller alone.
         workers: Deployments synced concurrently.
-        expectation_ttl: seconds after which unobserved creations/deletions stop blocking a pass.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2, expectation_ttl: float = 60.0) -> None:
+    def __init__(self, client: kc.Client, *, workers: int = 2) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="Deployment")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="deployment")
-        self.expectations = tracking.Expectations(expectation_ttl)
         self.deployments = kubeclient.Informer(client, wl.DEPLOYMENTS)
         self.deployments.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
+        self.replicasets = kubeclient.Informer(client, REPLICASETS)
+        self.rs_index = wl.OwnerIndex("Deployment", lambda key, *_: self.queue.add(key))
+        self.replicasets.add_handler(self.rs_index)
+        self.replicasets.add_handler(self._on_orphan_rs)
         self.pods = kubeclient.Informer(client, wl.PODS)
-        self.pod_index = wl.OwnerIndex("Deployment", self._on_owned)
+        self.pod_index = wl.OwnerIndex("ReplicaSet", self._on_rs_pod)
         self.pods.add_handler(self.pod_index)
         self._workers = workers
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync Deployments until `stop` is set."""
-        await wl.run_controller(stop, name="deployment", informers=[self.deployments, self.pods],
+        await wl.run_controller(stop, name="deployment", informers=[self.deployments, self.replicasets, self.pods],
                                 queue=self.queue, reconcile=self._reconcile, workers=self._workers,
                                 recorder=self.recorder)
 
     async def wait_synced(self, timeout: float | None = None) -> None:
-        for informer in (self.deployments, self.pods):
+        for informer in (self.deployments, self.replicasets, self.pods):
             await informer.wait_synced(timeout)
 
-    def _on_owned(self, key: wl.Key, event_type: str, obj: Obj, old: Obj | None) -> None:
-        self.expectations.observe(key, event_type, obj, old)
-        self.queue.add(key)
+    def _on_orphan_rs(self, event_type: str, rs: Obj, old: Obj | None) -> None:
+        if wl.controller_ref(rs) is not None or event_type == informer_mod.DELETED:
+            return
+        for d in self.deployments.list(wl.meta(rs).get("namespace")):
+            if claims.claim(d, du.spec(d).get("selector"), [rs]).adopt:
+                self.queue.add(wl.key_of(d))
+
+    def _on_rs_pod(self, key: wl.Key, event_type: str, pod: Obj, old: Obj | None) -> None:
+        """A pod of a ReplicaSet changed: its Deployment may be waiting for it (Recreate's old pods)."""
+        rs = self.replicasets.get(key[1], key[0])
+        ref = wl.controller_ref(rs) if rs is not None else None
+        if ref is not None and ref.get("kind") == "Deployment":
+            self.queue.add((key[0], str(ref.get("name"))))
+
+    # --- one pass ----------------------------------------------------------------------------------
 
     async def _reconcile(self, key: wl.Key) -> float | None:
         cached = self.deployments.get(key[1], key[0])
         if cached is None:
-            self.expectations.forget(key)
             return None
-        deployment = copy.deepcopy(cached)
-        owned = (self.pods.get(name, ns) for ns, name in self.pod_index.owned(str(wl.meta(deployment)["uid"])))
-        rollout = Rollout(deployment, [copy.deepcopy(p) for p in owned if p is not None])
-        paused = bool((deployment.get("spec") or {}).get("paused"))
-        if self.expectations.satisfied(key) and not paused and not wl.is_terminating(deployment):
-            await self._apply(key, rollout, rollout.plan())
-        status = rollout.status(wl.now_rfc3339())
-        if _status_changed(deployment.get("status") or {}, status):
-            await wl.write_status(self.client, wl.DEPLOYMENTS, deployment, status)
-        return rollout.recheck_after()
+        d = copy.deepcopy(cached)
+        rss = await self._claim(d)
+        if wl.is_terminating(d):
+            return await self._sync_status(d, rss, du.find_new(d, rss)[0], progress=False)
+        paused = bool(du.spec(d).get("paused"))
+        self._paused_condition(d, paused)
+        if paused:
+            return await self._sync_paused(d, rss)
+        if (du.spec(d).get("strategy") or {}).get("type") == "Recreate":
+            return await self._recreate(d, rss)
+        return await self._rolling(d, rss)
 
-    async def _apply(self, key: wl.Key, rollout: Rollout, plan: Plan) -> None:
-        if plan.create:
-            self.expectations.expect(key, adds=plan.create)
-            results = await asyncio.gather(*(self._create(key, rollout) for _ in range(plan.create)),
-                                           return_exceptions=True)
-            failures = [r for r in results if isinstance(r, BaseException)]
-            if failures:
-                raise failures[0]
-        if plan.delete:
-            self.expectations.expect(key, delete_uids=[str(wl.meta(p)["uid"]) for p in plan.delete])
-            for pod in plan.delete:
-                if not await wl.delete_pod(self.client, pod):
-                    self.expectations.deletion_observed(key, str(wl.meta(pod)["uid"]))
-                    continue
-                self.recorder.event(rollout.d, "Normal", "SuccessfulDelete", f"Deleted pod: {wl.meta(pod)['name']}")
+    async def _rolling(self, d: Obj, rss: list[Obj]) -> float | None:
+        """`rolloutRolling`: new ReplicaSet up first, then old ones down, then clean up once complete."""
+        new_rs, old_rss = await self._new_replicaset(d, rss, create=True)
+        if new_rs is None:
+            return None
+        all_rss = [*old_rss, new_rs]
+        target = rolling.reconcile_new(d, all_rss, new_rs)
+        if target is not None:
+            new_rs = await self._scale(d, new_rs, target)
+            return await self._sync_status(d, [*old_rss, new_rs], new_rs)
+        targets = rolling.reconcile_old(d, all_rss, old_rss, new_rs)
+        if targets:
+            old_rss = [await self._scale(d, rs, targets[n]) if (n := wl.meta(rs).get("name")) in targets else rs
+                       for rs in old_rss]
+            return await self._sync_status(d, [*old_rss, new_rs], new_rs)
+        if du.complete(d, d.get("status") or {}):
+            await self._cleanup(d, old_rss)
+        return await self._sync_status(d, all_rss, new_rs)
 
-    async def _create(self, key: wl.Key, rollout: Rollout) -> None:
-        template = (rollout.d.get("spec") or {}).get("template") or {}
-        pod = wl.pod_from_template(template, rollout.d, "Deployment", prefix=rollout.rs_name)
-        pod["metadata"]["labels"][HASH_LABEL] = rollout.hash
+    async def _recreate(self, d: Obj, rss: list[Obj]) -> float | None:
+        """`rolloutRecreate`: every old ReplicaSet to 0, wait for their pods to go, then the new one up."""
+        new_rs, old_rss = await self._new_replicaset(d, rss, create=False)
+        active_old = [rs for rs in old_rss if du.replicas(rs) > 0]
+        if active_old:
+            scaled = {wl.meta(rs)["name"]: await self._scale(d, rs, 0) for rs in active_old}
+            old_rss = [scaled.get(wl.meta(rs)["name"], rs) for rs in old_rss]
+            return await self._sync_status(d, old_rss + ([new_rs] if new_rs else []), new_rs)
+        if self._old_pods_running(new_rs, old_rss):
+            return await self._sync_status(d, old_rss + ([new_rs] if new_rs else []), new_rs)
+        if new_rs is None:
+            new_rs, old_rss = await self._new_replicaset(d, rss, create=True)
+            if new_rs is None:
+                return None
+        if du.replicas(new_rs) != du.replicas(d):
+            new_rs = await self._scale(d, new_rs, du.replicas(d))
+        if du.complete(d, d.get("status") or {}):
+            await self._cleanup(d, old_rss)
+        return await self._sync_status(d, [*old_rss, new_rs], new_rs)
+
+    async def _sync_paused(self, d: Obj, rss: list[Obj]) -> float | None:
+        """A paused Deployment (`sync`, simplified): no rollout; a lone active ReplicaSet follows replicas."""
+        new_rs, old_rss = await self._new_replicaset(d, rss, create=False)
+        rss = [*old_rss, *([new_rs] if new_rs is not None else [])]
+        active = [rs for rs in rss if du.replicas(rs) > 0]
+        lone = active[0] if len(active) == 1 else (new_rs if not active else None)
+        if lone is not None and du.replicas(lone) != du.replicas(d):
+            scaled = await self._scale(d, lone, du.replicas(d))
+            rss = [scaled if rs is lone else rs for rs in rss]
+            new_rs = scaled if lone is new_rs else new_rs
+        return await self._sync_status(d, rss, new_rs, progress=False)
+
+    # --- ReplicaSets ---------------------------------------------------------------------------------
+
+    async def _claim(self, d: Obj) -> list[Obj]:
+        ns = wl.meta(d).get("namespace")
+        owned = [self.replicasets.get(name, rns) for rns, name in self.rs_index.owned(str(wl.meta(d)["uid"]))]
+        orphans = [rs for rs in self.replicasets.list(ns) if wl.controller_ref(rs) is None]
+        decided = claims.claim(d, du.spec(d).get("selector"),
+                               [copy.deepcopy(rs) for rs in owned + orphans if rs is not None])
+        kept = list(decided.owned)
+        for rs in decided.adopt:
+            if (adopted := await claims.adopt(self.client, REPLICASETS, rs, d, "Deployment")) is not None:
+                kept.append(adopted)
+        for rs in decided.release:
+            await claims.release(self.client, REPLICASETS, rs, d)
+        return kept
+
+    async def _new_replicaset(self, d: Obj, rss: list[Obj], *, create: bool) -> tuple[Obj | None, list[Obj]]:
+        """`getNewReplicaSet`: the new ReplicaSet with its annotations synced, created when asked and missing."""
+        new_rs, old_rss = du.find_new(d, rss)
+        new_revision = du.next_revision(old_rss)
+        conditions = (d.setdefault("status", {})).setdefault("conditions", [])
+        if new_rs is not None:
+            new_rs = await self._sync_annotations(d, new_rs, new_revision)
+            if du.condition(d["status"], "Progressing") is None:
+                du.set_condition(conditions, "Progressing", "True", "FoundNewReplicaSet",
+                                 f'Found new replica set "{wl.meta(new_rs)["name"]}"', wl.now_rfc3339())
+            await self._set_revision(d, new_rs)
+            return new_rs, old_rss
+        if not create:
+            return None, old_rss
+        count = du.new_rs_replicas(d, old_rss, None)
+        body = du.new_replicaset(d, du.template_hash(d), new_revision, count)
         try:
-            created = await self.client.create(wl.PODS, pod)
+            new_rs = await self.client.create(REPLICASETS, body)
         except errors.ApiError as exc:
-            self.expectations.creation_observed(key)
-            self.recorder.event(rollout.d, "Warning", "FailedCreate", f"Error creating: {exc}")
+            if not exc.is_already_exists:
+                raise
+            new_rs = await self._taken_name(d, body)
+        else:
+            if count > 0:
+                self.recorder.event(d, "Normal", "ScalingReplicaSet",
+                                    f"Scaled up replica set {wl.meta(new_rs)['name']} from 0 to {count}")
+        du.set_condition(conditions, "Progressing", "True", "NewReplicaSetCreated",
+                         f'Created new replica set "{wl.meta(new_rs)["name"]}"', wl.now_rfc3339())
+        await self._set_revision(d, new_rs)
+        return new_rs, old_rss
+
+    async def _taken_name(self, d: Obj, body: Obj) -> Obj:
+        """The name `<deployment>-<hash>` exists: ours with this template (a stale cache) is the new
+        ReplicaSet; anything else is a hash collision, counted in status.collisionCount for the next pass."""
+        existing = await self.client.get(REPLICASETS, body["metadata"]["name"], namespace=wl.meta(d)["namespace"])
+        ref = wl.controller_ref(existing) or {}
+        if ref.get("uid") == wl.meta(d).get("uid") and du.equal_ignore_hash(
+                du.spec(existing).get("template") or {}, du.spec(d).get("template") or {}):
+            return existing
+        status = dict(d.get("status") or {})
+        status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
+        await wl.write_status(self.client, wl.DEPLOYMENTS, d, status)
+        raise RuntimeError(f"replica set {body['metadata']['name']} already exists and is not deployment "
+                           f"{wl.meta(d)['name']}'s: collisionCount raised to {status['collisionCount']}, retrying")
+
+    async def _sync_annotations(self, d: Obj, rs: Obj, new_revision: int) -> Obj:
+        annotations = du.synced_annotations(d, rs, new_revision)
+        min_ready = du.spec(d).get("minReadySeconds") or 0
+        if annotations == (wl.meta(rs).get("annotations") or {}) and (du.spec(rs).get("minReadySeconds") or 0) == min_ready:
+            return rs
+        body = copy.deepcopy(rs)
+        body["metadata"]["annotations"] = annotations
+        body["spec"]["minReadySeconds"] = min_ready
+        return await self._update_rs(body) or rs
+
+    async def _set_revision(self, d: Obj, new_rs: Obj) -> None:
+        """`SetDeploymentRevision`: the Deployment shows its new ReplicaSet's revision."""
+        wanted = (wl.meta(new_rs).get("annotations") or {}).get(du.REVISION)
+        if wanted is None or (wl.meta(d).get("annotations") or {}).get(du.REVISION) == wanted:
+            return
+        patch = {"metadata": {"annotations": {du.REVISION: wanted}}}
+        patched = await self.client.patch(wl.DEPLOYMENTS, wl.meta(d)["name"], patch, namespace=wl.meta(d)["namespace"])
+        d["metadata"] = patched["metadata"]
+
+    async def _scale(self, d: Obj, rs: Obj, count: int) -> Obj:
+        """`scaleReplicaSet`: new replica count and replica annotations; a ScalingReplicaSet event."""
+        before = du.replicas(rs)
+        body = copy.deepcopy(rs)
+        body["spec"]["replicas"] = count
+        body["metadata"]["annotations"] = {**(wl.meta(rs).get("annotations") or {}), **du.replica_annotations(d)}
+        updated = await self._update_rs(body)
+        if updated is None:
+            return rs
+        if before != count:
+            direction = "up" if count > before else "down"
+            self.recorder.event(d, "Normal", "ScalingReplicaSet",
+                                f"Scaled {direction} replica set {wl.meta(rs)['name']} from {before} to {count}")
+        return updated
+
+    async def _update_rs(self, body: Obj) -> Obj | None:
+        """PUT with the cached resourceVersion; None on a conflict (the informer's event brings a new pass)."""
+        try:
+            return await self.client.replace(REPLICASETS, body)
+        except errors.ApiError as exc:
+            if exc.is_conflict or exc.is_not_found:
+                return None
             raise
-        self.recorder.event(rollout.d, "Normal", "SuccessfulCreate", f"Created pod: {wl.meta(created)['name']}")
+
+    async def _cleanup(self, d: Obj, old_rss: list[Obj]) -> None:
+        for rs in du.cleanable(d, old_rss):
+            m = wl.meta(rs)
+            try:
+                await self.client.delete(REPLICASETS, m["name"], namespace=m["namespace"], preconditions={"uid": m["uid"]})
+            except errors.ApiError as exc:
+                if not (exc.is_not_found or exc.is_conflict):
+                    raise
+
+    def _old_pods_running(self, new_rs: Obj | None, old_rss: list[Obj]) -> bool:
+        """`oldPodsRunning`: an old ReplicaSet still reports pods, or one of its pods is not finished."""
+        if sum(du.status_count(rs, "replicas") for rs in old_rss) > 0:
+            return True
+        for rs in old_rss:
+            for ns, name in self.pod_index.owned(str(wl.meta(rs)["uid"])):
+                pod = self.pods.get(name, ns)
+                if pod is not None and wl.phase(pod) not in ("Failed", "Succeeded"):
+                    return True
+        return False
+
+    # --- status --------------------------------------------------------------------------------------
+
+    def _paused_condition(self, d: Obj, paused: bool) -> None:
+        """`checkPausedConditions`: Progressing Unknown DeploymentPaused while paused, DeploymentResumed after."""
+        status = d.setdefault("status", {})
+        cond = du.condition(status, "Progressing")
+        reason = (cond or {}).get("reason")
+        conditions = status.setdefault("conditions", [])
+        if paused and reason != "DeploymentPaused":
+            du.set_condition(conditions, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused",
+                             wl.now_rfc3339())
+        elif not paused and reason == "DeploymentPaused":
+            du.set_condition(conditions, "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed",
+                             wl.now_rfc3339())
+
+    async def _sync_status(self, d: Obj, rss: list[Obj], new_rs: Obj | None, *, progress: bool = True) -> float | None:
+        """`syncRolloutStatus` (or `syncDeploymentStatus` without progress): write the status if it changed,
+        and ask for a pass at the progress deadline while the rollout is not complete."""
+        stamp = wl.now_rfc3339()
+        status = du.calculate_status(d, rss, new_rs, stamp)
+        if progress:
+            du.progress_condition(d, status, new_rs, time.time(), stamp)
+        stored = copy.deepcopy(self.deployments.get(wl.meta(d)["name"], wl.meta(d)["namespace"]) or d)
+        if status != (stored.get("status") or {}):
+            await wl.write_status(self.client, wl.DEPLOYMENTS, stored, status)
+        return self._deadline_in(d, status) if progress else None
+
+    def _deadline_in(self, d: Obj, status: Obj) -> float | None:
+        """`requeueStuckDeployment`: seconds until a progressing rollout would exceed its deadline."""
+        cond = du.condition(status, "Progressing")
+        deadline = du.spec(d).get("progressDeadlineSeconds")
+        if cond is None or deadline is None or du.complete(d, status) or cond.get("reason") in (
+                "ProgressDeadlineExceeded", "NewReplicaSetAvailable"):
+            return None
+        since = wl.parse_time(cond.get("lastUpdateTime"))
+        return None if since is None else max(0.5, since + int(deadline) - time.time() + 0.5)

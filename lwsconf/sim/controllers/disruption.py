@@ -220,14 +220,28 @@ class DisruptionController:
         return recheck
 
     async def _scales(self, pods: list[Obj]) -> dict[str, int]:
-        """Controller uid -> its `/scale` replicas, for the pods' controllers that have one."""
+        """Controller uid -> its `/scale` replicas, for the pods' controllers that have one.
+
+        A ReplicaSet controlled by a Deployment stands for the Deployment, as upstream's `getPodDeployment`
+        finder has it: the Deployment's replicas are counted once, on the first of its ReplicaSets met,
+        and its other ReplicaSets (a rollout's old and new) count 0.
+        """
         out: dict[str, int] = {}
+        deployments_seen: set[str] = set()
         for pod in pods:
             meta = pod.get("metadata") or {}
             for ref in meta.get("ownerReferences") or []:
                 gvr = SCALABLE.get((ref.get("apiVersion", ""), ref.get("kind", "")))
                 if not ref.get("controller") or gvr is None or ref.get("uid") in out:
                     continue
+                owner = await self._deployment_of(ref, meta.get("namespace")) if ref.get("kind") == "ReplicaSet" \
+                    else None
+                if owner is not None:
+                    if owner.get("uid") in deployments_seen:
+                        out[ref["uid"]] = 0
+                        continue
+                    deployments_seen.add(str(owner.get("uid")))
+                    ref, gvr = owner, SCALABLE[("apps/v1", "Deployment")]
                 try:
                     scale = await self.client.request("GET", gvr.object_path(
                         ref.get("name", ""), meta.get("namespace"), subresource="scale"))
@@ -236,8 +250,24 @@ class DisruptionController:
                         continue
                     raise
                 if (scale.get("metadata") or {}).get("uid") in (None, ref.get("uid")):
-                    out[ref["uid"]] = int((scale.get("spec") or {}).get("replicas") or 0)
+                    out[ref.get("rs_uid", ref["uid"])] = int((scale.get("spec") or {}).get("replicas") or 0)
         return out
+
+    async def _deployment_of(self, rs_ref: Obj, namespace: str | None) -> Obj | None:
+        """The Deployment controlling the ReplicaSet `rs_ref` names (its reference, plus `rs_uid`), or None."""
+        try:
+            rs = await self.client.get(SCALABLE[("apps/v1", "ReplicaSet")], rs_ref.get("name", ""), namespace=namespace)
+        except errors.ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+        if (rs.get("metadata") or {}).get("uid") != rs_ref.get("uid"):
+            return None
+        owner = next((o for o in (rs.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+                     None)
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != ("apps/v1", "Deployment"):
+            return None
+        return {**owner, "rs_uid": rs_ref.get("uid")}
 
 
 def _same(new: Obj, old: Obj) -> bool:

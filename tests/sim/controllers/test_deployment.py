@@ -1,4 +1,4 @@
-"""The Deployment controller (pods owned directly, no ReplicaSets) against the real API server."""
+"""The Deployment controller over ReplicaSets (with the ReplicaSet controller) against the real API server."""
 
 from __future__ import annotations
 
@@ -6,16 +6,21 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.controllers import deployment as deploy_mod
+from lwsconf.sim.controllers import deployment_rolling as rolling
+from lwsconf.sim.controllers import deployment_util as du
+from lwsconf.sim.controllers import replicaset as rs_mod
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]
 DEPLOYMENTS = kc.GVR("apps", "v1", "deployments")
+REPLICASETS = rs_mod.REPLICASETS
 NS = ws.NS
 SELECTOR = "app=ctl"
+NEW_IMAGE = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "img:2"}]}}}}
 
 
-def controller(client: kc.Client) -> deploy_mod.DeploymentController:
-    return deploy_mod.DeploymentController(client)
+def controllers() -> tuple[Any, Any]:
+    return deploy_mod.DeploymentController, rs_mod.ReplicaSetController
 
 
 def deployment(*, replicas: int = 2, image: str = "img:1", **spec: Any) -> Obj:
@@ -44,35 +49,52 @@ async def status_until(client: kc.Client, want: dict[str, Any]) -> Obj:
     return found
 
 
+async def replicasets(client: kc.Client) -> dict[str, Obj]:
+    items, _ = await client.list_all(REPLICASETS, namespace=NS)
+    return {r["metadata"]["name"]: r for r in items}
+
+
 def condition(deploy: Obj, type_: str) -> Obj:
     return next(c for c in deploy["status"]["conditions"] if c["type"] == type_)
 
 
-def test_creates_replicas_named_like_replicaset_pods_and_reports_available() -> None:
+def test_creates_a_replicaset_whose_pods_it_owns_and_reports_available() -> None:
     async def scenario() -> None:
-        async with ws.sim_with(controller) as client:
+        async with ws.sim_with(*controllers()) as client:
             created = await client.create(DEPLOYMENTS, deployment(replicas=3))
             found = await ws.pods_until(client, lambda p: len(p) == 3, "3 pods")
             [hash_] = hashes(found)
+            [rs] = (await replicasets(client)).values()
+            assert rs["metadata"]["name"] == f"ctl-{hash_}"
+            [ref] = rs["metadata"]["ownerReferences"]
+            assert (ref["kind"], ref["uid"], ref["controller"]) == ("Deployment", created["metadata"]["uid"], True)
+            assert rs["spec"]["selector"]["matchLabels"] == {"app": "ctl", "pod-template-hash": hash_}
+            assert rs["metadata"]["annotations"][du.REVISION] == "1"
+            assert rs["metadata"]["annotations"][du.DESIRED_REPLICAS] == "3"
             for name, pod in found.items():
                 assert name.startswith(f"ctl-{hash_}-") and len(name) == len(f"ctl-{hash_}-") + 5, name
                 [ref] = pod["metadata"]["ownerReferences"]
-                assert (ref["kind"], ref["uid"], ref["controller"]) == ("Deployment", created["metadata"]["uid"], True)
+                assert (ref["kind"], ref["name"], ref["controller"]) == ("ReplicaSet", rs["metadata"]["name"], True)
             await ws.pods_stay(client, lambda p: len(p) == 3, "no extra pods from a stale cache")
-            created_events = await ws.events_until(client, "ctl", "SuccessfulCreate", 3)
+            created_events = await ws.events_until(client, f"ctl-{hash_}", "SuccessfulCreate", 3)
             assert sorted(created_events) == sorted(f"Created pod: {n}" for n in found), created_events
+            scaled = await ws.events_until(client, "ctl", "ScalingReplicaSet", 1)
+            assert scaled == [f"Scaled up replica set ctl-{hash_} from 0 to 3"]
             deploy = await status_until(client, {"replicas": 3, "updatedReplicas": 3, "availableReplicas": 0})
             assert condition(deploy, "Available")["status"] == "False"
+            assert deploy["metadata"]["annotations"][du.REVISION] == "1"
             await ready_all(client, found)
             deploy = await status_until(client, {"readyReplicas": 3, "availableReplicas": 3, "observedGeneration": 1})
             assert condition(deploy, "Available")["reason"] == "MinimumReplicasAvailable"
-            assert condition(deploy, "Progressing")["reason"] == "NewReplicaSetAvailable"
+            progressing = condition(deploy, "Progressing")
+            assert (progressing["reason"], progressing["message"]) == (
+                "NewReplicaSetAvailable", f'ReplicaSet "ctl-{hash_}" has successfully progressed.')
     ws.run(scenario)
 
 
 def test_scales_up_and_down_and_replaces_deleted_pods() -> None:
     async def scenario() -> None:
-        async with ws.sim_with(controller) as client:
+        async with ws.sim_with(*controllers()) as client:
             await client.create(DEPLOYMENTS, deployment(replicas=2))
             found = await ws.pods_until(client, lambda p: len(p) == 2, "2 pods")
             victim = sorted(found)[0]
@@ -83,78 +105,166 @@ def test_scales_up_and_down_and_replaces_deleted_pods() -> None:
             await client.patch(DEPLOYMENTS, "ctl", {"spec": {"replicas": 1}}, namespace=NS)
             await ws.pods_until(client, lambda p: len(p) == 1, "scaled down to 1")
             await status_until(client, {"replicas": 1, "observedGeneration": 3})
+            [rs_name] = await replicasets(client)
+            assert (await ws.events_until(client, "ctl", "ScalingReplicaSet", 3))[1:] == [
+                f"Scaled up replica set {rs_name} from 2 to 4", f"Scaled down replica set {rs_name} from 4 to 1"]
     ws.run(scenario)
 
 
-def test_rolling_update_surges_new_pods_before_deleting_old_ones() -> None:
+def test_rolling_update_surges_new_pods_before_deleting_old_ones_then_rolls_back() -> None:
     async def scenario() -> None:
-        async with ws.sim_with(controller) as client:
+        async with ws.sim_with(*controllers()) as client:
             strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
             await client.create(DEPLOYMENTS, deployment(replicas=2, strategy=strategy))
             old = await ws.pods_until(client, lambda p: len(p) == 2, "2 pods")
             await ready_all(client, old)
             await status_until(client, {"availableReplicas": 2})
             [old_hash] = hashes(old)
-            patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "img:2"}]}}}}
-            await client.patch(DEPLOYMENTS, "ctl", patch, namespace=NS, patch_type="strategic")
+            await client.patch(DEPLOYMENTS, "ctl", NEW_IMAGE, namespace=NS, patch_type="strategic")
             surged = await ws.pods_until(client, lambda p: len(p) == 3, "one surge pod")
             new = {n: p for n, p in surged.items() if n not in old}
             assert hashes(new) != {old_hash}
             await ws.pods_stay(client, lambda p: set(old) <= set(p), "old pods kept while the new one is unready")
-            for _ in range(4):  # each step: make the new pods ready, then an old one goes and a new one comes
+            for _ in range(6):  # each step: make the new pods ready, then an old one goes and a new one comes
                 found = await ws.pods(client)
                 if hashes(found) == hashes(new) and len(found) == 2:
                     break
                 assert len(found) <= 3, f"never more than replicas + maxSurge pods:\n  {ws.pod_table(found)}"
                 await ready_all(client, {n: p for n, p in found.items() if n not in old})
-                await ws.pods_until(client, lambda p, f=found: set(p) != set(f), "rollout progress")
+                before = set(found)
+                await ws.pods_until(client, lambda p: set(p) != before, "rollout progress")  # noqa: B023
             else:
                 raise AssertionError(f"rollout did not finish:\n  {ws.pod_table(await ws.pods(client))}")
+            new_hash = hashes(new).pop()
             deploy = await status_until(client, {"updatedReplicas": 2, "replicas": 2})
-            assert condition(deploy, "Progressing")["message"].startswith(f'ReplicaSet "ctl-{hashes(new).pop()}"')
+            assert condition(deploy, "Progressing")["message"].startswith(f'ReplicaSet "ctl-{new_hash}"')
+            rss = await replicasets(client)
+            assert {n: (r["spec"]["replicas"], r["metadata"]["annotations"][du.REVISION]) for n, r in rss.items()} \
+                == {f"ctl-{old_hash}": (0, "1"), f"ctl-{new_hash}": (2, "2")}
+            # rollout undo, as kubectl does it: the old ReplicaSet's template (hash label dropped) back on the Deployment
+            template = du.without_hash(rss[f"ctl-{old_hash}"]["spec"]["template"])
+            await client.patch(DEPLOYMENTS, "ctl", [{"op": "replace", "path": "/spec/template", "value": template}],
+                               namespace=NS, patch_type="json")
+            await ws.pods_until(client, lambda p: hashes(p) == {old_hash, new_hash}, "the old template's pods back")
+
+            def reused(obj: Obj | None) -> bool:
+                return bool(((obj or {}).get("metadata") or {}).get("annotations", {}).get(du.REVISION) == "3")
+            back = await ws.object_until(client, REPLICASETS, f"ctl-{old_hash}", reused, "revision 3")
+            assert back is not None and back["metadata"]["annotations"][du.REVISION_HISTORY] == "1"
+            assert len(await replicasets(client)) == 2, "no third ReplicaSet for a template seen before"
     ws.run(scenario)
 
 
-def test_recreate_deletes_old_pods_before_creating_new_ones() -> None:
+def test_recreate_scales_old_replicaset_to_zero_before_the_new_one_comes_up() -> None:
     async def scenario() -> None:
-        async with ws.sim_with(controller) as client:
+        async with ws.sim_with(*controllers()) as client:
             await client.create(DEPLOYMENTS, deployment(replicas=2, strategy={"type": "Recreate"}))
             old = await ws.pods_until(client, lambda p: len(p) == 2, "2 pods")
-            patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "img:2"}]}}}}
-            await client.patch(DEPLOYMENTS, "ctl", patch, namespace=NS, patch_type="strategic")
+            await client.patch(DEPLOYMENTS, "ctl", NEW_IMAGE, namespace=NS, patch_type="strategic")
             found = await ws.pods_until(client, lambda p: len(p) == 2 and not set(p) & set(old), "2 new pods")
             assert len(hashes(found)) == 1 and hashes(found) != hashes(old)
+            [old_rs] = [f"ctl-{h}" for h in hashes(old)]
+            scaled = await ws.events_until(client, "ctl", "ScalingReplicaSet", 3)
+            assert scaled[1] == f"Scaled down replica set {old_rs} from 2 to 0", scaled
+            assert scaled[2].startswith("Scaled up replica set ctl-") and scaled[2].endswith("from 0 to 2"), scaled
+    ws.run(scenario)
+
+
+def test_revision_history_limit_deletes_old_replicasets_at_zero() -> None:
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers()) as client:
+            await client.create(DEPLOYMENTS, deployment(replicas=1, revisionHistoryLimit=0,
+                                                        strategy={"type": "Recreate"}))
+            await ws.pods_until(client, lambda p: len(p) == 1, "1 pod")
+            await client.patch(DEPLOYMENTS, "ctl", NEW_IMAGE, namespace=NS, patch_type="strategic")
+            found = await ws.pods_until(client, lambda p: len(p) == 1 and "img:2" in str(p), "the new pod")
+            await ready_all(client, found)
+            await status_until(client, {"availableReplicas": 1, "updatedReplicas": 1})
+
+            async def one_left() -> bool:
+                return len(await replicasets(client)) == 1
+
+            async def describe() -> str:
+                return str(sorted(await replicasets(client)))
+            await ws.until(one_left, describe, "the old ReplicaSet deleted (revisionHistoryLimit 0)")
+    ws.run(scenario)
+
+
+def test_paused_deployment_does_not_roll_out_and_says_so() -> None:
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers()) as client:
+            await client.create(DEPLOYMENTS, deployment(replicas=1, paused=True))
+
+            def paused(obj: Obj | None) -> bool:
+                conds = ((obj or {}).get("status") or {}).get("conditions") or []
+                return any(c["type"] == "Progressing" and c["reason"] == "DeploymentPaused" for c in conds)
+            await ws.object_until(client, DEPLOYMENTS, "ctl", paused, "Progressing DeploymentPaused")
+            await ws.pods_stay(client, lambda p: not p, "no ReplicaSet, no pods while paused")
+            await client.patch(DEPLOYMENTS, "ctl", {"spec": {"paused": False}}, namespace=NS)
+            await ws.pods_until(client, lambda p: len(p) == 1, "the pod once resumed")
     ws.run(scenario)
 
 
 # --- the rollout arithmetic (no server) -------------------------------------------------------------
 
-def pod(name: str, hash_: str, *, ready: bool = True) -> Obj:
-    return {"metadata": {"name": name, "uid": name, "labels": {"pod-template-hash": hash_},
-                         "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": {}, "status": {"phase": "Running", "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False"}]}}
-
-
-def rollout(replicas: int, old: int, new: int, *, new_ready: bool = True, **rolling: Any) -> deploy_mod.Rollout:
-    body = deployment(replicas=replicas, strategy={"type": "RollingUpdate", "rollingUpdate": rolling})
+def rolling_deployment(replicas: int, **rolling_update: Any) -> Obj:
+    body = deployment(replicas=replicas, strategy={"type": "RollingUpdate", "rollingUpdate": rolling_update})
     body["metadata"].update(uid="u", generation=1)
-    current = deploy_mod.Rollout(body, []).hash
-    pods = [pod(f"old-{i}", "old") for i in range(old)] + [pod(f"new-{i}", current, ready=new_ready)
-                                                           for i in range(new)]
-    return deploy_mod.Rollout(body, pods)
+    return body
+
+
+def rs(name: str, replicas: int, available: int, created: str = "2026-01-01T00:00:00Z", revision: int = 1) -> Obj:
+    return {"metadata": {"name": name, "creationTimestamp": created, "generation": 1,
+                         "annotations": {du.REVISION: str(revision)}},
+            "spec": {"replicas": replicas}, "status": {"replicas": replicas, "availableReplicas": available,
+                                                       "observedGeneration": 1}}
 
 
 def test_fenceposts_round_surge_up_and_unavailable_down_and_never_both_zero() -> None:
-    assert rollout(3, 0, 0, maxSurge="25%", maxUnavailable="25%").fenceposts() == (1, 0)
-    assert rollout(3, 0, 0, maxSurge=0, maxUnavailable="10%").fenceposts() == (0, 1)
-    assert rollout(10, 0, 0, maxSurge="50%", maxUnavailable=3).fenceposts() == (5, 3)
+    assert du.fenceposts(rolling_deployment(3, maxSurge="25%", maxUnavailable="25%")) == (1, 0)
+    assert du.fenceposts(rolling_deployment(3, maxSurge=0, maxUnavailable="10%")) == (0, 1)
+    assert du.fenceposts(rolling_deployment(10, maxSurge="50%", maxUnavailable=3)) == (5, 3)
 
 
-def test_rollout_plan_surges_first_then_deletes_old_pods_within_max_unavailable() -> None:
-    assert rollout(4, 4, 0, maxSurge=1, maxUnavailable=1).plan().create == 1
-    unready_new = rollout(4, 4, 1, new_ready=False, maxSurge=1, maxUnavailable=1).plan()
-    assert [p["metadata"]["name"] for p in unready_new.delete] == ["old-0"]
-    assert rollout(4, 4, 1, new_ready=False, maxSurge=1, maxUnavailable=0).plan().delete == []
-    done = rollout(4, 0, 5, maxSurge=1, maxUnavailable=0).plan()
-    assert (done.create, len(done.delete)) == (0, 1)
+def test_new_replicaset_grows_within_max_surge() -> None:
+    """NewRSNewReplicas: replicas + maxSurge pods in all, never more than replicas in the new one."""
+    d = rolling_deployment(4, maxSurge=1, maxUnavailable=1)
+    old = rs("old", 4, 4)
+    new = rs("new", 0, 0, created="2026-01-02T00:00:00Z")
+    assert rolling.reconcile_new(d, [old, new], new) == 1
+    assert rolling.reconcile_new(d, [rs("old", 3, 3), rs("new", 1, 0)], rs("new", 1, 0)) == 2
+    assert rolling.reconcile_new(d, [rs("old", 0, 0), rs("new", 5, 5)], rs("new", 5, 5)) == 4
+    assert rolling.reconcile_new(d, [old, rs("new", 1, 0)], rs("new", 1, 0)) is None
+
+
+def test_old_replicasets_shrink_unhealthy_first_then_within_max_unavailable() -> None:
+    d = rolling_deployment(4, maxSurge=1, maxUnavailable=1)
+    new = rs("new", 1, 0, created="2026-01-02T00:00:00Z")
+    # 5 pods, 3 must stay available, the new one is not: one old pod may go
+    assert rolling.reconcile_old(d, [rs("old", 4, 4), new], [rs("old", 4, 4)], new) == {"old": 3}
+    # with maxUnavailable 0 nothing goes until the new pod is available
+    strict = rolling_deployment(4, maxSurge=1, maxUnavailable=0)
+    assert rolling.reconcile_old(strict, [rs("old", 4, 4), new], [rs("old", 4, 4)], new) == {}
+    # unavailable old pods go first, as far as replicas + maxSurge - minAvailable lets (5 - 4 = 1), even though
+    # only 3 pods are available: removing an unavailable pod costs no availability
+    sick = rs("old", 4, 2)
+    assert rolling.reconcile_old(strict, [sick, rs("new", 1, 1)], [sick], rs("new", 1, 1)) == {"old": 3}
+
+
+def test_find_new_ignores_the_hash_label_and_revisions_count_up() -> None:
+    d = deployment()
+    d["metadata"]["uid"] = "u"
+    body = du.new_replicaset(d, "abc", du.next_revision([rs("a", 0, 0, revision=4)]), 2)
+    assert body["metadata"]["name"] == "ctl-abc" and body["metadata"]["annotations"][du.REVISION] == "5"
+    assert body["spec"]["template"]["metadata"]["labels"] == {"app": "ctl", "pod-template-hash": "abc"}
+    new, old = du.find_new(d, [rs("x", 0, 0), body])
+    assert new is body and [o["metadata"]["name"] for o in old] == ["x"]
+    taken_back = du.synced_annotations(d, {"metadata": {"annotations": {du.REVISION: "1"}}}, 3)
+    assert (taken_back[du.REVISION], taken_back[du.REVISION_HISTORY]) == ("3", "1")
+
+
+def test_cleanup_keeps_revision_history_limit_old_replicasets_at_zero() -> None:
+    d = deployment(revisionHistoryLimit=1)
+    old = [rs("r1", 0, 0, revision=1), rs("r2", 0, 0, revision=2), rs("r3", 1, 1, revision=3)]
+    assert [r["metadata"]["name"] for r in du.cleanable(d, old)] == ["r1", "r2"]
+    assert du.cleanable(deployment(revisionHistoryLimit=1), [rs("r1", 1, 1), rs("r2", 0, 0, revision=2)]) == []
