@@ -1,10 +1,13 @@
 """`lwsconf run`: the conformance suite, taking the same options as `pytest conformance/`.
 
 The suite (`conformance/`) and its pytest plugin (`fixtures/`) live beside the `lwsconf` package in the
-source tree: they are test code, run by pytest, and are not part of the importable package. `lwsconf
-run` therefore needs a source checkout installed in editable mode (what `make` creates); it finds the
-checkout from the package's own location, runs pytest on the suite in a child process with the user's
-arguments, and returns pytest's exit status (0 passed, 1 tests failed, 2 interrupted, 4 usage error).
+source tree: they are test code, run by pytest, and are not importable packages of the installation. A
+source checkout installed in editable mode (what `make` creates) runs them in place; a wheel carries the
+same files in `lwsconf/_suite/` (copied there by `setup.py` at build time), so `pip install lwsconf` then
+`lwsconf run` works from any directory. Either way the suite's folder is pytest's rootdir, which puts it
+on `sys.path`, so the suite imports `conformance` and `fixtures` the same way. `lwsconf run` runs pytest
+on the suite in a child process with the user's arguments, and returns pytest's exit status (0 passed,
+1 tests failed, 2 interrupted, 4 usage error). Reports go to `reports/` under the current directory.
 
 Ctrl-C reaches the child too (same process group), and every SIGINT, SIGTERM or SIGHUP sent to this
 process alone is passed on to it (the child counts a signal it gets both ways once, `lwsconf.shutdown`):
@@ -44,20 +47,40 @@ Reports go to reports/<run>/ and reports/latest/ (junit.xml, conformance-report.
 """
 
 
+INSTALLED_SUITE = "_suite"
+"""The folder of the `lwsconf` package that holds the suite in a wheel (see setup.py)."""
+
+
+def _holds_suite(root: Path) -> bool:
+    return (root / "conformance" / "conftest.py").is_file() and (root / "fixtures" / "plugin.py").is_file()
+
+
 def suite_root(package_file: str | None = None) -> Path | None:
-    """The source checkout holding `conformance/` and `fixtures/`, or None when lwsconf is not run from one."""
-    root = Path(package_file or lwsconf.__file__).resolve().parents[1]
-    if (root / "conformance" / "conftest.py").is_file() and (root / "fixtures" / "plugin.py").is_file():
-        return root
+    """Where `conformance/` and `fixtures/` are: the source checkout lwsconf runs from, else the copy a
+    wheel installed in `lwsconf/_suite/`; None when neither holds them (a broken or partial install)."""
+    package = Path(package_file or lwsconf.__file__).resolve().parent
+    for root in (package.parent, package / INSTALLED_SUITE):
+        if _holds_suite(root):
+            return root
     return None
 
 
+def is_installed_suite(root: Path) -> bool:
+    """Whether `root` is a wheel's copy of the suite (in site-packages) rather than a source checkout."""
+    return root.name == INSTALLED_SUITE and root.parent.name == "lwsconf"
+
+
 def pytest_command(root: Path, args: Sequence[str], python: str = sys.executable) -> list[str]:
-    """The pytest invocation for the suite: the user's arguments, plus `-n 2` when they choose no workers."""
+    """The pytest invocation for the suite: the user's arguments, plus `-n 2` when they choose no workers.
+
+    An installed suite also runs without pytest's cache plugin, which would otherwise write
+    `.pytest_cache/` into site-packages (often read-only), and with `-p no:...` nothing else changes.
+    """
     chooses_workers = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist"
                           for a in args)
     workers = [] if chooses_workers else ["-n", DEFAULT_WORKERS]
-    return [python, "-m", "pytest", str(root / "conformance"), "--rootdir", str(root), *workers, *args]
+    installed = ["-p", "no:cacheprovider"] if is_installed_suite(root) else []
+    return [python, "-m", "pytest", str(root / "conformance"), "--rootdir", str(root), *installed, *workers, *args]
 
 
 def main(args: Sequence[str]) -> int:
@@ -66,9 +89,10 @@ def main(args: Sequence[str]) -> int:
         return 0
     root = suite_root()
     if root is None:
-        print("lwsconf run: the conformance suite is not installed with this lwsconf: it needs a source checkout "
-              "(git clone the lwsconf repository, then `make conformance`, or `pip install -e .` and "
-              "`lwsconf run` from there)", file=sys.stderr)
+        print("lwsconf run: the conformance suite is not installed with this lwsconf (no lwsconf/_suite/ beside "
+              "the package and no source checkout around it): reinstall from a wheel built by `python -m build` "
+              "or `pip wheel .`, or use a source checkout (git clone the lwsconf repository, then `make "
+              "conformance`)", file=sys.stderr)
         return 2
     shutdown.run_id()  # one LWSCONF_RUN_ID for this process and everything pytest starts
     child = subprocess.Popen(pytest_command(root, args))

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lwsconf import project_files
+
 SOURCE_ENV = "LWSCONF_CONTROLPLANE_SRC"
 """Overrides where the `controlplane/` folder of Go modules is (default: beside the lwsconf package)."""
 
@@ -55,8 +57,8 @@ def resolve(version: str | None) -> Release:
 
 
 def source_root() -> Path:
-    """The `controlplane/` folder of Go modules: $LWSCONF_CONTROLPLANE_SRC, else the checkout's."""
+    """The `controlplane/` folder of Go modules: $LWSCONF_CONTROLPLANE_SRC, else the checkout's (or an installed wheel's copy)."""
     override = os.environ.get(SOURCE_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "controlplane"
+    return project_files.project_dir("controlplane")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf import __version__, profiles
+from lwsconf import __version__, profiles, suite_identity
 from lwsconf.conformance import Outcome
 from lwsconf.report import build, html, junit, schema, stop, summary_md, yaml_writer
 from lwsconf.report.build import COMPLETED, RunStop
@@ -285,7 +285,8 @@ class Collector:
             lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
             environment=facts.environment, run_id=ctx.run_id, tests=tests,
             profiles=tuple(build.profile_report(p, tests, self.supported(), end) for p in ctx.profiles),
-            interrupted=end.interrupted, stop_reason=end.reason, run_error=end.run_error)
+            interrupted=end.interrupted, stop_reason=end.reason, run_error=end.run_error,
+            suite_commit=suite_identity.suite_commit())
 
     def run_end(self, session: pytest.Session, exitstatus: int) -> RunStop:
         """How this session ended, from its exit status, stop requests and recorded errors."""

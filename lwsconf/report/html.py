@@ -104,7 +104,7 @@ def _header(report: schema.Report) -> list[str]:
              ("Node image", env.node_image + (" (simulated)" if "node image" in env.simulated else "")),
              ("GPU", (env.gpu_product or "none") + (" (simulated)" if "GPUs" in env.simulated else "")),
              ("LWS API", report.lws_api_version),
-             ("lwsconf", report.lwsconf_version),
+             ("lwsconf", report.suite_label),
              ("Built from", " · ".join(f"{k} {v}" for k, v in impl.source))]
     dl = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts if v)
     result = summary_md.overall(report).value

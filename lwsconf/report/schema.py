@@ -270,6 +270,13 @@ class Report:
     """One line: why the run stopped early ("" when it completed)."""
     run_error: str = ""
     """One line: why the run failed as a whole (e.g. the implementation never became ready), "" otherwise."""
+    suite_commit: str = ""
+    """The commit the suite's files came from (`lwsconf.suite_identity`), "" when unknown."""
+
+    @property
+    def suite_label(self) -> str:
+        """The lwsconf version and, when known, the suite's short commit: "0.1.0 (suite 4876f7b0a1c2)"."""
+        return self.lwsconf_version + (f" (suite {self.suite_commit[:12]})" if self.suite_commit else "")
 
     @property
     def unfinished(self) -> int:
@@ -291,8 +298,9 @@ class Report:
             out |= {"interrupted": True, "stopReason": self.stop_reason}
         return out | {
             "implementation": self.implementation.to_dict(), "date": self.date,
-            "lwsconfVersion": self.lwsconf_version, "lwsAPIVersion": self.lws_api_version,
-            "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
+            "lwsconfVersion": self.lwsconf_version,
+            **({"suiteCommit": self.suite_commit} if self.suite_commit else {}),
+            "lwsAPIVersion": self.lws_api_version, "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
             "profiles": [p.to_dict() for p in self.profiles], "tests": [t.to_dict() for t in self.tests]}
 
     @classmethod
@@ -313,7 +321,8 @@ class Report:
                    run_id=str(data.get("runId", "")), api_version=api_version, kind=kind,
                    interrupted=_get(data, "interrupted", bool, where) if "interrupted" in data else False,
                    stop_reason=_get(data, "stopReason", str, where) if "stopReason" in data else "",
-                   run_error=_get(data, "runError", str, where) if "runError" in data else "")
+                   run_error=_get(data, "runError", str, where) if "runError" in data else "",
+                   suite_commit=_get(data, "suiteCommit", str, where) if "suiteCommit" in data else "")
 
 
 def _indexed(items: Sequence[Any], name: str, parse: Any) -> tuple[Any, ...]:

@@ -80,7 +80,7 @@ def _others(report: schema.Report) -> str:
 def _footer(report: schema.Report) -> str:
     env = report.environment
     sim = " (simulated)"
-    parts = [f"lwsconf {report.lwsconf_version}", f"backend {report.backend}", f"Kubernetes {env.kubernetes_version}",
+    parts = [f"lwsconf {report.suite_label}", f"backend {report.backend}", f"Kubernetes {env.kubernetes_version}",
              f"{env.node_count} node(s) ({env.node_image}{sim if 'node image' in env.simulated else ''})",
              f"LWS API {report.lws_api_version}"]
     if env.gpu_product:

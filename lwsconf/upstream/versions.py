@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lwsconf import project_files
+
 MODULE = "sigs.k8s.io/lws"
 MAIN_PACKAGE = "sigs.k8s.io/lws/cmd"
 SOURCE_ENV = "LWSCONF_UPSTREAM_SRC"
@@ -97,8 +99,8 @@ def describe(source: Source) -> str:
 
 
 def source_root() -> Path:
-    """The `upstream/` folder of Go modules: $LWSCONF_UPSTREAM_SRC, else the checkout's."""
+    """The `upstream/` folder of Go modules: $LWSCONF_UPSTREAM_SRC, else the checkout's (or an installed wheel's copy)."""
     override = os.environ.get(SOURCE_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "upstream"
+    return project_files.project_dir("upstream")

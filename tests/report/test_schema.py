@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lwsconf.conformance import Outcome
-from lwsconf.report import schema, yaml_writer
+from lwsconf.report import schema, summary_md, yaml_writer
 
 SCHEMA_FILE = Path(schema.__file__).with_name("report.schema.json")
 
@@ -68,7 +68,8 @@ def full_report(report: schema.Report) -> schema.Report:
                    implementation=replace(report.implementation, source=source),
                    environment=replace(report.environment, simulated=("node image", "GPUs")),
                    interrupted=True, stop_reason="KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)",
-                   run_error="implementation reference never became ready: WaitTimeout: CRD not Established")
+                   run_error="implementation reference never became ready: WaitTimeout: CRD not Established",
+                   suite_commit="4876f7b0a1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6-dirty")
 
 
 def test_every_optional_field_round_trips_through_yaml(report: schema.Report) -> None:
@@ -80,11 +81,18 @@ def test_every_optional_field_round_trips_through_yaml(report: schema.Report) ->
 
 def test_older_reports_without_the_optional_fields_still_read(report: schema.Report) -> None:
     data = report.to_dict()
-    for key in ("runError", "interrupted", "stopReason"):
+    for key in ("runError", "interrupted", "stopReason", "suiteCommit"):
         assert key not in data
     assert "caseId" not in data["tests"][0] and "simulated" not in data["environment"]
     back = schema.Report.from_dict(data)
     assert (back.interrupted, back.stop_reason, back.run_error, back.tests[0].case_id) == (False, "", "", "")
+    assert (back.suite_commit, back.suite_label) == ("", back.lwsconf_version)
+
+
+def test_the_suite_commit_is_shown_short_beside_the_version(report: schema.Report) -> None:
+    full = full_report(report)
+    assert full.suite_label == f"{report.lwsconf_version} (suite 4876f7b0a1c2)"
+    assert f"lwsconf {full.suite_label}" in summary_md.render(full)
 
 
 def test_json_schema_and_dataclasses_name_the_same_fields(

@@ -1,0 +1,25 @@
+"""Where the top-level folders of the lwsconf source tree are, in a checkout and in an installed wheel.
+
+`manifests/` (our CRD and policies, the device plugin DaemonSet), `controlplane/` and `upstream/` (the
+pinned go.mod/go.sum the real components are built from) sit beside the `lwsconf` package in a checkout.
+A wheel carries them in `lwsconf/_suite/` with the suite (setup.py), so the same code finds them both ways.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lwsconf
+
+SHIPPED = ("manifests", "controlplane", "upstream")
+"""The folders setup.py copies into the wheel besides the suite itself."""
+
+
+def project_dir(name: str, package_dir: Path | None = None) -> Path:
+    """The folder `name` of the source tree: the checkout's, else the wheel's copy; when neither exists,
+    the checkout path, so the caller's "missing file" error names where it looked."""
+    package = package_dir or Path(lwsconf.__file__).resolve().parent
+    for base in (package.parent, package / "_suite"):
+        if (base / name).is_dir():
+            return base / name
+    return package.parent / name
