@@ -92,10 +92,6 @@ spec:
 COUNTER = "import time\nfor i in range(8):\n    print('count', i, flush=True)\n    time.sleep(0.4)"
 """A container that prints for about 3 s then exits: `logs -f` follows it to its end."""
 
-CP_REFUSED = ("kubectl cp runs `tar` in the container over exec; the sim runs only Python and a few "
-              "read-only commands (cat, ls, ...) there, never a binary that writes files (runtime.EXEC_COMMANDS), "
-              "so cp is refused with that reason. A real cluster copies the file.")
-
 EXPLAIN_BUILTIN = ("kubectl explain of a built-in kind reads the kind's schema, tagged with its GVK, from the "
                    "server's OpenAPI v3 documents. The sim serves Kubernetes' own documents once they are installed "
                    "(`lwsconf sim openapi fetch`, run by make test; a starting sim installs them itself from a warm "
@@ -182,8 +178,13 @@ JOURNEY: tuple[Step, ...] = (
     step("port-forward", "pod/box", ":8080", kind=PORT_FORWARD, expect=r"Directory listing for /"),
     step("logs", "box", expect=r'"GET / HTTP/1\.1" 200'),
     step("logs", "box", "--tail=1", expect=r'\A[^\n]*"GET / HTTP/1\.1" 200[^\n]*\n\Z'),
-    step("cp", "{tmp}/note.txt", "box:/tmp/note.txt", code=1, expect=r"the sim does not run \['tar'\]",
-         known=CP_REFUSED),
+    # cp is tar over exec (`tar -xmf - -C /tmp` fed on stdin, `tar cf - PATH` read back), run in the container's root.
+    step("cp", "{tmp}/note.txt", "box:/tmp/note.txt", expect=r"\A\Z"),
+    step("exec", "box", "--", "cat", "/tmp/note.txt", expect=r"\Acopied by kubectl cp\n\Z"),
+    step("cp", "box:/tmp/note.txt", "{tmp}/back/note.txt", expect=r"\Atar: Removing leading `/' from member names\n\Z"),
+    # What came back is the same file: copied in again under another name and read in the pod.
+    step("cp", "{tmp}/back/note.txt", "box:/tmp/back.txt", expect=r"\A\Z"),
+    step("exec", "box", "--", "cat", "/tmp/back.txt", expect=r"\Acopied by kubectl cp\n\Z"),
     step("run", "counter", f"--image={IMAGE}", "--restart=Never", "--", "python", "-c", COUNTER,
          expect=r"^pod/counter created$"),
     step("wait", "--for=condition=Ready", "pod/counter", WAIT, expect=r"condition met"),

@@ -102,7 +102,7 @@ def test_everyday_kubectl_journey_on_the_real_control_plane(binary: Path, releas
     """The same journey on `--cluster=local` (real kube-apiserver and controllers, the sim's nodes).
 
     The API-side known differences meet their `real` answer here, which checks what the data claims a real
-    cluster does; the node-side ones (cp) are the same as on the sim.
+    cluster does; the node-side steps (exec, port-forward, logs, cp) are served by the sim's nodes as on the sim.
     """
     _binaries_or_skip(release)
     with LocalCluster(release) as local:
