@@ -14,6 +14,7 @@ from lwsconf.fidelity.corpus import (
     crd,
     crud,
     deletion,
+    openapi,
     patches,
     policies,
     requests,
@@ -26,7 +27,7 @@ from lwsconf.fidelity.corpus import (
 from lwsconf.fidelity.model import Scenario
 
 MODULES = (crud, crd, patches, apply, selectors, versions, watch, deletion, subresources, policies, requests,
-           webhooks, controllers, batch)
+           webhooks, controllers, batch, openapi)
 
 
 def all_scenarios() -> list[Scenario]:

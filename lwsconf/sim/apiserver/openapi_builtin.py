@@ -54,16 +54,47 @@ def resource_of_path(key: str, path: str) -> str | None:
     return rest.split("/")[0]
 
 
+UNSERVED_MEDIA_TYPES = frozenset({"application/cbor", "application/cbor-seq", "application/apply-patch+cbor"})
+"""Listed by the published files (generated with every serializer), but neither the sim nor kube-apiserver 1.37
+with its default feature gates (CBORServingAndStorage off) serves CBOR, and a live 1.37.2 lists none of them
+(measured: GET /openapi/v3/apis/apps/v1 on the real control plane)."""
+
+
 def filter_paths(key: str, doc: dict[str, Any], plurals: Iterable[str]) -> dict[str, Any]:
     """`doc` with `paths` limited to the group-version's root and the given resources; components as they are.
 
     The components stay whole: they are the group-version's types (a served kind's schema refers to
     shared ones), and a type nobody serves is harmless there, as in kube-apiserver's own documents.
+    Operations lose the media types in `UNSERVED_MEDIA_TYPES`, so a client picks one the sim speaks.
     """
     served = set(plurals)
-    paths = {p: item for p, item in doc.get("paths", {}).items()
+    paths = {p: _without_unserved_media(item) for p, item in doc.get("paths", {}).items()
              if (plural := resource_of_path(key, p)) is None or plural in served}
     return {**doc, "paths": paths}
+
+
+def served_document(key: str, doc: dict[str, Any], plurals: Iterable[str], release: str) -> dict[str, Any]:
+    """What the sim sends for `doc`: `filter_paths`, and `info.version` as a live server words it.
+
+    The published files say `unversioned`; kube-apiserver writes its major.minor (`1.37` for `v1.37.2`).
+    """
+    out = filter_paths(key, doc, plurals)
+    major_minor = ".".join(release.removeprefix("v").split(".")[:2])
+    out["info"] = {**out.get("info", {}), "version": major_minor}
+    return out
+
+
+def _without_unserved_media(item: Any) -> Any:
+    """A path item with `UNSERVED_MEDIA_TYPES` left out of every request body and response (copies, no mutation)."""
+    if not isinstance(item, dict):
+        return item
+    out: dict[str, Any] = {}
+    for name, value in item.items():
+        if name == "content" and isinstance(value, dict):
+            out[name] = {media: v for media, v in value.items() if media not in UNSERVED_MEDIA_TYPES}
+        else:
+            out[name] = _without_unserved_media(value)
+    return out
 
 
 def body_hash(body: bytes) -> str:
@@ -104,7 +135,7 @@ class BuiltinSpecs:
                 if raw is None:
                     self._served[wanted] = None
                 else:
-                    doc = filter_paths(key, json.loads(raw), wanted[1])
+                    doc = served_document(key, json.loads(raw), wanted[1], self.version)
                     body = json.dumps(doc, separators=(",", ":")).encode()
                     self._served[wanted] = (body, body_hash(body))
             return self._served[wanted]

@@ -79,7 +79,7 @@ def fixture_specs(docs: dict[str, dict[str, Any]] | None = None) -> tuple[Builti
         asked.append(key)
         return json.dumps(docs[key]).encode()
 
-    return BuiltinSpecs("vtest", docs, load), asked
+    return BuiltinSpecs("v9.8.7", docs, load), asked
 
 
 # --- pure: names, filtering, caching, index ---------------------------------------------------------------------
@@ -120,6 +120,22 @@ def test_only_served_resources_keep_their_paths_and_components_stay_whole() -> N
     assert kept["components"] == doc["components"] and len(doc["paths"]) == 3, "the input is not changed"
 
 
+def test_media_types_nobody_serves_are_left_out() -> None:
+    """The published files list CBOR for every operation; a live kube-apiserver 1.37 (and the sim) none."""
+    json_and_cbor = {"application/json": {"schema": {}}, "application/cbor": {"schema": {}},
+                     "application/cbor-seq": {}, "application/apply-patch+cbor": {}, "application/yaml": {}}
+    doc = {"info": {"title": "T", "version": "unversioned"}, "paths": {"/apis/apps/v1/deployments": {
+        "get": {"responses": {"200": {"content": json_and_cbor}}},
+        "post": {"requestBody": {"content": json_and_cbor}, "parameters": [{"name": "content"}]}}}}
+    out = openapi_builtin.served_document("apis/apps/v1", doc, ["deployments"], "v1.37.2")
+    item = out["paths"]["/apis/apps/v1/deployments"]
+    assert list(item["get"]["responses"]["200"]["content"]) == ["application/json", "application/yaml"]
+    assert list(item["post"]["requestBody"]["content"]) == ["application/json", "application/yaml"]
+    assert item["post"]["parameters"] == [{"name": "content"}]
+    assert out["info"] == {"title": "T", "version": "1.37"}
+    assert "application/cbor" in doc["paths"]["/apis/apps/v1/deployments"]["get"]["responses"]["200"]["content"]
+
+
 def test_served_bytes_are_cached_and_hashed_as_sent() -> None:
     specs, asked = fixture_specs()
     body, digest = specs.body_and_hash(APPS, ["deployments"]) or (b"", "")
@@ -138,7 +154,7 @@ def test_index_and_documents_use_upstream_for_built_ins_and_generate_the_rest() 
     assert index[APPS]["serverRelativeURL"] == f"/openapi/v3/{APPS}?hash={apps_hash}"
     assert index["api/v1"] == openapi.openapi_index(registry)["paths"]["api/v1"], "no document: generated"
     doc = openapi.openapi_group_version(registry, "apps", "v1", specs)
-    assert doc is not None and doc["info"] == {"title": "test", "version": "test"}
+    assert doc is not None and doc["info"] == {"title": "test", "version": "9.8"}, "major.minor, as a live server"
     deployment = doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
     assert deployment["x-kubernetes-group-version-kind"] == [{"group": "apps", "version": "v1", "kind": "Deployment"}]
     assert openapi.openapi_group_version_body(registry, "apps", "v1", specs) == json.dumps(
