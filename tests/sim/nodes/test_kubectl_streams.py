@@ -143,9 +143,12 @@ def test_kubectl_cp_both_ways_and_into_volumes(tmp_path: Path, release: versions
             for target in ("/tmp/note.txt", "/cache/note.txt"):
                 await ok("cp", str(local / "note.txt"), f"p:{target}")
                 assert await ok("exec", "p", "--", "cat", target) == "a note\n"
+            await ok("exec", "p", "--", "python", "-c", "import os; os.remove('/cache/note.txt')")
             code, out, err = await kubectl(binary, config, "cp", str(local / "note.txt"), "p:/locked/note.txt")
             assert code == 2 and "tar: note.txt: Cannot open: Read-only file system" in err, (code, out, err)
 
+            await ok("cp", "--no-preserve", str(local / "note.txt"), "p:/cache")  # an existing directory: into it
+            assert await ok("exec", "p", "--", "cat", "/cache/note.txt") == "a note\n"
             await ok("cp", "p:/tmp/note.txt", str(tmp_path / "back.txt"))
             assert (tmp_path / "back.txt").read_text() == "a note\n"
             await ok("cp", str(local / "tree"), "p:/tmp/tree")               # a directory: -r is implicit
