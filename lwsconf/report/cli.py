@@ -8,7 +8,8 @@
 
 Exit status, for CI gating: `show` exits 1 when a test of a claimed profile failed, a claimed profile
 is not-run (none of its tests executed), or the run was interrupted or failed as a whole (and, with
---gate-on-skips, when a core test was skipped or not supported), 0 otherwise; `compare` exits 0.
+--gate-on-skips, when a core test was skipped or not supported), 0 otherwise; `compare` exits 0, or with
+--fail-on-regression 1 when a test that succeeded in the first (baseline) report failed in the last.
 Both exit 2 with a one-line message when a report cannot be read. `add_parser`/`run` plug this into
 the main `lwsconf` command; `main` runs it alone (`python -m lwsconf.report.cli`).
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.report import build, implementations, schema, summary_md, yaml_writer
+from lwsconf.report import build, compare, implementations, schema, summary_md, yaml_writer
 
 __all__ = ["add_parser", "main", "read_report", "run"]
 
@@ -48,6 +49,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     cmp.add_argument("--divergences", type=Path, default=None, metavar="YAML",
                      help="the known-divergence table (conformance/divergences.yaml): each known divergence on the "
                           "page gives its evidence and links to its row")
+    cmp.add_argument("--fail-on-regression", action="store_true",
+                     help="exit 1 when a test that SUCCEEDED in the first report FAILED or was INTERRUPTED in the "
+                          "last one (a CI gate against a stored baseline report)")
     cmp.add_argument("--not-run", nargs=3, action="append", default=[], metavar=("RUN", "LABEL", "REASON"),
                      help="a run that may not have been made yet: when RUN has no report, its column is LABEL, "
                           "'not run' and REASON instead of an error (repeatable)")
@@ -128,7 +132,15 @@ def _compare(args: argparse.Namespace) -> int:
                 runs, table, divergences_link=_link(args.divergences, args.html), generated=generated))
     except OSError as exc:
         raise ValueError(f"cannot write {exc.filename}: {exc.strerror}; choose a writable path") from None
-    return 0
+    if not args.fail_on_regression:
+        return 0
+    first, last = runs[0].report, runs[-1].report
+    if first is None or last is None or len(runs) < 2:
+        raise ValueError("--fail-on-regression compares the first report (the baseline) with the last: pass two "
+                         "reports that exist, e.g. baseline.yaml reports/latest")
+    found = compare.regressions(first, last)
+    print("".join(f"regression: {line}\n" for line in found) or "regressions: none\n", end="")
+    return 1 if found else 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -122,3 +122,16 @@ def render_html(reports: Sequence[schema.Report]) -> str:
         "text-align:left}tr.profile td{border-top:2px solid #57606a}</style></head><body>",
         "<h1>LWS conformance: feature matrix</h1>", f"<table><thead><tr><th>Feature</th>{head}</tr></thead>",
         "<tbody>", *body, "</tbody></table></body></html>", ""])
+
+
+REGRESSED = (Outcome.FAILED, Outcome.INTERRUPTED)
+"""What a test that SUCCEEDED in the baseline must not become for `compare --fail-on-regression` (a skip or a
+not-supported test follows from the run's claims, which the gate of `report show` judges)."""
+
+
+def regressions(baseline: schema.Report, current: schema.Report) -> list[str]:
+    """One line per test that SUCCEEDED in `baseline` and FAILED or was INTERRUPTED in `current`, matched by
+    name (parametrised cases included)."""
+    before = {t.name: t.result for t in baseline.tests}
+    return [f"{t.name}: {before[t.name].value} -> {t.result.value}" for t in current.tests
+            if before.get(t.name) is Outcome.SUCCEEDED and t.result in REGRESSED]

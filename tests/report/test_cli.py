@@ -123,3 +123,18 @@ def test_show_piped_into_a_reader_that_leaves_early_keeps_its_status_and_prints_
     proc.stdout.close()  # as `| head -1` does once it has its line
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 1 and "Traceback" not in err, err
+
+
+def test_compare_fails_on_regression_against_a_baseline_only(
+        report: schema.Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The GitHub Action's `baseline` input: a test that passed in the stored report and fails now fails the
+    job; a failure the baseline already had does not."""
+    failing = yaml_writer.write(report, tmp_path / "failing.yaml")
+    fixed = yaml_writer.write(passing(report), tmp_path / "fixed.yaml")
+    assert cli.main(["report", "compare", "--fail-on-regression", str(failing), str(failing)]) == 0
+    assert capsys.readouterr().out.endswith("regressions: none\n")
+    assert cli.main(["report", "compare", "--fail-on-regression", str(fixed), str(failing)]) == 1
+    assert f"regression: {sample.ROLL}: SUCCEEDED -> FAILED\n" in capsys.readouterr().out
+    assert cli.main(["report", "compare", "--fail-on-regression", str(failing), str(fixed)]) == 0
+    assert cli.main(["report", "compare", "--fail-on-regression", str(fixed)]) == 2
+    assert "pass two reports" in capsys.readouterr().err
