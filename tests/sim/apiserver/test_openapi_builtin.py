@@ -386,3 +386,103 @@ def test_kubectl_apply_patches_by_the_served_merge_keys(sim_with_fixture_docs: S
     assert patch.content_type == "application/strategic-merge-patch+json"
     got = sim.request("GET", "/apis/apps/v1/namespaces/default/deployments/web").json()
     assert [e["name"] for e in got["spec"]["template"]["spec"]["containers"][0]["env"]] == ["A", "C"]
+
+
+# --- real kubectl against Kubernetes' documents, when installed -----------------------------------------------------
+
+SMP_FIRST = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: smp, labels: {a: "1"}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: smp}}
+  template:
+    metadata: {labels: {app: smp}}
+    spec:
+      volumes: [{name: v1, emptyDir: {}}, {name: v2, emptyDir: {}}]
+      tolerations: [{key: k1, operator: Exists}]
+      containers:
+      - {name: a, image: "img:1", ports: [{containerPort: 80, name: http}, {containerPort: 81, protocol: UDP}],
+         env: [{name: E1, value: "1"}, {name: E2, value: "2"}],
+         volumeMounts: [{name: v1, mountPath: /v1}, {name: v2, mountPath: /v2}]}
+      - {name: b, image: "img:2", args: ["x", "y"]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: smp}
+spec:
+  selector: {app: smp}
+  ports: [{name: p80, port: 80, targetPort: 80}, {name: p81, port: 81, protocol: UDP}]
+"""
+SMP_SECOND = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: smp, labels: {b: "2"}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: smp}}
+  template:
+    metadata: {labels: {app: smp}}
+    spec:
+      volumes: [{name: v2, emptyDir: {}}, {name: v3, configMap: {name: cm}}]
+      tolerations: [{key: k2, operator: Exists}]
+      containers:
+      - {name: b, image: "img:3", args: ["z"]}
+      - {name: a, image: "img:1", ports: [{containerPort: 81, protocol: UDP}, {containerPort: 82}],
+         env: [{name: E2, value: "two"}, {name: E3, value: "3"}],
+         volumeMounts: [{name: v2, mountPath: /v2}, {name: v3, mountPath: /v3}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: smp}
+spec:
+  selector: {app: smp}
+  ports: [{name: p81, port: 81, protocol: UDP}, {name: p90, port: 90, targetPort: 9090}]
+"""
+
+
+@pytest.fixture
+def sim_with_upstream_docs(tmp_path: Path) -> Iterator[SimAPI]:
+    specs = openapi_cache.installed()
+    if specs is None:
+        pytest.skip(f"Kubernetes' OpenAPI documents are not installed: run `{openapi_cache.FETCH_COMMAND}`")
+    sim, loop = start_sim_api(tmp_path, openapi_specs=specs)
+    yield sim
+    sim.api.close()  # type: ignore[no-untyped-call]
+    loop.run(sim.server.stop())
+    loop.stop()
+
+
+@pytest.mark.kubectl
+def test_kubectl_apply_by_kubernetes_merge_keys_ends_as_on_kube_apiserver(sim_with_upstream_docs: SimAPI,
+                                                                         tmp_path: Path) -> None:
+    """Two applies around another writer's strategic patch: containers reordered by name, ports keyed by
+    containerPort (Service ports by port), env and volumeMounts by name/mountPath, tolerations and labels
+    replaced per last-applied, the other writer's env E9 kept. The expected objects are what kube-apiserver
+    1.37.2 left after the same commands with kubectl 1.37.2 (measured on the real control plane, 2026-12-03)."""
+    sim = sim_with_upstream_docs
+    box = kubectl_on_sim.KubectlOnSim(sim, tmp_path / "home")
+    kubectl_on_sim.kubectl_path()
+    first = box("apply", "-f", "-", stdin=SMP_FIRST)
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    other = box("patch", "deployment", "smp", "--type=strategic", "-p", json.dumps({"spec": {"template": {"spec": {
+        "containers": [{"name": "a", "env": [{"name": "E9", "value": "9"}]}],
+        "tolerations": [{"key": "k9", "operator": "Exists"}]}}}}))
+    assert other.returncode == 0, other.stderr
+    second = box("apply", "-f", "-", stdin=SMP_SECOND)
+    assert (second.returncode, second.stdout.split("\n")[:2], second.stderr) == (
+        0, ["deployment.apps/smp configured", "service/smp configured"], "")
+
+    deployment = sim.request("GET", "/apis/apps/v1/namespaces/default/deployments/smp").json()
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["metadata"]["labels"] == {"b": "2"} and deployment["spec"]["replicas"] == 2
+    assert [(c["name"], c["image"]) for c in pod["containers"]] == [("b", "img:3"), ("a", "img:1")]
+    b, a = pod["containers"]
+    assert b["args"] == ["z"]
+    assert a["env"] == [{"name": "E9", "value": "9"}, {"name": "E2", "value": "two"}, {"name": "E3", "value": "3"}]
+    assert a["ports"] == [{"containerPort": 81, "protocol": "UDP"}, {"containerPort": 82, "protocol": "TCP"}]
+    assert a["volumeMounts"] == [{"name": "v2", "mountPath": "/v2"}, {"name": "v3", "mountPath": "/v3"}]
+    assert [v["name"] for v in pod["volumes"]] == ["v2", "v3"]
+    assert pod["tolerations"] == [{"key": "k2", "operator": "Exists"}]
+    service = sim.request("GET", "/api/v1/namespaces/default/services/smp").json()
+    assert [(p["name"], p["port"], p["protocol"], p["targetPort"]) for p in service["spec"]["ports"]] == [
+        ("p81", 81, "UDP", 81), ("p90", 90, "TCP", 9090)]
