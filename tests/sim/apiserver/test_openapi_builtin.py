@@ -122,9 +122,9 @@ def test_only_served_resources_keep_their_paths_and_components_stay_whole() -> N
 
 def test_media_types_nobody_serves_are_left_out() -> None:
     """The published files list CBOR for every operation; a live kube-apiserver 1.37 (and the sim) none."""
-    json_and_cbor = {"application/json": {"schema": {}}, "application/cbor": {"schema": {}},
+    json_and_cbor: dict[str, Any] = {"application/json": {"schema": {}}, "application/cbor": {"schema": {}},
                      "application/cbor-seq": {}, "application/apply-patch+cbor": {}, "application/yaml": {}}
-    doc = {"info": {"title": "T", "version": "unversioned"}, "paths": {"/apis/apps/v1/deployments": {
+    doc: dict[str, Any] = {"info": {"title": "T", "version": "unversioned"}, "paths": {"/apis/apps/v1/deployments": {
         "get": {"responses": {"200": {"content": json_and_cbor}}},
         "post": {"requestBody": {"content": json_and_cbor}, "parameters": [{"name": "content"}]}}}}
     out = openapi_builtin.served_document("apis/apps/v1", doc, ["deployments"], "v1.37.2")
