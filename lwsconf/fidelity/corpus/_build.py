@@ -55,6 +55,12 @@ def deployment(name: str, replicas: int = 1, **spec: Any) -> dict[str, Any]:
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template(labels), **spec}}
 
 
+def replicaset(name: str, replicas: int = 1, **spec: Any) -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta(name, labels),
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template(labels), **spec}}
+
+
 def statefulset(name: str, replicas: int = 1, **spec: Any) -> dict[str, Any]:
     labels = {"app": name}
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta(name),

@@ -1,5 +1,6 @@
 """Controller scenarios, compared on outcomes and event sequences rather than timing: StatefulSet
-create, ordered start, scale down, pod deletion and recreation; garbage collection (background,
+create, ordered start, scale down, pod deletion and recreation; a ReplicaSet's pods, status, scale down
+and orphaning; garbage collection (background,
 orphan, foreground); EndpointSlices of a selector Service and a headless one with ready and not-ready
 pods. No kubelet runs on either side: pod status is written through the status subresource, as
 envtest-style tests do, and every wait is an `until` on an observable state. A new pod is compared
@@ -20,6 +21,7 @@ from lwsconf.fidelity.corpus._build import (
     get,
     patch,
     pod,
+    replicaset,
     service,
     statefulset,
 )
@@ -78,6 +80,25 @@ STATEFULSET = Scenario("controllers", "ctl-statefulset", (
     get("web-0-keeps-old-revision", f"{PODS}/web-0"),
 ))
 
+RS = f"{APPS}/replicasets/rs"
+
+# A ReplicaSet on its own (a Deployment's would be named by the pod-template hash, which the sim computes
+# differently): its pods (generated names), its status once they exist, a scale down, and an orphaning delete
+# that leaves the pods without the reference.
+REPLICASET = Scenario("controllers", "ctl-replicaset", (
+    create("create", f"{APPS}/replicasets", replicaset("rs", replicas=2), save={"rs": "metadata.uid"}),
+    _until("two-replicas", RS, "body.status.replicas", 2),
+    Step("pods-of-rs", "GET", PODS, query={"labelSelector": "app=rs"},
+         until=Until("body.items.1.status.conditions.0.type", "PodScheduled", 90.0)),
+    patch("scale-down", RS, {"spec": {"replicas": 1}}, MERGE),
+    _until("one-replica", RS, "body.status.replicas", 1),
+    Step("one-pod-left", "GET", PODS, query={"labelSelector": "app=rs"}, until=Until("body.items.1", None, 60.0)),
+    delete("delete-orphan", RS, {"propagationPolicy": "Orphan"}),
+    _until("rs-gone", RS, "code", 404),
+    Step("pod-orphaned", "GET", PODS, query={"labelSelector": "app=rs"},
+         until=Until("body.items.0.metadata.ownerReferences", None, 60.0)),
+))
+
 GARBAGE = Scenario("controllers", "ctl-garbage-collection", (
     create("owner", CMS, configmap("owner"), save={"owner": "metadata.uid"}),
     create("dependent", CMS, _owned("dep", "owner")),
@@ -126,4 +147,4 @@ ENDPOINTS = Scenario("controllers", "ctl-endpointslices", (
 ))
 
 SCENARIOS: tuple[Scenario, ...] = tuple(
-    Scenario(s.topic, s.name, s.steps, controllers=True) for s in (STATEFULSET, GARBAGE, ENDPOINTS))
+    Scenario(s.topic, s.name, s.steps, controllers=True) for s in (STATEFULSET, REPLICASET, GARBAGE, ENDPOINTS))

@@ -121,14 +121,14 @@ def _deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 def _replicaset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     """apps/v1 `SetDefaults_ReplicaSet`: one replica; ReplicaSetStatus.replicas has no omitempty, so a
-    new ReplicaSet reads back `status: {replicas: 0}`; the other counters are omitempty."""
+    new ReplicaSet reads back `status: {replicas: 0}`; the other counters are omitempty (terminatingReplicas
+    is a pointer: a written 0 stays)."""
     spec = _spec(obj)
     spec.setdefault("replicas", 1)
     _template_spec(spec)
     status = _status(obj)
     status.setdefault("replicas", 0)
-    _drop_zero(status, ("fullyLabeledReplicas", "readyReplicas", "availableReplicas", "terminatingReplicas",
-                        "observedGeneration"))
+    _drop_zero(status, ("fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"))
 
 
 def _daemonset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:

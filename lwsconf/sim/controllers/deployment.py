@@ -22,7 +22,7 @@ A Deployment owns ReplicaSets (controller reference) and never a pod: the Replic
   FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable, ProgressDeadlineExceeded after
   progressDeadlineSeconds without progress; a pass is queued for that deadline).
 
-Not done: proportional scaling, the ReplicaFailure condition, `terminatingReplicas`. The pod-template
+Not done: proportional scaling and the ReplicaFailure condition. The pod-template
 hash is the sim's (see `workloads.template_hash`), so names differ from a real cluster's.
 """
 

@@ -192,6 +192,9 @@ def calculate_status(deployment: Obj, all_rss: list[Obj], new_rs: Obj | None, no
                 "updatedReplicas": status_count(new_rs, "replicas") if new_rs is not None else 0,
                 "readyReplicas": sum(status_count(rs, "readyReplicas") for rs in all_rss),
                 "availableReplicas": available, "unavailableReplicas": max(0, total - available)}
+    if any("terminatingReplicas" in (rs.get("status") or {}) for rs in all_rss):
+        # DeploymentReplicaSetTerminatingReplicas (beta, on since 1.35): the ReplicaSets' terminating pods
+        out["terminatingReplicas"] = sum(status_count(rs, "terminatingReplicas") for rs in all_rss)
     if old.get("collisionCount") is not None:
         out["collisionCount"] = old["collisionCount"]
     conditions = [dict(c) for c in old.get("conditions") or ()]

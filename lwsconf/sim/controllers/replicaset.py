@@ -15,8 +15,8 @@ kubernetes/kubernetes `pkg/controller/replicaset/replica_set.go`, per ReplicaSet
   `FailedCreate` "Error creating: ...";
 * status (`calculateStatus`): `replicas`, `fullyLabeledReplicas` (pods carrying every template label),
   `readyReplicas`, `availableReplicas` (ready for minReadySeconds; a pass is queued for when the next
-  one becomes available), `observedGeneration`. Not done: the `ReplicaFailure` condition and
-  `terminatingReplicas`.
+  one becomes available), `observedGeneration`, `terminatingReplicas` (pods being deleted that have not
+  finished). Not done: the `ReplicaFailure` condition.
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ def status(rs: Obj, pods: list[Obj]) -> Obj:
               "availableReplicas": sum(wl.is_available(p, min_ready) for p in active),
               "observedGeneration": wl.meta(rs).get("generation")}
     out: Obj = {k: v for k, v in counts.items() if v or k == "replicas"}
+    # DeploymentReplicaSetTerminatingReplicas (beta, on since 1.35): a pointer, so 0 is written and read back
+    out["terminatingReplicas"] = sum(wl.is_terminating(p) and wl.phase(p) not in ("Failed", "Succeeded")
+                                     for p in pods)
     if (rs.get("status") or {}).get("conditions"):
         out["conditions"] = rs["status"]["conditions"]
     return out
