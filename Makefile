@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: conformance test lint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
+.PHONY: conformance test lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
         implementations conformance-sim-upstream
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
@@ -125,9 +125,20 @@ conformance-sim-upstream: $(STAMP)
 	  echo "make conformance-sim-upstream: no Go on PATH: skipped (upstream's manager is not built; install Go 1.26)"; \
 	fi
 
-lint: $(STAMP)
+lint: $(STAMP) actionlint
 	$(VENV)/bin/ruff check lwsconf fixtures conformance tests bench
 	$(VENV)/bin/lint-imports
+
+## actionlint: the GitHub workflows and, through the one that uses ./, the composite action.yml, checked by
+## actionlint built with Go from the version pinned in tools/actionlint/go.mod (go's build cache makes reruns quick)
+ACTIONLINT ?= $(HOME)/.cache/lwsconf/tools/actionlint
+actionlint:
+	@if $(NEEDS_GO); then \
+	  (cd tools/actionlint && go build -o $(ACTIONLINT) github.com/rhysd/actionlint/cmd/actionlint) && \
+	  $(ACTIONLINT) -no-color && echo "actionlint: .github/workflows and action.yml clean"; \
+	else \
+	  echo "make actionlint: no Go on PATH: skipped (actionlint is built from tools/actionlint/go.mod; install Go 1.26)"; \
+	fi
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
