@@ -268,3 +268,34 @@ def test_cleanup_keeps_revision_history_limit_old_replicasets_at_zero() -> None:
     old = [rs("r1", 0, 0, revision=1), rs("r2", 0, 0, revision=2), rs("r3", 1, 1, revision=3)]
     assert [r["metadata"]["name"] for r in du.cleanable(d, old)] == ["r1", "r2"]
     assert du.cleanable(deployment(revisionHistoryLimit=1), [rs("r1", 1, 1), rs("r2", 0, 0, revision=2)]) == []
+
+
+def test_a_budget_expects_the_deployments_replicas_not_its_replicasets_sum() -> None:
+    """The disruption controller's getPodDeployment: mid-rollout (old ReplicaSet 2, new 1) a budget over the
+    Deployment's pods expects 2 pods, the Deployment's scale, not 3."""
+    from lwsconf.sim.controllers import disruption
+
+    class Disruption(disruption.DisruptionController):
+        async def wait_synced(self, timeout: float | None = None) -> None:
+            for informer in (self.pdbs, self.pods):
+                await informer.wait_synced(timeout)
+
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers(), Disruption) as client:
+            strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+            await client.create(DEPLOYMENTS, deployment(replicas=2, strategy=strategy))
+            await ready_all(client, await ws.pods_until(client, lambda p: len(p) == 2, "2 pods"))
+            await status_until(client, {"availableReplicas": 2})
+            await client.patch(DEPLOYMENTS, "ctl", NEW_IMAGE, namespace=NS, patch_type="strategic")
+            await ws.pods_until(client, lambda p: len(p) == 3, "the surge pod")
+            assert len(await replicasets(client)) == 2
+            pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "ctl", "namespace": NS},
+                   "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "ctl"}}}}
+            await client.create(disruption.PDBS, pdb)
+
+            def counted(obj: Obj | None) -> bool:
+                return "observedGeneration" in ((obj or {}).get("status") or {})  # the controller wrote it
+            found = await ws.object_until(client, disruption.PDBS, "ctl", counted, "the budget's status")
+            assert found is not None
+            assert (found["status"]["expectedPods"], found["status"]["desiredHealthy"]) == (2, 2), found["status"]
+    ws.run(scenario)
