@@ -299,3 +299,58 @@ def test_a_budget_expects_the_deployments_replicas_not_its_replicasets_sum() -> 
             assert found is not None
             assert (found["status"]["expectedPods"], found["status"]["desiredHealthy"]) == (2, 2), found["status"]
     ws.run(scenario)
+
+
+def collector(client: kc.Client) -> Any:
+    """The garbage collector with the `wait_synced` the scaffolding expects (its informers are discovered)."""
+    from lwsconf.sim.controllers import garbage_collector as gc_mod
+
+    class Collector(gc_mod.GarbageCollector):
+        async def wait_synced(self, timeout: float | None = None) -> None:
+            await self.informers.wait_synced(timeout=timeout)
+    return Collector(client, rediscover_interval=0.2)
+
+
+def test_deleting_a_deployment_collects_its_replicasets_then_their_pods_or_orphans_them() -> None:
+    """Background: the ReplicaSet goes with the Deployment, its pods with it; Orphan: the ReplicaSet stays,
+    without an owner, and its pods keep the ReplicaSet as theirs (kubectl delete --cascade=orphan)."""
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers(), collector) as client:
+            await client.create(DEPLOYMENTS, deployment(replicas=2))
+            await ws.pods_until(client, lambda p: len(p) == 2, "2 pods")
+            await client.delete(DEPLOYMENTS, "ctl", namespace=NS, propagation_policy="Background")
+            await ws.pods_until(client, lambda p: not p, "pods collected after their ReplicaSet")
+            assert await replicasets(client) == {}
+            await client.create(DEPLOYMENTS, deployment(replicas=2))
+            pods = await ws.pods_until(client, lambda p: len(p) == 2, "2 pods again")
+            await client.delete(DEPLOYMENTS, "ctl", namespace=NS, propagation_policy="Orphan")
+
+            async def orphaned() -> bool:
+                rss = await replicasets(client)
+                return len(rss) == 1 and not next(iter(rss.values()))["metadata"].get("ownerReferences") and \
+                    await ws.get_or_none(client, DEPLOYMENTS, "ctl") is None
+
+            async def describe() -> str:
+                return str({n: r["metadata"].get("ownerReferences") for n, r in (await replicasets(client)).items()})
+            await ws.until(orphaned, describe, "the ReplicaSet orphaned and the Deployment gone")
+            await ws.pods_stay(client, lambda p: set(p) == set(pods) and all(
+                [r["kind"] for r in q["metadata"]["ownerReferences"]] == ["ReplicaSet"] for q in p.values()),
+                "the pods kept, still the ReplicaSet's")
+    ws.run(scenario)
+
+
+def test_no_progress_for_progress_deadline_seconds_is_progress_deadline_exceeded() -> None:
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers()) as client:
+            await client.create(DEPLOYMENTS, deployment(replicas=1, progressDeadlineSeconds=1))
+            await ws.pods_until(client, lambda p: len(p) == 1, "1 pod, never ready")
+
+            def exceeded(obj: Obj | None) -> bool:
+                conds = ((obj or {}).get("status") or {}).get("conditions") or []
+                return any(c["type"] == "Progressing" and c["reason"] == "ProgressDeadlineExceeded" for c in conds)
+            found = await ws.object_until(client, DEPLOYMENTS, "ctl", exceeded, "ProgressDeadlineExceeded")
+            assert found is not None
+            cond = condition(found, "Progressing")
+            assert (cond["status"], cond["message"]) == ("False", f'ReplicaSet "{next(iter(await replicasets(client)))}" '
+                                                                  "has timed out progressing.")
+    ws.run(scenario)
