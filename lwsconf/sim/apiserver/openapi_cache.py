@@ -106,8 +106,8 @@ def install_from_zip(path: Path, dest: Path | None = None) -> Path:
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         try:
             scratch.rename(dest)
-        except OSError:
-            if not (dest / MANIFEST).exists():
+        except OSError:  # another process finished first, or an earlier folder is in the way
+            if _read_manifest(dest) is None:
                 shutil.rmtree(dest, ignore_errors=True)
                 scratch.rename(dest)
     finally:

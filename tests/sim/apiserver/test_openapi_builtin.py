@@ -222,6 +222,21 @@ def test_install_writes_documents_and_manifest_and_loads_them(pinned_zip: Path, 
     assert doc is not None and "io.k8s.api.apps.v1.Deployment" in doc["components"]["schemas"]
 
 
+def test_install_replaces_a_folder_without_a_valid_manifest(pinned_zip: Path, tmp_path: Path) -> None:
+    """A folder left half-written by an interrupted older version, or a manifest of another pin, is replaced;
+    a valid one (another sim won the race) is kept."""
+    dest = tmp_path / "cache"
+    dest.mkdir()
+    (dest / "manifest.json").write_text('{"module": "k8s.io/kubernetes", "version": "v0.0.1"}')
+    openapi_cache.install_from_zip(pinned_zip, dest)
+    specs = openapi_cache.installed(dest)
+    assert specs is not None and specs.keys == {APPS}
+    before = (dest / "manifest.json").stat().st_mtime_ns
+    openapi_cache.install_from_zip(pinned_zip, dest)
+    assert (dest / "manifest.json").stat().st_mtime_ns == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [], "no scratch folder left"
+
+
 def test_a_zip_that_is_not_the_pinned_one_is_refused(pinned_zip: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(openapi_cache, "ZIP_HASH", "h1:somethingelse=")
