@@ -13,6 +13,7 @@
     lwsconf local up | down                         the real control plane with simulated nodes on loopback
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
     lwsconf protobuf generate                       regenerate the sim's Kubernetes protobuf schema (Go, grpcio-tools)
+    lwsconf doctor [--node-image IMAGE]             is this machine ready for --cluster=kind (and local)? exit 1 on a FAIL
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -79,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("local", help="the real control plane with simulated nodes on loopback (see lwsconf local -h)", add_help=False)
     sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
                    add_help=False)
+    sub.add_parser("doctor", help="check Docker, kind, kubectl, the node image, disk, inotify and Go for "
+                   "--cluster=kind/local (see lwsconf doctor -h)", add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -230,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.localcluster import cli as local_cli
 
         return local_cli.main(argv[1:])
+    if argv[:1] == ["doctor"]:  # its own parser
+        from lwsconf import doctor
+
+        return doctor.main(argv[1:])
     if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
         from lwsconf.deviceplugin import cli as deviceplugin_cli
 
