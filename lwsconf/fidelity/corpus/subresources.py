@@ -107,7 +107,11 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("subresources", "eviction-condition", (
         create("pod", f"{CORE}/pods", {**pod("held", {"app": "held"}),
                                        "metadata": {"name": "held", "labels": {"app": "held"},
-                                                    "finalizers": ["lwsconf.dev/hold"]}}),
+                                                    "finalizers": ["lwsconf.dev/hold"]}},
+               save={"held": "metadata.uid"}),
+        create("evict-wrong-uid", f"{CORE}/pods/held/eviction",
+               {**_eviction("held"), "deleteOptions": {"preconditions": {"uid": "not-the-pod"}}}),
+        get("refused-pod-unmarked", f"{CORE}/pods/held"),
         create("evict-pending", f"{CORE}/pods/held/eviction", _eviction("held")),
         get("evicted-pod", f"{CORE}/pods/held"),
         patch("release", f"{CORE}/pods/held", {"metadata": {"finalizers": None}}, MERGE),

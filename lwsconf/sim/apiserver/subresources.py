@@ -11,6 +11,7 @@ ValidatingAdmissionPolicies and validating webhooks see `scale` writes as UPDATE
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -204,8 +205,14 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
             if not opts.dry_run:
                 hooks.after_write(ctx, pdb_info, stored)
     if not opts.dry_run:
-        marked = eviction_mod.with_disruption_target(pod, objects.now_rfc3339())
-        hooks.after_write(ctx, target.info, ctx.storage.commit_update(target.info, marked, pod))
+        # addConditionAndDeletePod checks the delete's preconditions before it writes the condition (a refused
+        # eviction leaves the pod unmarked): a dry-run delete makes every check the real one would
+        ctx.storage.delete(target.info, target.namespace or "", target.name, dataclasses.replace(opts, dry_run=True))
+        marked = ctx.storage.commit_update(target.info, eviction_mod.with_disruption_target(pod, objects.now_rfc3339()),
+                                           pod)
+        hooks.after_write(ctx, target.info, marked)
+        if opts.precondition_rv:  # as upstream: the precondition moves to the version it just wrote itself
+            opts = dataclasses.replace(opts, precondition_rv=marked["metadata"]["resourceVersion"])
     result = ctx.storage.delete(target.info, target.namespace or "", target.name, opts)
     hooks.after_write(ctx, target.info, result)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",

@@ -147,6 +147,11 @@ def test_an_evicted_pod_is_marked_disruption_target_first(sim_api: SimAPI) -> No
                                                "metadata": {"name": "held", "finalizers": ["lwsconf.dev/hold"]},
                                                "spec": {"containers": [{"name": "c", "image": "x"}]}})
     assert made.status_code == 201, made.text
+    wrong = sim_api.request("POST", f"{PODS}/held/eviction",
+                            json={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "held"},
+                                  "deleteOptions": {"preconditions": {"uid": "not-the-pod"}}})
+    assert wrong.status_code == 409, wrong.text  # refused before the mark, as addConditionAndDeletePod checks
+    assert not sim_api.request("GET", f"{PODS}/held").json()["status"].get("conditions")
     dry = sim_api.request("POST", f"{PODS}/held/eviction?dryRun=All",
                           json={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "held"},
                                 "deleteOptions": {"dryRun": ["All"]}})
