@@ -172,6 +172,7 @@ class PodWorker:
             self.pod, self.ctx.admitted_pods(self.uid), self.ctx.allocatable())
         if rejection is None:
             self.state.admitted = True
+            self.state.admitted_at = asyncio.get_running_loop().time()
             rejection = await self._allocate_devices()
         if rejection is not None:
             self._reject(*rejection)

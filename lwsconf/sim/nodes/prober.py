@@ -7,6 +7,14 @@ has succeeded, and a readiness result starts as failure. A failed liveness or st
 pod worker to kill the container (it then restarts per restartPolicy). Every failed attempt records
 an `Unhealthy` event.
 
+When the first probe runs (`first_probe_delay`) follows kubelet 1.37.2 too: a probe worker's ticker starts
+when the pod is admitted (`prober_manager.AddPod`), not when the container starts, so the first tick after
+the start comes within one period; and a readiness probe also runs as soon as the kubelet's status sync
+sees the started container (`UpdatePodStatus` sends the worker's `manualTriggerCh` while the container is
+running and not ready; that sync follows the generic PLEG's relist, every second, `pleg/generic.go`), after
+which the ticker restarts from that run. A probe at the very instant of the start, which the sim used to
+make, found nearly every server not yet listening and cost every pod a period.
+
 Process containers are probed for real through `probes.check` (the runtime helper's module: httpGet,
 tcpSocket, grpc, exec via the launcher). Emulated containers answer with the result a `probe` stage
 step forced (default success), so chaos stages can make a probe fail.
@@ -26,6 +34,9 @@ from lwsconf.sim.nodes import state as st
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 _STARTUP_POLL = 0.05
+PLEG_RELIST_PERIOD = 1.0
+"""The kubelet's generic PLEG relists containers every second (`relistPeriod`); the status sync that follows
+a relist which found the container started triggers its readiness probe."""
 
 
 def _int(probe: Obj, key: str, default: int) -> int:
@@ -54,6 +65,8 @@ async def _probe_loop(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.
         while _current(rec, instance) and not rec.started:
             await asyncio.sleep(_STARTUP_POLL)
     await asyncio.sleep(_int(probe, "initialDelaySeconds", 0))
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(first_probe_delay(loop.time(), state.admitted_at, period, kind))
     successes = failures = 0
     while _current(rec, instance):
         ok, message = await _check(ctx, pod(), rec, probe, kind, state)
@@ -77,6 +90,16 @@ async def _probe_loop(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.
         if kind == "startup" and rec.probe_results.get("startup") is True:
             return  # the startup probe stops once it succeeded
         await asyncio.sleep(period)
+
+
+def first_probe_delay(now: float, admitted_at: float | None, period: float, kind: str) -> float:
+    """Seconds from `now` (the container started, its initial delay passed) to its first probe: the worker's
+    next tick (the ticker runs from admission, every `period`), or for readiness the next PLEG relist
+    (every `PLEG_RELIST_PERIOD` on the event loop's clock), whichever comes first."""
+    tick = period - ((now - admitted_at) % period) if admitted_at is not None else 0.0
+    if kind != "readiness":
+        return tick
+    return min(tick, PLEG_RELIST_PERIOD - (now % PLEG_RELIST_PERIOD))
 
 
 async def _check(ctx: nodectx.NodeContext, pod: Obj, rec: st.ContainerRecord, probe: Obj, kind: str,

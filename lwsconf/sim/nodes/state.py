@@ -146,6 +146,8 @@ class PodState:
     containers: list[ContainerRecord] = field(default_factory=list)
     init_containers: list[ContainerRecord] = field(default_factory=list)
     admitted: bool = False
+    admitted_at: float | None = None
+    """Event-loop time of admission: the kubelet starts the pod's probe workers (and their tickers) then."""
     sandbox: bool = False
     pod_ip: str = ""
     start_time: str | None = None
