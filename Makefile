@@ -156,6 +156,7 @@ bench: $(STAMP)
 	$(PY) -m bench.controlplane --out bench/results.json
 	$(PY) -m bench.webhooks --out bench/results.json
 	$(PY) -m bench.fidelity --out bench/results.json
+	$(PY) -m bench.suite --out bench/results.json
 
 clean:
 	rm -rf $(VENV) reports/2* reports/latest .mypy_cache .ruff_cache

@@ -14,6 +14,7 @@ import pytest
 from bench import cluster as cluster_bench
 from bench import fuzz_apiserver as fuzz_bench
 from bench import reconciler as reconciler_bench
+from bench import suite as suite_bench
 
 
 def _results_with_other_section(tmp_path: Path) -> Path:
@@ -62,3 +63,13 @@ def test_fuzz_bench_counts_requests_and_outcomes_beside_other_sections(tmp_path:
     assert sum(section["by_family"].values()) == 25 and section["alive_at_end"] is True, section
     for figure in ("server_errors_5xx", "hangs", "lost_writes", "problems"):
         assert isinstance(section[figure], int), section
+
+
+def test_suite_bench_records_wall_sum_slowest_and_the_targets(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    assert suite_bench.main(["--out", str(out), "--clusters", "sim", "-k", "object_names_and_ordinals"]) == 0
+    sim = json.loads(out.read_text())["suite"]["sim"]
+    assert sim["exit_code"] == 0 and sim["tests_run"] >= 1, sim
+    assert sim["slowest"][0]["seconds"] <= sim["sum_seconds"] <= sim["wall_seconds"] * 2
+    targets = json.loads(out.read_text())["suite"]["targets"]
+    assert targets["sum_seconds"] == {"target": 150.0, "measured": sim["sum_seconds"], "met": True}
