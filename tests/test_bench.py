@@ -69,7 +69,8 @@ def test_suite_bench_records_wall_sum_slowest_and_the_targets(tmp_path: Path) ->
     out = tmp_path / "results.json"
     assert suite_bench.main(["--out", str(out), "--clusters", "sim", "-k", "object_names_and_ordinals"]) == 0
     sim = json.loads(out.read_text())["suite"]["sim"]
-    assert sim["exit_code"] == 0 and sim["tests_run"] >= 1, sim
+    # exit 1: a -k selection leaves the claimed LWS-EXTENDED and LWS-SERVING not-run, which the gate reports
+    assert sim["outcomes"].get("SUCCEEDED", 0) >= 1 and "FAILED" not in sim["outcomes"], sim
     assert sim["slowest"][0]["seconds"] <= sim["sum_seconds"] <= sim["wall_seconds"] * 2
     targets = json.loads(out.read_text())["suite"]["targets"]
     assert targets["sum_seconds"] == {"target": 150.0, "measured": sim["sum_seconds"], "met": True}
