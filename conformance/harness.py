@@ -20,15 +20,15 @@ from typing import Any, Protocol
 
 from kubernetes import client
 
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core, lws, observe, proxy, recorder, rollout
 
-P = "leaderworkerset.sigs.k8s.io/"
-NAME, GROUP_INDEX, WORKER_INDEX, GROUP_KEY = P + "name", P + "group-index", P + "worker-index", P + "group-key"
-REVISION, SIZE, LEADER_NAME, REPLICAS = P + "template-revision-hash", P + "size", P + "leader-name", P + "replicas"
+P = lwsapi.PREFIX
+NAME, GROUP_INDEX, WORKER_INDEX, GROUP_KEY = lwsapi.NAME, lwsapi.GROUP_INDEX, lwsapi.WORKER_INDEX, lwsapi.GROUP_KEY
+REVISION, SIZE, LEADER_NAME, REPLICAS = lwsapi.TEMPLATE_REVISION_HASH, lwsapi.SIZE, lwsapi.LEADER_NAME, lwsapi.REPLICAS
 Obj = dict[str, Any]
 
 

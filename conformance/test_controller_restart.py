@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.harness import LWSHarness, assert_at_most_down, leader_revision
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
 from lwsconf.waits import core, observe, rollout
 from lwsconf.waits import lws as lws_waits
 
-P = "leaderworkerset.sigs.k8s.io/"
+P = lwsapi.PREFIX
 Obj = dict[str, Any]
 
 

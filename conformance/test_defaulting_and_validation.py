@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from conformance.harness import LWSHarness, is_rejected
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import core
@@ -28,7 +28,7 @@ Change = tuple[tuple[str, ...], Any]
 LWT = ("spec", "leaderWorkerTemplate")
 RUC = ("spec", "rolloutStrategy", "rollingUpdateConfiguration")
 SGP = (*LWT, "subGroupPolicy")
-SUBGROUP_TOPOLOGY = ("metadata", "annotations", "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology")
+SUBGROUP_TOPOLOGY = ("metadata", "annotations", lwsapi.SUBGROUP_EXCLUSIVE_TOPOLOGY)
 
 
 def build(name: str, changes: tuple[Change, ...] = ()) -> dict[str, Any]:

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from conformance.harness import LWSHarness
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import observe
 
 CANDIDATE_KEYS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/hostname")
-EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+EXCLUSIVE = lwsapi.EXCLUSIVE_TOPOLOGY
 MAX_DOMAINS = 4
 """More domains than this would mean too many groups for a conformance test; such clusters use a smaller key."""
 

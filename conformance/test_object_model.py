@@ -10,7 +10,7 @@ and the leader running the worker template when `leaderTemplate` is omitted (4.1
 from __future__ import annotations
 
 from conformance.harness import LWSHarness, controller_of
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 
@@ -56,7 +56,7 @@ def test_headless_service_shape(lws: LWSHarness) -> None:
     spec = svc["spec"]
     assert spec.get("clusterIP") == "None", f"clusterIP {spec.get('clusterIP')}, want None (headless)"
     assert spec.get("publishNotReadyAddresses") is True
-    assert spec.get("selector") == {"leaderworkerset.sigs.k8s.io/name": "svc"}, f"selector {spec.get('selector')}"
+    assert spec.get("selector") == {lwsapi.NAME: "svc"}, f"selector {spec.get('selector')}"
     owner = controller_of(svc)
     assert owner and owner["kind"] == "LeaderWorkerSet" and owner["uid"] == created["metadata"]["uid"]
 

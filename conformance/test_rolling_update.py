@@ -16,7 +16,7 @@ from __future__ import annotations
 from conformance.harness import LWSHarness, annotations_of, assert_at_most_down, group_revision, roll_template
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
@@ -69,7 +69,7 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert_at_most_down(timeline, range(2), 1, _WHY)
     for pod_name, pod in lws.pods("resize").items():
-        assert annotations_of(pod).get("leaderworkerset.sigs.k8s.io/size") == "3", f"{pod_name}: {annotations_of(pod)}"
+        assert annotations_of(pod).get(lwsapi.SIZE) == "3", f"{pod_name}: {annotations_of(pod)}"
         assert lws.probe_json(pod_name)["lws"]["LWS_GROUP_SIZE"] == "3"
     assert [lws.statefulsets()[f"resize-{i}"]["spec"]["replicas"] for i in (0, 1)] == [2, 2]
 

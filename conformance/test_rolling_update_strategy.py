@@ -23,7 +23,7 @@ from conformance.harness import (
 )
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
@@ -234,7 +234,7 @@ def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
         f"recreated group 0 has pods {names}, want the old size 3 (held-0, held-0-1, held-0-2): a group below " \
         "partition keeps its revision's size (4.4.6)"
     for pod in names:
-        seen = (annotations_of(lws.pod(pod)).get("leaderworkerset.sigs.k8s.io/size"),
+        seen = (annotations_of(lws.pod(pod)).get(lwsapi.SIZE),
                 lws.probe_json(pod)["lws"].get("LWS_GROUP_SIZE"), lws.probe_json(pod, "/env").get("LWSCONF_REVISION"))
         assert seen == ("3", "3", None), \
             f"{pod} (size annotation, LWS_GROUP_SIZE, LWSCONF_REVISION) is {seen}, want ('3', '3', None): recreated " \

@@ -10,7 +10,7 @@ timeline while it scales (`lws.timeline`) for the report's picture.
 from __future__ import annotations
 
 from conformance.harness import NAME, WORKER_INDEX, LWSHarness
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import observe
@@ -50,7 +50,7 @@ def test_scale_down_removes_highest_groups(lws: LWSHarness) -> None:
         assert _worker_sets(lws, "down") == ["down-0", "down-1"], f"worker StatefulSets {_worker_sets(lws, 'down')}"
     with lws.timeline("down"):
         lws.patch("down", {"spec": {"replicas": 2}})
-        pod_waits.pods_must_be_gone(lws.api, lws.namespace, "leaderworkerset.sigs.k8s.io/group-index=2", lws.t,
+        pod_waits.pods_must_be_gone(lws.api, lws.namespace, f"{lwsapi.GROUP_INDEX}=2", lws.t,
                                     lws="down")
         lws.wait(top_worker_set_gone, what="worker StatefulSet down-2 to be gone", name="down")
         lws.ready("down", replicas=2, size=2)

@@ -11,7 +11,7 @@ during MaxSurge").
 from __future__ import annotations
 
 from conformance.harness import NAME, LWSHarness, annotations_of, change_template, controller_of
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import lws as lws_waits
@@ -42,7 +42,7 @@ def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
         headless = {"clusterIP": spec.get("clusterIP"), "publishNotReadyAddresses": spec.get("publishNotReadyAddresses")}
         assert headless == {"clusterIP": "None", "publishNotReadyAddresses": True}, \
             f"Service {svc} spec {headless}, want clusterIP 'None' and publishNotReadyAddresses True (headless, 2.4)"
-        selector = {NAME: "upr", "leaderworkerset.sigs.k8s.io/group-index": str(i)}
+        selector = {NAME: "upr", lwsapi.GROUP_INDEX: str(i)}
         assert spec.get("selector") == selector, \
             f"Service {svc} spec.selector is {spec.get('selector')}, want exactly {selector} (group {i}'s pods only, 2.4)"
         owner = controller_of(svcs[svc]) or {}
@@ -63,7 +63,7 @@ def test_unique_per_replica_leader_address_resolves(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("uprdns", replicas=1, size=2, network=UNIQUE))
     lws.ready("uprdns", replicas=1, size=2)
     leader = lws.pod("uprdns-0")
-    assert annotations_of(leader).get("leaderworkerset.sigs.k8s.io/subdomainPolicy") == "UniquePerReplica"
+    assert annotations_of(leader).get(lwsapi.SUBDOMAIN_POLICY) == lwsapi.SUBDOMAIN_UNIQUE_PER_REPLICA
     _reaches_leader(lws, "uprdns-0-1", "uprdns-0", f"uprdns-0.uprdns-0.{lws.namespace}")
     assert leader["spec"].get("subdomain") == "uprdns-0", f"leader subdomain {leader['spec'].get('subdomain')}"
 
@@ -95,7 +95,7 @@ def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
     assert sorted(svcs) == want, f"Services {sorted(svcs)}, want {want}: one per leader pod, surge groups included (2.4)"
     pods = lws.pods(name)
     for i, svc in enumerate(want):
-        index = (svcs[svc]["spec"].get("selector") or {}).get("leaderworkerset.sigs.k8s.io/group-index")
+        index = (svcs[svc]["spec"].get("selector") or {}).get(lwsapi.GROUP_INDEX)
         assert index == str(i), f"Service {svc} selects group-index {index!r}, want {str(i)!r} (2.4)"
         owner, leader = (controller_of(svcs[svc]) or {}).get("uid"), (pods.get(svc) or {}).get("metadata", {})
         assert owner == leader.get("uid"), f"Service {svc} owned by uid {owner}, want the live leader pod {svc} " \

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.harness import LWSHarness, annotations_of, labels, sha1
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 
-P = "leaderworkerset.sigs.k8s.io/"
+P = lwsapi.PREFIX
 SUBGROUP_INDEX, SUBGROUP_KEY = P + "subgroup-index", P + "subgroup-key"
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lwsconf import probe, serving
+from lwsconf import lwsapi, probe, serving
 
-GROUP, VERSION, PLURAL = "leaderworkerset.x-k8s.io", "v1", "leaderworkersets"
+GROUP, VERSION, PLURAL = lwsapi.GROUP, lwsapi.VERSION, lwsapi.PLURAL
 API_VERSION = f"{GROUP}/{VERSION}"
 PROBE_IMAGE = "python:3.12-slim"
 PROBE_PORT = 8080
@@ -152,7 +152,7 @@ EMULATOR_CONFIGMAP = "lwsconf-emulator"
 EMULATOR_MOUNT = "/lwsconf-serving"
 EMULATOR_PORT = 8080
 EMULATOR_RENDEZVOUS_PORT = 29500
-REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+REVISION_LABEL = lwsapi.TEMPLATE_REVISION_HASH
 
 
 def emulator_configmap(name: str = EMULATOR_CONFIGMAP) -> Obj:

@@ -20,7 +20,7 @@ import contextlib
 import logging
 from typing import Any
 
-from lwsconf import kubeclient
+from lwsconf import kubeclient, lwsapi
 from lwsconf.reconciler import (
     desired,
     eventrecorder,
@@ -40,7 +40,7 @@ from lwsconf.reconciler import (
 log = logging.getLogger("lwsconf.reconciler")
 
 Obj = dict[str, Any]
-LWS = kubeclient.GVR("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+LWS = kubeclient.GVR(lwsapi.GROUP, lwsapi.VERSION, lwsapi.PLURAL)
 STATEFULSETS = kubeclient.GVR("apps", "v1", "statefulsets")
 REVISIONS = kubeclient.GVR("apps", "v1", "controllerrevisions")
 PODS = kubeclient.GVR("", "v1", "pods")

@@ -1,4 +1,4 @@
-"""Label, annotation and env-var keys of LeaderWorkerSet, and the portable hashes computed from them.
+"""Label, annotation and env-var keys of LeaderWorkerSet (from `lwsconf.lwsapi`), and the portable hashes.
 
 Keys and formulas are exact (lws-contract.md sections 3.1-3.3, 4.8). `group_key` and `subgroup_key`
 are portable across implementations (trap T6): SHA-1 hex of documented strings. No I/O here.
@@ -8,45 +8,17 @@ from __future__ import annotations
 
 import hashlib
 
-PREFIX = "leaderworkerset.sigs.k8s.io/"
+from lwsconf import lwsapi
 
-# Labels (section 3.1).
-NAME = PREFIX + "name"
-TEMPLATE_REVISION_HASH = PREFIX + "template-revision-hash"
-GROUP_INDEX = PREFIX + "group-index"
-GROUP_KEY = PREFIX + "group-key"
-WORKER_INDEX = PREFIX + "worker-index"
-SUBGROUP_INDEX = PREFIX + "subgroup-index"
-SUBGROUP_KEY = PREFIX + "subgroup-key"
-
-# Annotations (section 3.2).
-SIZE = PREFIX + "size"
-REPLICAS = PREFIX + "replicas"
-LEADER_NAME = PREFIX + "leader-name"
-EXCLUSIVE_TOPOLOGY = PREFIX + "exclusive-topology"
-SUBGROUP_EXCLUSIVE_TOPOLOGY = PREFIX + "subgroup-exclusive-topology"
-SUBGROUP_SIZE = PREFIX + "subgroup-size"
-SUBGROUP_POLICY_TYPE = PREFIX + "subgroup-policy-type"
-SUBDOMAIN_POLICY = PREFIX + "subdomainPolicy"
-LEADER_REQUESTS_TPUS = PREFIX + "leader-requests-tpus"
-RECREATE_GROUP_AFTER_START = PREFIX + "experimental-recreate-group-after-start"
-
-# Environment variables (section 3.3).
-ENV_LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
-ENV_GROUP_SIZE = "LWS_GROUP_SIZE"
-ENV_WORKER_INDEX = "LWS_WORKER_INDEX"
-LWS_ENV_NAMES = (ENV_LEADER_ADDRESS, ENV_GROUP_SIZE, ENV_WORKER_INDEX)
+# The API's names are defined once, in lwsconf.lwsapi (every layer uses them); the reconciler's modules read
+# them from here beside the hashes, hence the re-export of all of them.
+from lwsconf.lwsapi import *  # noqa: F403
 
 # Labels the StatefulSet controller puts on the pods it creates (not LWS's; used through the
 # downward API and for matching, see README "Design choices").
 STS_POD_NAME = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX = "apps.kubernetes.io/pod-index"
 
-# Enumerations.
-SUBGROUP_LEADER_WORKER = "LeaderWorker"
-SUBGROUP_LEADER_EXCLUDED = "LeaderExcluded"
-SUBDOMAIN_SHARED = "Shared"
-SUBDOMAIN_UNIQUE_PER_REPLICA = "UniquePerReplica"
 TPU_RESOURCE = "google.com/tpu"
 
 
@@ -85,7 +57,7 @@ def subgroup_index(size: int, subgroup_size: int, worker_index: int, policy_type
     if subgroup_size < 1:
         raise ValueError(f"subgroup size must be >= 1, got {subgroup_size}")
     if worker_index == 0:
-        return None if policy_type == SUBGROUP_LEADER_EXCLUDED else 0
+        return None if policy_type == lwsapi.SUBGROUP_LEADER_EXCLUDED else 0
     if (size - 1) % subgroup_size == 0 and size % subgroup_size != 0:
         return (worker_index - 1) // subgroup_size
     return worker_index // subgroup_size

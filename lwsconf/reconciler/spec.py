@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lwsconf import lwsapi
 from lwsconf.reconciler import labels
 
 Obj = dict[str, Any]
 IntOrStr = int | str
 
-API_VERSION = "leaderworkerset.x-k8s.io/v1"
-KIND = "LeaderWorkerSet"
+API_VERSION = lwsapi.API_VERSION
+KIND = lwsapi.KIND
 
 RECREATE_ON_RESTART = "RecreateGroupOnPodRestart"
 RECREATE_AFTER_START = "RecreateGroupAfterStart"

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 
 Obj = dict[str, Any]
 LEADER_ROLE_LABEL = "role"
 """The label only the leader template carries, as upstream's vLLM example sets it (`role: leader`)."""
-NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+NAME_LABEL = lwsapi.NAME
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
+from lwsconf import lwsapi
 from lwsconf.waits import core, observe
 
 FIELD_MANAGER = "lwsconf"
@@ -146,7 +147,7 @@ def admits_dry_run(api: client.ApiClient, namespace: str, request_timeout: float
     """One dry-run create of `probe_lws()`; NotYet with the API server's answer until it is admitted."""
     try:
         client.CustomObjectsApi(api).create_namespaced_custom_object(
-            "leaderworkerset.x-k8s.io", "v1", namespace, "leaderworkersets", probe_lws(), dry_run="All",
+            lwsapi.GROUP, lwsapi.VERSION, namespace, lwsapi.PLURAL, probe_lws(), dry_run="All",
             _request_timeout=request_timeout, _preload_content=False)
     except client.ApiException as exc:
         text = f"HTTP {exc.status}: {' '.join(str(exc.body or exc.reason).split())[:400]}"
@@ -169,7 +170,7 @@ def calls_webhooks(api: client.ApiClient, namespace: str, request_timeout: float
         "maxUnavailable": 0, "maxSurge": 0}}
     try:
         client.CustomObjectsApi(api).create_namespaced_custom_object(
-            "leaderworkerset.x-k8s.io", "v1", namespace, "leaderworkersets", body, dry_run="All",
+            lwsapi.GROUP, lwsapi.VERSION, namespace, lwsapi.PLURAL, body, dry_run="All",
             _request_timeout=request_timeout, _preload_content=False)
     except client.ApiException as exc:
         if WEBHOOK_ONLY_RULE in str(exc.body):  # a webhook denial is 403 Forbidden

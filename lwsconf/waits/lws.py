@@ -13,13 +13,12 @@ from typing import Any
 
 from kubernetes import client
 
+from lwsconf import lwsapi
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core, observe
 
-NAME = "leaderworkerset.sigs.k8s.io/name"
-GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
-WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
-REVISION = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+NAME, GROUP_INDEX, WORKER_INDEX = lwsapi.NAME, lwsapi.GROUP_INDEX, lwsapi.WORKER_INDEX
+REVISION = lwsapi.TEMPLATE_REVISION_HASH
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def lws_kind_must_accept_writes(api: client.ApiClient, *, timeout: float, poll: 
 
     def check() -> None:
         try:
-            custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets",
+            custom.create_namespaced_custom_object(lwsapi.GROUP, lwsapi.VERSION, "default", lwsapi.PLURAL,
                                                    probe, dry_run="All")
         except client.ApiException as exc:
             last[0] = f"HTTP {exc.status}: {(exc.body or '')[:300]}"

@@ -11,10 +11,10 @@ from typing import Any
 
 from kubernetes import client
 
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 
-NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-REV_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+NAME_LABEL = lwsapi.NAME
+REV_LABEL = lwsapi.TEMPLATE_REVISION_HASH
 
 
 def _rows(header: list[str], rows: list[list[str]]) -> str:

@@ -24,14 +24,13 @@ from typing import Any
 
 from kubernetes import client, watch
 
+from lwsconf import lwsapi
 from lwsconf.timeline.model import GroupSample, LeaderSample, PodState, Step, Timeline, save
 from lwsconf.waits import observe
 
 __all__ = ["TimelineRecorder", "record_timeline"]
 
-NAME = "leaderworkerset.sigs.k8s.io/name"
-REVISION = "leaderworkerset.sigs.k8s.io/template-revision-hash"
-SIZE = "leaderworkerset.sigs.k8s.io/size"
+NAME, REVISION, SIZE = lwsapi.NAME, lwsapi.TEMPLATE_REVISION_HASH, lwsapi.SIZE
 Obj = dict[str, Any]
 Lister = Callable[..., Any]
 

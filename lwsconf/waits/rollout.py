@@ -10,10 +10,11 @@ from typing import Any
 
 from kubernetes import client
 
+from lwsconf import lwsapi
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core, lws, observe
 
-REVISION = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+REVISION = lwsapi.TEMPLATE_REVISION_HASH
 Obj = dict[str, Any]
 
 

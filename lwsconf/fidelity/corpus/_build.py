@@ -7,12 +7,13 @@ from typing import Any
 
 import yaml
 
+from lwsconf import lwsapi
 from lwsconf.fidelity.model import Step, Until
 
 NS = "${ns}"
 CORE = f"/api/v1/namespaces/{NS}"
 APPS = f"/apis/apps/v1/namespaces/{NS}"
-LWS = f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{NS}/leaderworkersets"
+LWS = f"/apis/{lwsapi.API_VERSION}/namespaces/{NS}/{lwsapi.PLURAL}"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 LWS_CRD_NAME = "leaderworkersets.leaderworkerset.x-k8s.io"

@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from lwsconf import kubeclient
+from lwsconf import kubeclient, lwsapi
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
@@ -50,8 +50,7 @@ SCALABLE: dict[tuple[str, str], kc.GVR] = {
     ("apps/v1", "Deployment"): kc.GVR("apps", "v1", "deployments"),
     ("apps/v1", "ReplicaSet"): kc.GVR("apps", "v1", "replicasets"),
     ("v1", "ReplicationController"): kc.GVR("", "v1", "replicationcontrollers"),
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): kc.GVR("leaderworkerset.x-k8s.io", "v1",
-                                                               "leaderworkersets"),
+    (lwsapi.API_VERSION, lwsapi.KIND): kc.GVR(lwsapi.GROUP, lwsapi.VERSION, lwsapi.PLURAL),
 }
 """Controllers whose `/scale` gives the expected pod count (upstream's finders plus any scalable kind)."""
 
