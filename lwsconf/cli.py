@@ -31,8 +31,9 @@ from pathlib import Path
 
 from lwsconf import __version__
 from lwsconf.report import cli as report_cli
+from lwsconf.sim.apiserver import kubeconfig as sim_kubeconfig
 
-DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "sim" / "kubeconfig"
+DEFAULT_KUBECONFIG = sim_kubeconfig.DEFAULT_PATH
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,8 +23,8 @@ from pathlib import Path
 import urllib3
 from kubernetes import client, config
 
-from lwsconf.cli import DEFAULT_KUBECONFIG
 from lwsconf.sim import chaos
+from lwsconf.sim.apiserver.kubeconfig import DEFAULT_PATH as DEFAULT_KUBECONFIG
 
 USAGE_ERROR = 2
 

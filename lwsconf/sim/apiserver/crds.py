@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.apiserver import cel, errors, objects, resources, schema
+from lwsconf.sim.apiserver import cel, errors, objects, resources, schema_check
 
 CUSTOM_RESOURCE_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
 """A custom resource's verbs in the order its discovery lists them (apiextensions-apiserver
@@ -65,7 +65,7 @@ def check(crd: dict[str, Any]) -> list[errors.Cause]:
             causes.append(errors.Cause(f"spec.versions[{i}].schema.openAPIV3Schema", "Required value",
                                        "FieldValueRequired"))
             continue
-        for cause in schema.validate_crd_schema(root):
+        for cause in schema_check.validate_crd_schema(root):
             causes.append(errors.Cause(f"spec.versions[{i}].schema.openAPIV3Schema{_join(cause.field)}",
                                        cause.message, cause.reason))
         for cause in cel.check_rules(root):

@@ -9,6 +9,8 @@ from pathlib import Path
 import yaml
 
 CONTEXT_NAME = "lwsconf-sim"
+DEFAULT_PATH = Path.home() / ".lwsconf" / "sim" / "kubeconfig"
+"""Where `lwsconf sim up` writes the kubeconfig unless told otherwise (and where `lwsconf sim chaos` reads it)."""
 
 
 def render(*, server: str, token: str, ca_pem: bytes) -> dict[str, object]:

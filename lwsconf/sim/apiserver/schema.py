@@ -4,7 +4,7 @@ Three passes run on every custom-resource write, in this order: `prune` (drop fi
 not know, reporting them for `fieldValidation=Strict|Warn`), `apply_defaults` (fill `default`s, drop
 non-nullable nulls) and `validate` (type, bounds, enums, patterns, list types...). Messages are worded
 as kube-openapi words them so kubectl output and client exceptions read the same as against a real
-cluster. `validate_crd_schema` refuses a CRD whose schema could not be served. CEL rules
+cluster. `schema_check.validate_crd_schema` refuses a CRD whose schema could not be served. CEL rules
 (`x-kubernetes-validations`) live in `cel.py`. No I/O here; `prune` and `apply_defaults` mutate in place.
 """
 
@@ -321,7 +321,7 @@ def _matches(pattern: str, value: str) -> bool:
     try:
         return re.search(pattern, value) is not None
     except re.error:
-        return True  # validate_crd_schema reports it; an unusable pattern never fails objects
+        return True  # schema_check.validate_crd_schema reports it; an unusable pattern never fails objects
 
 
 def _is_date_time(v: str) -> bool:
@@ -387,22 +387,3 @@ def _combinators(s: Schema, v: Any, path: str, out: list[errors.Cause]) -> None:
         out.append(_invalid(path, v, f"{name} in body must validate one and only one schema (oneOf)"))
     if "not" in s and not validate(s["not"], v, path=path):
         out.append(_invalid(path, v, f"{name} in body must not validate the schema (not)"))
-
-
-# ---- CRD schema checks (in schema_check.py, to keep this module small) ----
-
-
-def validate_crd_schema(schema: Any, *, path: str = "") -> list[errors.Cause]:
-    """Check that a CRD version's schema is structural enough to prune, default and validate with.
-
-    Args:
-        schema: the `openAPIV3Schema` of one CRD version.
-        path: where that schema sits in the CRD (e.g. `spec.versions[0].schema.openAPIV3Schema`); the
-            causes' fields are relative to the schema (`properties[spec].type`) when empty.
-
-    Returns:
-        Causes naming the offending schema node; empty when servable.
-    """
-    from lwsconf.sim.apiserver import schema_check  # schema_check imports this module
-
-    return schema_check.check(schema, path=path)

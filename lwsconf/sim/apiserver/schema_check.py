@@ -69,8 +69,17 @@ _VALUE_ONLY_FORBIDDEN = (
 )
 
 
-def check(root: Any, *, path: str) -> list[errors.Cause]:
-    """The checks behind `schema.validate_crd_schema` (see there)."""
+def validate_crd_schema(root: Any, *, path: str = "") -> list[errors.Cause]:
+    """Check that a CRD version's schema is structural enough to prune, default and validate with.
+
+    Args:
+        root: the `openAPIV3Schema` of one CRD version.
+        path: where that schema sits in the CRD (e.g. `spec.versions[0].schema.openAPIV3Schema`); the
+            causes' fields are relative to the schema (`properties[spec].type`) when empty.
+
+    Returns:
+        Causes naming the offending schema node; empty when servable.
+    """
     out = shape_errors(root, path)
     if out:
         return out

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 from lwsconf.sim.nodes import agentstreams, kubelettls, logserver, streamserver
 
 if TYPE_CHECKING:
-    from lwsconf.sim.nodes import agent as agent_mod
     from lwsconf.sim.nodes import podworker
 
 
 class AgentLogs:
-    def __init__(self, agent: agent_mod.NodeAgent) -> None:
+    def __init__(self, agent: agentstreams.NodeWorkers) -> None:
         self._agent = agent
         self.server: logserver.LogServer | None = None
 

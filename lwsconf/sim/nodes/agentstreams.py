@@ -11,21 +11,28 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lwsconf.sim.nodes import runtime
 from lwsconf.sim.nodes.streamserver import AttachTarget, ExecTarget, StreamNotAvailable
 
 if TYPE_CHECKING:
-    from lwsconf.sim.nodes import agent as agent_mod
     from lwsconf.sim.nodes import podworker, state
 
 FOLLOW_POLL = 0.05
 """Seconds between looks at a followed log file (as `logserver` follows logs)."""
 
 
+class NodeWorkers(Protocol):
+    """What the streaming and log endpoints read of a node agent (`agent.NodeAgent`), so they need not import
+    the agent module, which imports them."""
+
+    name: str
+    workers: dict[str, podworker.PodWorker]
+
+
 class AgentStreams:
-    def __init__(self, agent: agent_mod.NodeAgent) -> None:
+    def __init__(self, agent: NodeWorkers) -> None:
         self._agent = agent
 
     def _worker(self, namespace: str, pod: str) -> podworker.PodWorker:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import errors, schema
+from lwsconf.sim.apiserver import errors, schema, schema_check
 
 INT_OR_STRING = {"x-kubernetes-int-or-string": True}
 
@@ -501,11 +501,11 @@ def test_value_only_combinators() -> None:
 
 
 def crd_causes(s: Any) -> list[str]:
-    return messages(schema.validate_crd_schema(s, path="root"))
+    return messages(schema_check.validate_crd_schema(s, path="root"))
 
 
 def test_lws_like_schema_is_servable() -> None:
-    assert schema.validate_crd_schema(LWS) == []
+    assert schema_check.validate_crd_schema(LWS) == []
 
 
 def test_controller_gen_int_or_string_any_of_is_structural_and_validates() -> None:
@@ -513,7 +513,7 @@ def test_controller_gen_int_or_string_any_of_is_structural_and_validates() -> No
                 "pattern": "^[0-9]+(m|Gi)?$"}
     crd = {"type": "object", "properties": {"maxSurge": quantity,
                                             "limits": {"type": "object", "additionalProperties": quantity}}}
-    assert schema.validate_crd_schema(crd) == []
+    assert schema_check.validate_crd_schema(crd) == []
     assert schema.validate(crd, {"maxSurge": 1, "limits": {"cpu": "500m", "memory": 2}}) == []
     assert messages(schema.validate(crd, {"limits": {"cpu": "lots"}})) == [
         "limits[cpu]: Invalid value: \"lots\": limits[cpu] in body should match '^[0-9]+(m|Gi)?$'"]
@@ -684,7 +684,7 @@ SCHEMAS = st.recursive(
 def test_arbitrary_crd_schemas_are_checked_without_raising(candidate: Any, value: Any) -> None:
     from lwsconf.sim.apiserver import cel
 
-    causes = schema.validate_crd_schema(candidate)
+    causes = schema_check.validate_crd_schema(candidate)
     assert all(c.message for c in causes)
     cel.check_rules(candidate if isinstance(candidate, dict) else {})
     if not causes:  # a schema that passed the checks can be used on any object
