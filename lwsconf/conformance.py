@@ -59,21 +59,16 @@ class TestSpec:
     short_name: str
     description: str
     features: frozenset[Feature]
-    manifests: tuple[str, ...] = ()
     slow: bool = False
     serial: bool = False
+    """Needs the cluster to itself: on a cluster xdist workers share, it runs alone (fixtures/exclusive.py)."""
     disruptive: bool = False
+    """Disturbs the cluster beyond its namespace (restarts the controller): runs alone like `serial`."""
     provisional: bool = False
     profiles: tuple[str, ...] = field(default=())
 
-    @property
-    def kebab_name(self) -> str:
-        """`GroupRestartOnWorkerCrash` -> `group-restart-on-worker-crash` (manifest and object names)."""
-        return re.sub(r"(?<!^)(?=[A-Z])", "-", self.short_name).lower()
 
-
-def conformance(*, short_name: str, description: str, features: Iterable[Feature], manifests: Iterable[str] = (),
-                slow: bool = False, serial: bool = False, disruptive: bool = False,
+def conformance(*, short_name: str, description: str, features: Iterable[Feature], slow: bool = False, serial: bool = False, disruptive: bool = False,
                 provisional: bool = False) -> Callable[[F], F]:
     """Mark a test function as a conformance test with the given metadata."""
     feats = frozenset(features)
@@ -81,8 +76,7 @@ def conformance(*, short_name: str, description: str, features: Iterable[Feature
         raise ValueError(f"short_name {short_name!r} must be UpperCamelCase letters and digits")
     if not feats:
         raise ValueError(f"conformance test {short_name} must declare at least one feature")
-    spec = TestSpec(short_name=short_name, description=description, features=feats, manifests=tuple(manifests),
-                    slow=slow, serial=serial, disruptive=disruptive, provisional=provisional,
+    spec = TestSpec(short_name=short_name, description=description, features=feats, slow=slow, serial=serial, disruptive=disruptive, provisional=provisional,
                     profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))
 
     def decorate(fn: F) -> F:
