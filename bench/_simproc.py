@@ -2,7 +2,7 @@
 
 The cluster runs as users run it (`lwsconf sim up`, its own process) and the benchmarks drive it
 with the official Kubernetes client, so a figure here is what a test run or a demo sees. Waits are
-bounded and fail with the observed state; nothing here asserts a target (DEVELOPERS.md, rule 7).
+bounded and fail with the observed state; nothing here asserts a target (README.md, Benchmarks).
 """
 
 from __future__ import annotations

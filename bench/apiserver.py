@@ -3,7 +3,7 @@
 The server runs in its own process (as it does under `lwsconf sim up`) and one client drives it,
 so the figures match "one client on 2 cores". Targets (issue 2): >= 1,000 GET/s, >= 200 LISTs/s
 selecting 4 of 10k pods, RSS <= 300 MB at 10k pods. Results go to a JSON file; no assertions here
-(DEVELOPERS.md, rule 7).
+(README.md, Benchmarks).
 
     python -m bench.apiserver --out bench/results.json [--pods 10000]
 """

@@ -10,7 +10,7 @@
   HTTP readiness probe answers), to show what the process runtime costs.
 
 Target (issue 3): >= 50 pods/s on 2 cores. Results go to the "cluster" section of the JSON file;
-nothing is asserted here (DEVELOPERS.md, rule 7).
+nothing is asserted here (README.md, Benchmarks).
 
     python -m bench.cluster --out bench/results.json [--pods 800] [--probe-pods 100]
 """

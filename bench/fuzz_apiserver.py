@@ -4,7 +4,7 @@ The long profile of tests/sim/apiserver/test_fuzz.py: the same grammar (`fuzz_re
 (`fuzz_oracle`) against one live sim API server, but instead of stopping at the first problem every
 request is counted: requests tried, answers per HTTP status and per family, 5xx answers, hangs (no
 answer within the per-request timeout), lost writes (a target or sentinel that no longer reads back
-byte-identical) and times /readyz did not answer. Nothing is asserted here (DEVELOPERS.md, rule 7); the
+byte-identical) and times /readyz did not answer. Nothing is asserted here (README.md, Benchmarks); the
 problems found are listed (first 50) so that each can be fixed and pinned by an `@example` in the test.
 
     python -m bench.fuzz_apiserver --out bench/results.json [--requests 3000] [--seed 13]

@@ -13,7 +13,7 @@ this script, which drives both with the official client. Figures (issue 4):
   emulated: the `chaos.lwsconf.dev/crash-container` annotation) until its group is back with new
   pods all Ready; p50/p90 of 10, under `RecreateGroupOnPodRestart`.
 
-Results go to the "reconciler" section of the JSON file; nothing is asserted here (DEVELOPERS.md, rule 7).
+Results go to the "reconciler" section of the JSON file; nothing is asserted here (README.md, Benchmarks).
 
     python -m bench.reconciler --out bench/results.json [--runs 10] [--replicas 100 --size 8]
 """

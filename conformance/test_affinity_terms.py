@@ -1,4 +1,4 @@
-"""The pod affinity terms of exclusive placement (lws-contract.md section 4.7), as pods carry them.
+"""The pod affinity terms of exclusive placement (docs/lws-contract.md section 4.7), as pods carry them.
 
 Upstream's pod webhook integration tests (contract 6.4: "Leader pod with exclusive placement enabled have pod
 affinity/anti-affinity", "... exclusive placement and subgroup exclusive placement ...", "Worker pod with

@@ -1,6 +1,6 @@
 """Preflight: the cluster under test serves the Kubernetes APIs every LWS implementation builds on.
 
-LeaderWorkerSet composes StatefulSets, Services and Pods (lws-contract.md section 0), so a backend
+LeaderWorkerSet composes StatefulSets, Services and Pods (docs/lws-contract.md section 0), so a backend
 that does not serve them cannot host any conformance test. These checks run first and fail with the
 missing API named. The LWS capability modules arrive with the conformance-suite issue.
 """

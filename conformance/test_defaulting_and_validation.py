@@ -1,4 +1,4 @@
-"""Defaulting and validation (lws-contract.md sections 1.3 and 5.1).
+"""Defaulting and validation (docs/lws-contract.md sections 1.3 and 5.1).
 
 A created LWS reads back with every default, whoever fills them in (schema or webhook). Every rule
 V1-V24 is one row of a table: the request must be refused with a 4xx naming the object (400, 403 or

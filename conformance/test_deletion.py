@@ -1,4 +1,4 @@
-"""Deletion (lws-contract.md sections 2.7, 4.12): deleting an LWS removes everything it created.
+"""Deletion (docs/lws-contract.md sections 2.7, 4.12): deleting an LWS removes everything it created.
 
 There is no finalizer: owner references carry the cascade, LWS -> leader StatefulSet -> leader pods ->
 worker StatefulSets -> worker pods (plus Services and ControllerRevisions). Foreground deletion (what

@@ -1,4 +1,4 @@
-"""Environment injection (lws-contract.md section 3.3), observed inside the running containers.
+"""Environment injection (docs/lws-contract.md section 3.3), observed inside the running containers.
 
 What matters to a workload is what its process sees, so the probe reports its environment and
 argv through the API server proxy. Checked: the three LWS variables with their documented values in

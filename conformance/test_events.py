@@ -1,4 +1,4 @@
-"""Events regarding the LeaderWorkerSet with the documented reasons (lws-contract.md section 4.6).
+"""Events regarding the LeaderWorkerSet with the documented reasons (docs/lws-contract.md section 4.6).
 
 A separate, claimable feature (LWSEvents, LWS-EXTENDED): Events are informative, and an implementation may
 report progress through status alone. Where claimed, the reasons of 4.6 are what `kubectl describe lws` and

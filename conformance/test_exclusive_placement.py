@@ -1,4 +1,4 @@
-"""Exclusive topology placement (lws-contract.md section 4.7): one group per topology domain.
+"""Exclusive topology placement (docs/lws-contract.md section 4.7): one group per topology domain.
 
 The topology key is chosen from the cluster at run time: the first of zone, region, hostname whose
 schedulable nodes carry at least two distinct values (the sim's GPU nodes span two zones). The taints

@@ -1,4 +1,4 @@
-"""Pods outside an LWS are left alone (lws-contract.md sections 3.4, 4.2, 4.5, 5.2).
+"""Pods outside an LWS are left alone (docs/lws-contract.md sections 3.4, 4.2, 4.5, 5.2).
 
 An implementation acts only on pods labelled `leaderworkerset.sigs.k8s.io/name` (5.2: "pod without the name label:
 untouched"; upstream's pod webhooks select on that label, config/webhook/*-patch.yaml `objectSelector`, and its

@@ -1,4 +1,4 @@
-"""Failure handling (lws-contract.md section 4.2): a group fails and recovers as a unit.
+"""Failure handling (docs/lws-contract.md section 4.2): a group fails and recovers as a unit.
 
 Crashes are real: the probe exits on request (`/exit?code=1`), so the container runtime restarts it
 and `restartCount` rises, exactly as a crashing inference server would. Under the default

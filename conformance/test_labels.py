@@ -1,4 +1,4 @@
-"""Labels and annotations (lws-contract.md section 3.1/3.2) on every object an LWS creates.
+"""Labels and annotations (docs/lws-contract.md section 3.1/3.2) on every object an LWS creates.
 
 Tools select groups, leaders and revisions by these keys, so each must be on the objects the contract
 lists, with the documented values. `group-key` is portable (SHA-1 of "<ns>/<leader pod>") and stays

@@ -1,4 +1,4 @@
-"""Object model (lws-contract.md section 2): what an LWS of R groups of size S creates, named how, owned by whom.
+"""Object model (docs/lws-contract.md §2): what an LWS of R groups of size S creates, named how, owned by whom.
 
 Checks the inventory a user and their tooling rely on: the leader StatefulSet `N`, one worker
 StatefulSet `N-i` per group with ordinals from 1, pods `N-i` / `N-i-j` with matching hostnames and the

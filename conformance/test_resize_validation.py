@@ -1,4 +1,4 @@
-"""Resizing a subgrouped LWS: the subGroupSize rules hold on update too (lws-contract.md section 5.1).
+"""Resizing a subgrouped LWS: the subGroupSize rules hold on update too (docs/lws-contract.md section 5.1).
 
 Size is mutable (5.1: "updating `size`" is accepted, v0.7.0+) and subGroupSize is not (V20), so a resize is where
 V15-V17 can break on an existing object: "the validating webhook re-runs every create rule on UPDATE" (section 5).

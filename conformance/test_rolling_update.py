@@ -1,4 +1,4 @@
-"""Rolling updates (lws-contract.md section 4.4): a template change replaces groups, whole, from the top.
+"""Rolling updates (docs/lws-contract.md section 4.4): a template change replaces groups, whole, from the top.
 
 A watch-based timeline (`lws.timeline`, saved as timeline.json and drawn in the report) records every
 group's revision and readiness and the test's steps while the rollout runs, so whole-rollout claims

@@ -1,4 +1,4 @@
-"""Rolling-update strategy knobs (lws-contract.md sections 4.4.3-4.4.7): maxSurge, percentages, partition.
+"""Rolling-update strategy knobs (docs/lws-contract.md §4.4.3-4.4.7): maxSurge, percentages, partition.
 
 Surge is observed where it lives: the leader StatefulSet's `replicas` during the rollout (the peak must
 match the traces of 4.4.5, which are not simply R + maxSurge, T13) and back to R at the end, while

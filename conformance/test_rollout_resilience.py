@@ -1,4 +1,4 @@
-"""Rollouts that meet trouble (lws-contract.md sections 2.5, 4.2, 4.4): cases upstream fixed bugs for.
+"""Rollouts that meet trouble (docs/lws-contract.md sections 2.5, 4.2, 4.4): cases upstream fixed bugs for.
 
 * A rolling update replaces each group once. When a group's old leader goes, the garbage collector
   deletes its old workers while the new leader already exists under the same name; a group-restart

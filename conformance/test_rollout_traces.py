@@ -1,4 +1,4 @@
-"""Rollout traces of lws-contract.md section 4.4.5 that upstream pins in its integration tests, on a real workload.
+"""Rollout traces of docs/lws-contract.md §4.4.5 that upstream pins in its integration tests, on a real workload.
 
 Upstream's envtest cases (sigs.k8s.io/lws test/integration/controllers/leaderworkerset_test.go) fabricate
 leader pods and StatefulSet status and check the leader StatefulSet after each step. Here the same

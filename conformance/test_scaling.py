@@ -1,4 +1,4 @@
-"""Scaling (lws-contract.md section 4.3): groups are added at the top and removed from the top.
+"""Scaling (docs/lws-contract.md section 4.3): groups are added at the top and removed from the top.
 
 Scaling is what an autoscaler does to a serving fleet, so the groups that stay must not notice: their
 pod UIDs are unchanged. Covered through `spec.replicas` and through the scale subresource (what

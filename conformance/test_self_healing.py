@@ -1,4 +1,4 @@
-"""What an implementation repairs when a user removes what it made (lws-contract.md sections 2.1, 2.7, 4.5).
+"""What an implementation repairs when a user removes what it made (docs/lws-contract.md §2.1, 2.7, 4.5).
 
 Two cases upstream's controller integration tests cover (contract 6.2) and the rest of the suite does not:
 

@@ -1,4 +1,4 @@
-"""startupPolicy (lws-contract.md section 4.1): when a group's worker StatefulSet may be created.
+"""startupPolicy (docs/lws-contract.md section 4.1): when a group's worker StatefulSet may be created.
 
 The leader is held unready from its first instant with the probe's start-unready mode, so "before the
 leader is Ready" is a state the test controls, not a race it hopes to win. With LeaderReady no worker

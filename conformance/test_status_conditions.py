@@ -1,4 +1,4 @@
-"""Status counters and conditions (lws-contract.md sections 1.4, 4.5).
+"""Status counters and conditions (docs/lws-contract.md sections 1.4, 4.5).
 
 Conditions are matched on type and status only (trap T8: a False condition keeps its True-time
 reason and message), and every status write must carry `observedGeneration == metadata.generation`.

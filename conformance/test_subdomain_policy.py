@@ -1,4 +1,4 @@
-"""networkConfig.subdomainPolicy (lws-contract.md sections 2.4, 4.9): per-group Services and addresses.
+"""networkConfig.subdomainPolicy (docs/lws-contract.md sections 2.4, 4.9): per-group Services and addresses.
 
 With UniquePerReplica every group gets its own headless Service `N-i`, owned by its leader pod, and
 pods use it as their subdomain, so LWS_LEADER_ADDRESS is `N-i.N-i.ns` and resolves. Switching the

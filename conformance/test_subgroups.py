@@ -1,4 +1,4 @@
-"""subGroupPolicy (lws-contract.md section 4.8): subgroup labels, annotations and the index formula.
+"""subGroupPolicy (docs/lws-contract.md section 4.8): subgroup labels, annotations and the index formula.
 
 Subgroups are how multi-host accelerators split a group (e.g. one subgroup per host slice), so each
 pod must carry the right `subgroup-index` and a `subgroup-key` (SHA-1 of "<leader pod>/<index>", no

@@ -1,4 +1,4 @@
-"""volumeClaimTemplates (lws-contract.md section 4.10): per-pod claims for leaders and workers alike.
+"""volumeClaimTemplates (docs/lws-contract.md section 4.10): per-pod claims for leaders and workers alike.
 
 Both StatefulSets get the claim templates, so every pod has its own claim named the StatefulSet way,
 `<claim>-<pod>`: `data-N-i` for leaders and `data-N-i-j` for workers. The retention policy is copied

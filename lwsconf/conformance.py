@@ -2,7 +2,7 @@
 
     @conformance(
         short_name="GroupRestartOnWorkerCrash",
-        description="A crashed worker container recreates its whole group (lws-contract.md 4.2).",
+        description="A crashed worker container recreates its whole group (docs/lws-contract.md 4.2).",
         features={Feature.GROUP_RESTART},
     )
     def test_group_restart_on_worker_crash(lws: LWSHarness) -> None: ...

@@ -3,7 +3,7 @@
 A feature names one observable capability of the LeaderWorkerSet API (with the contract section
 that defines it). Tests declare the features they exercise; a run claims features through profiles
 or flags; a test whose features are not all claimed is NOT_SUPPORTED rather than failed (Gateway API's
-model, /work/shared/design/anchors.md section 1). Names are part of the report format: never rename
+model, kubernetes-sigs/gateway-api pkg/features). Names are part of the report format: never rename
 one, add a new one instead. No I/O here.
 """
 
@@ -13,7 +13,7 @@ from enum import StrEnum
 
 
 class Feature(StrEnum):
-    """Each member: the capability, and the lws-contract.md section it comes from."""
+    """Each member: the capability, and the docs/lws-contract.md section it comes from."""
 
     OBJECT_MODEL = "LWSObjectModel"
     """Leader/worker StatefulSets, pods, hostnames and Services named as in section 2."""

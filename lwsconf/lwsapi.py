@@ -2,7 +2,7 @@
 
 Every part of lwsconf that speaks LWS (the suite's harness and waits, the reference reconciler, the serving
 workloads, the reports) imports its keys from here, so a renamed key is one edit and a typo is an import
-error. The values are the API's (docs/lws-contract.md, sections 3.1-3.3, from ../shared/spec). Only names:
+error. The values are the API's (docs/lws-contract.md, sections 3.1-3.3). Only names:
 no functions of them (the reconciler's `labels` module computes the portable hashes) and no imports, so any
 layer may use it.
 """

@@ -1,7 +1,7 @@
 """`Client`: the sim controllers' HTTP client for the Kubernetes REST API, on plain dicts.
 
 Why not the official `kubernetes` client? It is synchronous, deserializes into pydantic models
-(0.5 ms per pod, design/sim-wire-facts.md section 6) and hides watch errors; a controller needs
+(0.5 ms per pod, measured with the v37 client on 2 cores) and hides watch errors; a controller needs
 asyncio, raw dicts and every watch event. Why not share Python objects with the server? Because the
 sim must stay honest: a controller sees exactly what an HTTP client of kube-apiserver sees.
 

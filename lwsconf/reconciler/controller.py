@@ -1,6 +1,6 @@
 """The reference reconciler's I/O layer: informers, the two reconcile loops, and the API writes.
 
-Two level-based loops, as upstream has (lws-contract.md section 0):
+Two level-based loops, as upstream has (docs/lws-contract.md section 0):
 
 * the **LWS loop** (key: the LeaderWorkerSet) owns ControllerRevisions, the leader StatefulSet
   (rollout partition and surge), the shared headless Service and the status;

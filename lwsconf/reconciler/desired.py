@@ -1,6 +1,6 @@
 """Desired children of a LeaderWorkerSet: the leader StatefulSet, worker StatefulSets, headless Services.
 
-Each builder returns the full object as a dict, ready to create (lws-contract.md section 2):
+Each builder returns the full object as a dict, ready to create (docs/lws-contract.md section 2):
 
 * `leader_statefulset` (2.2): applied on every reconcile; `partition` and `replicas` come from `rollout`.
 * `worker_statefulset` (2.3, trap T32): built for one leader pod from the ControllerRevision named by

@@ -1,7 +1,7 @@
 """The events the LeaderWorkerSet controller records, with upstream's exact reasons and notes.
 
 Events are values here (type, reason, note, action); the runtime posts them as events.k8s.io/v1 with
-`regarding` = the LWS (lws-contract.md section 4.6). Texts matter: upstream tests match them, e.g.
+`regarding` = the LWS (docs/lws-contract.md section 4.6). Texts matter: upstream tests match them, e.g.
 "Worker pod <pod> failed, ..." even when the failed pod is the leader (trap T17). No I/O here.
 """
 

@@ -1,6 +1,6 @@
 """What one leader pod's group needs next: its per-group Service and its worker StatefulSet.
 
-This is the decision half of upstream's pod reconciler for leader pods (lws-contract.md section 4.1),
+This is the decision half of upstream's pod reconciler for leader pods (docs/lws-contract.md section 4.1),
 in its order: the leader-name safety check, skip a terminating leader, the `UniquePerReplica` Service
 (before any gate, also for size 1), nothing more for size 1, the `LeaderReady` gate, the leader's
 revision must exist, exclusive placement needs a scheduled leader on a node carrying the topology label.

@@ -1,6 +1,6 @@
 """Label, annotation and env-var keys of LeaderWorkerSet (from `lwsconf.lwsapi`), and the portable hashes.
 
-Keys and formulas are exact (lws-contract.md sections 3.1-3.3, 4.8). `group_key` and `subgroup_key`
+Keys and formulas are exact (docs/lws-contract.md sections 3.1-3.3, 4.8). `group_key` and `subgroup_key`
 are portable across implementations (trap T6): SHA-1 hex of documented strings. No I/O here.
 """
 

@@ -1,7 +1,7 @@
 """Object names of a LeaderWorkerSet's children and parsing of StatefulSet pod names.
 
 Leader pods and worker StatefulSets are `N-i`, worker pods `N-i-j`, ControllerRevisions
-`<N[:220]>-<hash>-<number>` (lws-contract.md sections 2.1, 2.5). Ordinals are parsed the way
+`<N[:220]>-<hash>-<number>` (docs/lws-contract.md sections 2.1, 2.5). Ordinals are parsed the way
 upstream's `GetParentNameAndOrdinal` does: the trailing `-<digits>`, which must fit in an int32.
 No I/O here.
 """

@@ -1,6 +1,6 @@
 """Pod predicates, and the labels the reconciler patches onto LWS pods right after they appear.
 
-Upstream's pod webhook stamps these labels at admission (lws-contract.md section 3.4, trap T1):
+Upstream's pod webhook stamps these labels at admission (docs/lws-contract.md section 3.4, trap T1):
 `group-index` and `group-key` on leaders, `worker-index` on workers, and `subgroup-index`/`subgroup-key`
 on pods of a subgrouped LWS. Without a webhook they cannot be in the pod at creation -- the leader
 template is shared by all groups, and a worker template by all workers of a group -- so the runtime

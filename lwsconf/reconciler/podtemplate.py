@@ -1,6 +1,6 @@
 """What the reconciler stamps into pod templates so pods look as upstream's pod webhook would make them.
 
-Upstream's pod webhook (lws-contract.md section 3.4) edits each pod at admission. There is no webhook
+Upstream's pod webhook (docs/lws-contract.md section 3.4) edits each pod at admission. There is no webhook
 here, so the StatefulSet pod templates carry the result instead:
 
 * Env (section 3.3, trap T21): every container and init container gets the LWS entries first, and

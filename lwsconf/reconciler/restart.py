@@ -1,4 +1,4 @@
-"""Group recreation on failure (`restartPolicy`, lws-contract.md section 4.2) as a pure decision.
+"""Group recreation on failure (`restartPolicy`, docs/lws-contract.md section 4.2) as a pure decision.
 
 For a pod event of an LWS, `decide` says whether to delete the group's leader (with
 `propagationPolicy: Foreground`; the garbage collector and the StatefulSet controller do the rest) and

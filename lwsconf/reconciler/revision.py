@@ -1,6 +1,6 @@
 """ControllerRevisions of a LeaderWorkerSet: snapshot, key, semantic equality, naming and retention.
 
-The snapshot (lws-contract.md section 2.5) is a strategic-merge-patch document holding only
+The snapshot (docs/lws-contract.md section 2.5) is a strategic-merge-patch document holding only
 `spec.leaderWorkerTemplate` and `spec.networkConfig` (nil normalised to `{subdomainPolicy: Shared}`),
 each marked `"$patch": "replace"`. Its key, the `template-revision-hash` label, is 32-bit FNV-1 (Go's
 `hash/fnv.New32`, not FNV-1a) over the serialised bytes, printed in decimal and mapped byte by byte

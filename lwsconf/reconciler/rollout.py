@@ -2,7 +2,7 @@
 
 The unit of update is a group; the controller only moves the leader StatefulSet's partition (and its
 replicas, for surge), and the StatefulSet controller replaces leaders above the partition
-(lws-contract.md section 4.4). `resolve_budget` is section 4.4.3 (percentages against the current
+(docs/lws-contract.md section 4.4). `resolve_budget` is section 4.4.3 (percentages against the current
 `spec.replicas`: maxUnavailable rounds down, maxSurge rounds up and is capped at replicas, trap T11);
 `decide` is the reference algorithm of section 4.4.4, including its events. Group states come in as
 values (`GroupState` per index), built by `group_states` from leader pods and worker StatefulSets.

@@ -1,6 +1,6 @@
 """A read-only, defaulted view of one LeaderWorkerSet object as the API serves it (a plain dict).
 
-The CRD already defaults most fields (lws-contract.md section 1.3; `manifests/crd/leaderworkersets.yaml`),
+The CRD already defaults most fields (docs/lws-contract.md §1.3; `manifests/crd/leaderworkersets.yaml`),
 but the reconciler must not depend on that: the same defaults are applied here, so an object written
 before the CRD was installed, or served by another cluster's CRD, reads the same. `Default` is read as
 `None` (the CRD stores it as sent). Raises `ValueError` with the field path for input no defaulting can

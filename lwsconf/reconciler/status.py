@@ -1,6 +1,6 @@
 """LeaderWorkerSet status: counters, conditions, observedGeneration, hpaPodSelector, condition events.
 
-Section 4.5 of lws-contract.md, as upstream computes it:
+Section 4.5 of docs/lws-contract.md, as upstream computes it:
 
 * Counters come from leader pods (`{name: N, worker-index: "0"}`); with size > 1 a leader whose worker
   StatefulSet does not exist is skipped entirely (trap T10). Surge groups count (trap T7).

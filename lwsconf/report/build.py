@@ -1,6 +1,7 @@
 """From per-test results to profile verdicts and the CI gate: the only place report results are decided.
 
-Gateway API's rules, per claimed profile (anchors.md 1.4): **failure** if any of its tests failed;
+Gateway API's rules (its ConformanceReport, kubernetes-sigs/gateway-api conformance/apis/v1), per
+claimed profile: **failure** if any of its tests failed;
 **partial** if none failed but one was SKIPPED (the claim is unverified) or a *core* test was
 NOT_SUPPORTED (a core feature was exempted); otherwise **success**. A NOT_SUPPORTED extended test
 leaves the profile a success: the feature is listed as unsupported. PROVISIONAL_SKIPPED tests count

@@ -284,7 +284,7 @@ def _int(text: str | None, default: int) -> int:
 
 
 def preflight_problems(lws: Obj) -> list[str]:
-    """What in a vLLM-shaped LWS would make the group wait forever or crash (anchors.md 7.3); [] when sound.
+    """What in a vLLM-shaped LWS would make the group wait forever or crash (docs/vllm-cpu.md); [] when sound.
 
     Ray cluster size (when the leader starts Ray) must be the group size; TP x PP must be the group's GPUs
     (else Ray's placement group never fits and vLLM waits); leader and workers must ask for the same GPUs;

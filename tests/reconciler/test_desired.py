@@ -1,4 +1,4 @@
-"""The object model of lws-contract.md section 2: leader StatefulSet, worker StatefulSets, headless Services.
+"""The object model of docs/lws-contract.md §2: leader StatefulSet, worker StatefulSets, headless Services.
 
 Env vars are checked the way a container observes them (`factories.expand_env` resolves fieldRefs and
 `$(VAR)` like the kubelet), since without a webhook the leader's values are not literals in the spec.

@@ -1,4 +1,4 @@
-"""Every worked trace of lws-contract.md section 4.4.5, replayed step by step through `rollout.decide`.
+"""Every worked trace of docs/lws-contract.md section 4.4.5, replayed step by step through `rollout.decide`.
 
 Each trace starts at rest (all R groups ready and updated, leader StatefulSet at partition = user
 partition) and applies the upstream integration test's actions in order: a template change (every

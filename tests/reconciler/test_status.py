@@ -1,4 +1,4 @@
-"""Status counters and the condition matrix of lws-contract.md section 4.5 (traps T7, T8, T9, T10, T25)."""
+"""Status counters and the condition matrix of docs/lws-contract.md §4.5 (traps T7, T8, T9, T10, T25)."""
 
 from __future__ import annotations
 

@@ -328,7 +328,7 @@ def test_slow_kubelet_delays_pod_status_but_pods_still_start(own: Sim) -> None:
         if len(seen) < 2:
             raise core.NotYet(f"running so far: {seen}")
     own.wait(both_running, "both pods to run")
-    print(f"time to Running: {seen}")  # measured, not asserted (DEVELOPERS rule 7)
+    print(f"time to Running: {seen}")  # measured, not asserted (README.md, Benchmarks)
     assert seen["on-fast"] < seen["on-slow"], f"the slow node's pod should show Running last: {seen}"
     chaos.slow_kubelet(own.api, "gpu-0", 0)
     node = own.node("gpu-0")

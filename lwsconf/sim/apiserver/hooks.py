@@ -9,7 +9,7 @@
 * Service: a ClusterIP is allocated for non-headless Services from the server's loopback range
   (`ServerContext.service_range`: 127.96.0.0/16 by default, the cluster's own 127.X.128.0/17 under
   `SimCluster`, so clusters running side by side never hand out the same address), because nothing
-  the simulator allocates may leave 127.0.0.0/8 (DEVELOPERS.md, rule 2).
+  the simulator allocates may leave 127.0.0.0/8 (ARCHITECTURE.md, "Addresses on sim").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ InternalIP and `daemonEndpoints.kubeletEndpoint.Port`, the kubelet's self-signed
 verified, as without --kubelet-certificate-authority) and proxies HTTP to pod IPs directly, or to
 a ready endpoint of a Service. The simulator does the same over HTTP, which is how conformance
 tests send real traffic to workloads on every backend. Every address the simulator allocates is in
-127.0.0.0/8, and this module refuses any other destination (DEVELOPERS.md, rule 2).
+127.0.0.0/8, and this module refuses any other destination (ARCHITECTURE.md, "Addresses on sim").
 """
 
 from __future__ import annotations

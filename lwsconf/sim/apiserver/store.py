@@ -6,7 +6,7 @@ a list's resourceVersion can resume a watch on that resource. Each resource type
 * its objects keyed by (namespace, name), treated as immutable once stored (writers store a new
   dict; readers may share it without copying), with their JSON encoding cached for fast GET/LIST;
 * indexes by namespace, by label pair and by a few field paths, so selector LISTs touch candidates
-  only (a linear scan of 10k pods costs ~20 ms; see design/sim-wire-facts.md section 6);
+  only (a linear scan of 10k pods costs ~20 ms);
 * a bounded history of events for watch resume; a resume point older than the history answers
   410 Expired, as a compacted etcd does.
 

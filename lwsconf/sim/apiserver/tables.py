@@ -2,7 +2,7 @@
 
 kubectl asks every list, get and watch for `application/json;as=Table;v=v1;g=meta.k8s.io,...` and
 prints the rows it gets back; a plain list makes it fall back to a bare `NAME AGE` listing
-(design/sim-wire-facts.md section 3a). Rendering tables here lets `kubectl get lws` show a CRD's
+(seen with kubectl 1.37 at -v=6). Rendering tables here lets `kubectl get lws` show a CRD's
 `additionalPrinterColumns` and `kubectl get pods` show READY/STATUS/RESTARTS as a real cluster does,
 which is what people debugging a conformance run look at. `kubectl get -w` also receives one-row
 Tables per watch event.

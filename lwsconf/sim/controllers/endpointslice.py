@@ -2,7 +2,7 @@
 
 EndpointSlices are what Service traffic follows: the simulated API server's
 `services/NAME:PORT/proxy` picks a ready endpoint from them, and LWS workers find their leader through
-the headless Service's endpoints (lws-contract.md section 2.4: those Services set
+the headless Service's endpoints (docs/lws-contract.md section 2.4: those Services set
 `publishNotReadyAddresses: true` so that a leader is listed before it is ready). This controller
 does what kube-controller-manager's endpointslice controller does (`pkg/controller/endpointslice`,
 with the reconciler in `staging/src/k8s.io/endpointslice/reconciler.go` and `utils.go`):

@@ -1,6 +1,6 @@
 """The ownerReference garbage collector, an HTTP client of the API server like kube-controller-manager's.
 
-What it guarantees (Kubernetes' garbage collection semantics, lws-contract.md section 2.7 relies on
+What it guarantees (Kubernetes' garbage collection semantics, docs/lws-contract.md section 2.7 relies on
 them for the LWS -> StatefulSet -> Pod -> worker StatefulSet chain):
 
 * **Background**: an object none of whose owners exists any more (the owner is gone, or the object

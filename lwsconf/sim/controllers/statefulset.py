@@ -1,6 +1,6 @@
 """The StatefulSet controller, an HTTP client of the API server like kube-controller-manager's.
 
-LeaderWorkerSet is built entirely on StatefulSets (lws-contract.md sections 0, 2 and 4.4): the leader
+LeaderWorkerSet is built entirely on StatefulSets (docs/lws-contract.md sections 0, 2 and 4.4): the leader
 StatefulSet's pods `N-i`, each group's worker StatefulSet with `ordinals.start: 1`, the rolling
 update driven through `partition` and `maxUnavailable`, old-revision groups recreated from the
 current revision (trap T32), and StatefulSet status as the only way pod readiness reaches the LWS

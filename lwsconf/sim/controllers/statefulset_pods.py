@@ -102,7 +102,7 @@ def claim_templates(sts: Obj) -> list[Obj]:
 
 
 def uses_current_revision(sts: Obj, ordinal: int) -> bool:
-    """Whether a missing pod of `ordinal` is recreated from the current revision (lws-contract T32)."""
+    """Whether a missing pod of `ordinal` comes back from the current revision (docs/lws-contract.md T32)."""
     strat = strategy(sts)
     if strat.get("type", "RollingUpdate") != "RollingUpdate":
         return False

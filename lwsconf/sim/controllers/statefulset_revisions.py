@@ -22,7 +22,7 @@ Pods carry the revision *name* in their `controller-revision-hash` label; the re
 label of that key holds just the hash. The data is Go's `json.Marshal` of a map (sorted keys, compact),
 which `canonical_json` reproduces, so for the same defaulted template the name is the one
 kube-controller-manager 1.37 gives (lwsconf fidelity controllers/ctl-statefulset: `web-5fbf5f4544`);
-still, nothing may rely on hash values (lws-contract trap T6).
+still, nothing may rely on hash values (docs/lws-contract.md trap T6).
 """
 
 from __future__ import annotations

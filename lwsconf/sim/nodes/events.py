@@ -1,6 +1,7 @@
 """The kubelet's event recorder: core/v1 Events about pods, sent in the background.
 
-Events are advisory (design/anchors.md: conformance never asserts on them), so recording one never
+Events are advisory (Kubernetes records them best-effort, so no conformance verdict rests on a
+kubelet's), so recording one never
 blocks or fails a pod's lifecycle: `record` only queues, one task sends in order, and a failed send
 is logged and dropped. A repeat of the same (pod, reason, message) within the correlator window
 becomes a count bump on the existing Event, as client-go's EventCorrelator does, so a crash loop

@@ -1,6 +1,6 @@
 """The stage interpreter: which stage applies to an object, after how long, and what it does. No I/O.
 
-A pod's life in the simulated kubelet is data (KWOK's idea, design/anchors.md section 3): YAML
+A pod's life in the simulated kubelet is data (KWOK's idea: its Stage resources, kubernetes-sigs/kwok): YAML
 `Stage` objects in `stages/<set>/`, each with a selector over the object, a delay and ordered
 steps. This module only decides; `podworker` performs the resulting actions. Two kinds of object
 are looked at:

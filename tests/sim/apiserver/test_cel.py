@@ -25,7 +25,7 @@ def surge(*rules: dict[str, Any]) -> dict[str, Any]:
     return {"x-kubernetes-int-or-string": True, "x-kubernetes-validations": list(rules)}
 
 
-# An LWS-like schema carrying the rules lws-contract.md §5.1 needs (V1, V5, V10/V11, V14/V15, V20).
+# An LWS-like schema carrying the rules docs/lws-contract.md §5.1 needs (V1, V5, V10/V11, V14/V15, V20).
 LWS: dict[str, Any] = {
     "type": "object",
     "x-kubernetes-validations": [rule(DNS1035, message="name must be a DNS-1035 label")],

@@ -14,7 +14,7 @@ from lwsconf.sim.apiserver import errors, schema, schema_check
 
 INT_OR_STRING = {"x-kubernetes-int-or-string": True}
 
-# A cut-down LeaderWorkerSet v1 schema: the fields lws-contract.md §5.1 validates by schema.
+# A cut-down LeaderWorkerSet v1 schema: the fields docs/lws-contract.md §5.1 validates by schema.
 LWS: dict[str, Any] = {
     "type": "object",
     "properties": {

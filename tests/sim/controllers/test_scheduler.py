@@ -321,7 +321,7 @@ def test_required_anti_affinity_on_zone_puts_pods_in_different_zones() -> None:
 
 
 def lws_group_affinity(group: str) -> Obj:
-    """What the LWS pod webhook adds with the exclusive-topology annotation (lws-contract.md 4.7)."""
+    """What the LWS pod webhook adds with the exclusive-topology annotation (docs/lws-contract.md 4.7)."""
     return {
         "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchExpressions": [{"key": GROUP_KEY, "operator": "In", "values": [group]}]},

@@ -2,7 +2,7 @@
 
 Each test starts an API server and a `StatefulSetController`, creates a StatefulSet and plays the
 kubelet by patching pod status where readiness matters (`workload_sim.make_ready`). The behaviours
-are the ones LeaderWorkerSet relies on (lws-contract.md sections 2 and 4.4, traps T28 and T32).
+are the ones LeaderWorkerSet relies on (docs/lws-contract.md sections 2 and 4.4, traps T28 and T32).
 """
 
 from __future__ import annotations
