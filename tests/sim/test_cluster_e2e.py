@@ -197,6 +197,28 @@ def test_a_pod_reaches_a_clusterip_service_by_its_dns_name(sim: sim_e2e.Sim, web
                     timeout=sim.t.service_endpoints, poll=sim.t.poll_interval)
 
 
+def test_a_pod_whose_configmap_appears_late_starts_once_it_exists(sim: sim_e2e.Sim, ns: str) -> None:
+    """As the kubelet retries volume setup: a missing (non-optional) ConfigMap holds the container back, its
+    creation lets it start (a CI run on the real control plane met this with kube-root-ca.crt published late)."""
+    core_api = client.CoreV1Api(sim.api)
+    body: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late"}, **workloads.probe_pod_template()}
+    body["spec"]["volumes"].append({"name": "late", "configMap": {"name": "late-cm"}})
+    body["spec"]["containers"][0]["volumeMounts"].append({"name": "late", "mountPath": "/late"})
+    core_api.create_namespaced_pod(ns, body)
+
+    def held_back() -> str:
+        pod = pods.get_pod(sim.api, ns, "late") or {}
+        waiting = (((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state") or {}).get("waiting")
+        if not waiting or waiting.get("reason") != "CreateContainerConfigError":
+            raise core.NotYet(f"container state {waiting}")
+        return str(waiting.get("message"))
+    message = core.wait_until(held_back, what="the container held back by its missing ConfigMap",
+                              timeout=sim.t.pods_running, poll=sim.t.poll_interval)
+    assert "late-cm" in message, message
+    core_api.create_namespaced_config_map(ns, {"metadata": {"name": "late-cm"}, "data": {"a": "b"}})
+    pods.pod_must_answer(sim.api, ns, "late", sim.t)
+
+
 def test_a_crashed_probe_process_is_restarted_in_place_with_restart_count_1(sim: sim_e2e.Sim, ns: str) -> None:
     found = deploy_web(sim, ns)
     before = pods.pod_must_answer(sim.api, ns, "web-1", sim.t)

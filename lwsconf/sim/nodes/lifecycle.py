@@ -8,7 +8,7 @@ are looked at:
 * `Pod`: the pod as the agent sees it (its spec and the status the agent would write), plus a
   `sim` section with the agent's own facts (`.sim.admitted`, `.sim.sandbox`, `.sim.terminal`);
 * `Container`: `{"pod": <that pod view>, "container": <the container spec>, "status": <its
-  containerStatus>, "sim": {"emulated", "init", "sidecar", "state", "probes"}}`, where `.sim.state`
+  containerStatus>, "sim": {"emulated", "init", "sidecar", "state", "probes", "startAttempt"}}`, where `.sim.state`
   is the agent's container state (`pending`, `created`, `running`, `exited`, `backoff`, `done`).
 
 Stage file fields (see stages/README.md for the full reference):

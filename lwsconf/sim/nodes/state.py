@@ -66,7 +66,9 @@ class ContainerRecord:
     """Results forced by a `probe` stage step ("success"/"failure"), kept across restarts."""
     backoff_until: float | None = None
     start_failures: int = 0
-    """Consecutive starts that failed before the process ran (config errors): their retry back-off."""
+    """Consecutive starts that failed before the process ran (config errors): their retry back-off. Shown to
+    stages as `.sim.startAttempt`, so a retried start is a new container view and its start stage fires again
+    (without it a container whose ConfigMap appeared late stayed ContainerCreating for ever)."""
     kill_reason: str | None = None
     """Set by a prober (liveness/startup failure): the worker must stop and maybe restart it."""
     process: Any = None
@@ -223,4 +225,4 @@ def container_view(podview: Obj, rec: ContainerRecord, status: Obj) -> Obj:
     probes = {kind: rec.forced_probes.get(kind, "success") for kind in PROBE_KINDS}
     return {"pod": podview, "container": rec.spec, "status": status,
             "sim": {"emulated": rec.emulated, "init": rec.init, "sidecar": rec.sidecar, "state": rec.state,
-                    "probes": probes}}
+                    "probes": probes, "startAttempt": rec.start_failures}}
