@@ -65,4 +65,44 @@ RUN = Scenario("batch", "ctl-job", (
          vary=("body.status.startTime", "body.status.completionTime")),
 ), controllers=True)
 
-SCENARIOS: tuple[Scenario, ...] = (API, RUN)
+_FAILED = {"status": {"phase": "Failed", "containerStatuses": [{
+    "name": "main", "image": "busybox:1.36", "imageID": "", "ready": False, "restartCount": 0,
+    "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z",
+                             "finishedAt": "2026-01-01T00:00:01Z"}}}]}}
+_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def _index_pod(step: str, index: int, name: str) -> Step:
+    """The index's pod the controller created and that is still pending (a failed one is no longer)."""
+    return Step(step, "GET", PODS,
+                query={"labelSelector": f"job-name=pix,{_INDEX}={index}", "fieldSelector": "status.phase=Pending"},
+                until=Until("body.items.0.status.conditions.0.type", "PodScheduled", 90.0),
+                save={name: "items.0.metadata.name"}, vary=(f"body.items.0.{_VERDICT}",))
+
+
+# backoffLimitPerIndex (GA in 1.33): each index has its own failure budget, counted on the pods in the
+# job-index-failure-count annotation; an index over it is failed (status.failedIndexes) and not retried, and
+# the Job fails once every index is finished; the Job-wide backoffLimit defaults to the maximum
+PER_INDEX = Scenario("batch", "ctl-job-per-index", (
+    create("create-job", JOBS, job("pix", completionMode="Indexed", completions=2, parallelism=2,
+                                   backoffLimitPerIndex=1, maxFailedIndexes=1), save={"job": "metadata.uid"}),
+    _index_pod("index-0-pod", 0, "first"),
+    patch("index-0-fails", f"{PODS}/${{first}}/status", _FAILED, STRATEGIC, vary=(f"body.{_VERDICT}",)),
+    _index_pod("index-0-retried", 0, "second"),
+    patch("index-0-fails-again", f"{PODS}/${{second}}/status", _FAILED, STRATEGIC, vary=(f"body.{_VERDICT}",)),
+    # both failures counted: kube-controller-manager passes through status.uncountedTerminatedPods first, which
+    # the sim does not (job_sync.py's departure), so the step waits for the count
+    Step("index-0-failed", "GET", f"{JOBS}/pix", until=Until("body.status.failed", 2, 90.0),
+         vary=("body.status.startTime",)),
+    _index_pod("index-1-pod", 1, "third"),
+    patch("index-1-succeeds", f"{PODS}/${{third}}/status", _SUCCEEDED, STRATEGIC, vary=(f"body.{_VERDICT}",)),
+    Step("job-failed", "GET", f"{JOBS}/pix", until=Until("body.status.conditions.1.type", "Failed", 90.0),
+         vary=("body.status.startTime",)),
+    create("per-index-needs-indexed", JOBS, job("nix", backoffLimitPerIndex=1)),
+    create("max-failed-over-completions", JOBS, job("mix", completionMode="Indexed", completions=2,
+                                                   backoffLimitPerIndex=1, maxFailedIndexes=3)),
+    create("max-failed-needs-per-index", JOBS, job("mnx", completionMode="Indexed", completions=2,
+                                                   maxFailedIndexes=1)),
+), controllers=True)
+
+SCENARIOS: tuple[Scenario, ...] = (API, RUN, PER_INDEX)

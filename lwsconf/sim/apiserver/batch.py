@@ -39,6 +39,7 @@ RESTART_POLICIES = ("OnFailure", "Never")
 COMPLETION_MODES = ("NonIndexed", "Indexed")
 CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 CRONJOB_NAME_MAX = 52
+MAX_INT32 = 2**31 - 1
 
 
 def _dict_at(obj: dict[str, Any], key: str) -> dict[str, Any]:
@@ -51,8 +52,8 @@ def default_job_spec(spec: dict[str, Any]) -> None:
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)
-    if spec.get("backoffLimit") is None:
-        spec["backoffLimit"] = DEFAULT_BACKOFF_LIMIT
+    if spec.get("backoffLimit") is None:  # with a per-index limit the Job-wide one is out of the way: MaxInt32
+        spec["backoffLimit"] = MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else DEFAULT_BACKOFF_LIMIT
     if not spec.get("completionMode"):
         spec["completionMode"] = "NonIndexed"
     spec.setdefault("suspend", False)
@@ -122,6 +123,26 @@ def default_cronjob(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 # --- validation ---------------------------------------------------------------------------------------
 
+def _per_index_limits(spec: dict[str, Any], path: str) -> list[errors.Cause]:
+    """backoffLimitPerIndex / maxFailedIndexes as validateJobSpec checks them (kube-apiserver 1.37.2 words:
+    lwsconf fidelity batch/ctl-job-per-index)."""
+    causes: list[errors.Cause] = []
+    per_index, max_failed = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
+    if per_index is not None:
+        causes += f.nonnegative(f.child(path, "backoffLimitPerIndex"), per_index)
+        if spec.get("completionMode") != "Indexed":
+            causes.append(f.invalid(f.child(path, "backoffLimitPerIndex"), per_index, "requires indexed completion mode"))
+    if max_failed is not None:
+        causes += f.nonnegative(f.child(path, "maxFailedIndexes"), max_failed)
+        if per_index is None:
+            causes.append(f.required(f.child(path, "backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
+        completions = spec.get("completions")
+        if f.is_int(max_failed) and f.is_int(completions) and max_failed > completions:
+            causes.append(f.invalid(f.child(path, "maxFailedIndexes"), max_failed,
+                                    "must be less than or equal to completions"))
+    return causes
+
+
 def _job_spec(spec: dict[str, Any], path: str, *, generated_selector: bool) -> list[errors.Cause]:
     causes: list[errors.Cause] = []
     for field in ("parallelism", "completions", "backoffLimit", "ttlSecondsAfterFinished"):
@@ -132,6 +153,7 @@ def _job_spec(spec: dict[str, Any], path: str, *, generated_selector: bool) -> l
     causes += f.enum(f.child(path, "completionMode"), spec.get("completionMode"), COMPLETION_MODES, optional=True)
     if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
         causes.append(f.required(f.child(path, "completions"), "when completion mode is Indexed"))
+    causes += _per_index_limits(spec, path)
     causes += f.enum(f.child(path, "podReplacementPolicy"), spec.get("podReplacementPolicy"),
                      ("TerminatingOrFailed", "Failed"), optional=True)
     selector = spec.get("selector")

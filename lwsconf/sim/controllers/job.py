@@ -120,7 +120,8 @@ class JobController:
         if decision.create:
             self.expectations.expect(key, adds=decision.create)
             indexes: list[int | None] = [*decision.create_indexes] or [None] * decision.create
-            results = await asyncio.gather(*(self._create(key, job, i) for i in indexes), return_exceptions=True)
+            results = await asyncio.gather(*(self._create(key, job, i, decision.create_annotations.get(i) if i is not None else None)
+                                             for i in indexes), return_exceptions=True)
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 raise failures[0]
@@ -132,12 +133,14 @@ class JobController:
                     continue
                 self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {wl.meta(pod)['name']}")
 
-    async def _create(self, key: wl.Key, job: Obj, index: int | None = None) -> None:
+    async def _create(self, key: wl.Key, job: Obj, index: int | None = None,
+                      annotations: dict[str, str] | None = None) -> None:
         template = (job.get("spec") or {}).get("template") or {}
         pod = wl.pod_from_template(template, job, "Job")
         pod["metadata"]["ownerReferences"] = [wl.new_controller_ref(job, "batch/v1", "Job")]
         if index is not None:
             _set_index(pod, str(wl.meta(job)["name"]), index)
+            pod["metadata"]["annotations"].update(annotations or {})
         pod["metadata"]["finalizers"] = [*pod["metadata"].get("finalizers", []), sync.TRACKING_FINALIZER]
         try:
             created = await self.client.create(wl.PODS, pod)
@@ -164,7 +167,8 @@ def _changed(old: Obj, new: Obj) -> bool:
 def _set_index(pod: Obj, job_name: str, index: int) -> None:
     """An Indexed Job's pod (pkg/controller/job/indexed_job_utils.go `addCompletionIndexEnvVariables` and
     friends): named `<job>-<index>-`, the index as annotation and label, hostname `<job>-<index>`, and
-    JOB_COMPLETION_INDEX in every container from the annotation through the downward API."""
+    JOB_COMPLETION_INDEX in every container from the label through the downward API (as 1.37.2 writes it:
+    lwsconf fidelity batch/ctl-job-per-index)."""
     m = pod["metadata"]
     m["generateName"] = f"{job_name}-{index}-"
     m.setdefault("annotations", {})[sync.INDEX_KEY] = str(index)
@@ -172,7 +176,7 @@ def _set_index(pod: Obj, job_name: str, index: int) -> None:
     spec = pod["spec"]
     spec.setdefault("hostname", f"{job_name}-{index}")
     env = {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
-        "fieldPath": f"metadata.annotations['{sync.INDEX_KEY}']"}}}
+        "fieldPath": f"metadata.labels['{sync.INDEX_KEY}']"}}}
     for field in ("initContainers", "containers"):
         for container in spec.get(field) or []:
             if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in container.get("env") or []):

@@ -29,7 +29,7 @@ once the status that counts them is written, when they are being deleted, or whe
 finalizer, so a count survives a controller restart between the two writes; the sim keeps the uids it
 counted in memory (`Tally`), seeded from the stored counts, and a pod deleted before reaching a terminal
 phase is not counted as failed. Indexed completion mode runs one pod per missing index (see
-`completion_index`, `status.completedIndexes`); per-index back-off limits and FailIndex are not done.
+`completion_index`, `status.completedIndexes`), with per-index back-off limits and FailIndex in `job_indexes`.
 No I/O here.
 """
 
@@ -38,7 +38,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwsconf.sim.controllers import job_indexes as ix
 from lwsconf.sim.controllers import workloads as wl
+from lwsconf.sim.controllers.job_indexes import (
+    INDEX_KEY as INDEX_KEY,
+)
+from lwsconf.sim.controllers.job_indexes import (
+    completion_index as completion_index,
+)
+from lwsconf.sim.controllers.job_indexes import (
+    format_indexes as format_indexes,
+)
+from lwsconf.sim.controllers.job_indexes import (
+    parse_indexes as parse_indexes,
+)
 
 Obj = dict[str, Any]
 BACKOFF_BASE = 10.0
@@ -65,6 +78,8 @@ class Tally:
     failed: set[str] = field(default_factory=set)
     ignored: set[str] = field(default_factory=set)
     """Failed pods a podFailurePolicy `Ignore` rule matched: not counted against backoffLimit."""
+    fail_index: set[str] = field(default_factory=set)
+    """Failed pods a `FailIndex` rule matched: their index fails whatever its count (backoffLimitPerIndex)."""
 
     @classmethod
     def seed(cls, job: Obj, pods: list[Obj]) -> Tally:
@@ -101,6 +116,8 @@ class Decision:
     create: int = 0
     create_indexes: list[int] = field(default_factory=list)
     """For an Indexed Job: the completion index of each pod to create (`create` of them)."""
+    create_annotations: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Per index to create: the index-failure counts its pod carries (Jobs with backoffLimitPerIndex)."""
     delete: list[Obj] = field(default_factory=list)
     status: Obj = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
@@ -148,7 +165,17 @@ def _last_failure(pods: list[Obj]) -> float | None:
 
 def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
            backoff_base: float = BACKOFF_BASE) -> Decision:
-    """`syncJob` for one Job: what to create, delete and write, given its pods and what was counted."""
+    """`syncJob` for one Job: what to create, delete and write, given its pods and what was counted.
+
+    An empty `conditions` list is left out of the status, as JobStatus's omitempty does (kube-controller-manager
+    writes none before the first condition: lwsconf fidelity batch/ctl-job-per-index)."""
+    out = _decide(job, pods, tally, now, now_text, backoff_base)
+    if not out.status.get("conditions"):
+        out.status.pop("conditions", None)
+    return out
+
+
+def _decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str, backoff_base: float) -> Decision:
     spec, old_status = job.get("spec") or {}, job.get("status") or {}
     status: Obj = {k: v for k, v in old_status.items() if k not in ("active", "ready", "terminating")}
     status["conditions"] = [dict(c) for c in old_status.get("conditions") or ()]
@@ -169,6 +196,12 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
         if completed:
             status["completedIndexes"] = format_indexes(completed)
         succeeded = len(completed)  # completion is judged on indexes, not pods
+    per_index = ix.per_index_limit(job)
+    verdicts = ix.PolicyVerdicts(tally.ignored, tally.fail_index)
+    failed_indexes: set[int] = set()
+    if per_index is not None:
+        failed_indexes = ix.failed_indexes(job, pods, verdicts) - completed
+        status["failedIndexes"] = format_indexes(failed_indexes)  # "" too: written whenever the limit is set
     if finished(old_status):
         out.delete = active
         _ttl(spec, old_status, now, out)
@@ -189,6 +222,8 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     terminal = _failure(spec, status, active, failed, start, now)
     if terminal is None and policy_failure is not None:
         terminal = ("FailureTarget", "PodFailurePolicy", policy_failure)
+    if terminal is None and per_index is not None:
+        terminal = _index_failure(spec, failed_indexes, completed)
     if terminal is None and _complete(spec, succeeded, active):
         terminal = ("SuccessCriteriaMet", "CompletionsReached", COMPLETIONS_MESSAGE)
     if terminal is not None:
@@ -211,10 +246,13 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     out.create = _wanted(spec, succeeded, active, terminating)
     if indexed and out.create:
         held = {completion_index(p) for p in active + terminating}
-        missing = [i for i in range(int(spec.get("completions") or 0)) if i not in completed and i not in held]
+        missing = [i for i in range(int(spec.get("completions") or 0))
+                   if i not in completed and i not in held and i not in failed_indexes]
+        if per_index is not None:
+            missing = _due_indexes(missing, pods, verdicts, now, backoff_base, out)
         out.create_indexes = missing[:out.create]
         out.create = len(out.create_indexes)
-    if out.create and failed:
+    if out.create and failed and per_index is None:  # with per-index limits each index waits on its own
         last = _last_failure(pods)
         if last is not None:
             wait = last + min(backoff_base * 2 ** (failed - 1), BACKOFF_MAX) - now
@@ -224,40 +262,38 @@ def decide(job: Obj, pods: list[Obj], tally: Tally, now: float, now_text: str,
     return out
 
 
-INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-"""The annotation (and label) carrying an Indexed Job pod's completion index (`JobCompletionIndexAnnotation`)."""
+def _index_failure(spec: Obj, failed_indexes: set[int], completed: set[int]) -> tuple[str, str, str] | None:
+    """The Job's end by its indexes (job_controller.go, `hasBackoffLimitPerIndex`): too many failed, or all done."""
+    max_failed = spec.get("maxFailedIndexes")
+    if isinstance(max_failed, int) and len(failed_indexes) > max_failed:
+        return ("FailureTarget", "MaxFailedIndexesExceeded",
+                "Job has exceeded the specified maximal number of failed indexes")
+    if failed_indexes and len(failed_indexes) + len(completed) >= int(spec.get("completions") or 0):
+        return ("FailureTarget", "FailedIndexes", "Job has failed indexes")
+    return None
 
 
-def completion_index(pod: Obj) -> int | None:
-    value = (wl.meta(pod).get("annotations") or {}).get(INDEX_KEY)
-    return int(value) if isinstance(value, str) and value.isdigit() else None
-
-
-def parse_indexes(text: Any) -> set[int]:
-    """`completedIndexes` ("1,3-5") as a set."""
-    out: set[int] = set()
-    for part in str(text or "").split(","):
-        lo, _, hi = part.partition("-")
-        if lo.isdigit() and (not hi or hi.isdigit()):
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def format_indexes(indexes: set[int]) -> str:
-    """Ascending, consecutive runs as ranges ("1,3-5"), as upstream's `OrderedIntervals.String`."""
-    runs: list[list[int]] = []
-    for i in sorted(indexes):
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+def _due_indexes(missing: list[int], pods: list[Obj], verdicts: ix.PolicyVerdicts, now: float, base: float,
+                 out: Decision) -> list[int]:
+    """The missing indexes whose retry back-off is over (the others are looked at again when theirs ends), each
+    with the failure counts its new pod carries."""
+    due = []
+    for index in missing:
+        replaced = ix.last_failed(pods, index)
+        wait = ix.retry_wait(replaced, now, base, BACKOFF_MAX)
+        if wait > 0:
+            out.recheck_after = min(wait + 0.05, out.recheck_after or wait + 0.05)
+            continue
+        due.append(index)
+        out.create_annotations[index] = ix.replacement_annotations(replaced, verdicts)
+    return due
 
 
 def _apply_failure_policy(job: Obj, pods: list[Obj], tally: Tally) -> str | None:
     """`podFailurePolicy` on failed pods not seen before: the first matching rule decides (`matchPodFailurePolicy`
     in pkg/controller/job/pod_failure_policy.go). Ignore: the pod is not counted; FailJob: the message of the
-    Job's failure, returned; Count (or no match): counted as usual. FailIndex (per-index limits) is not done."""
+    Job's failure, returned; FailIndex: counted, and its index fails (`job_indexes`); Count (or no match):
+    counted as usual."""
     rules = ((job.get("spec") or {}).get("podFailurePolicy") or {}).get("rules") or []
     failing: str | None = None
     for pod in pods:
@@ -271,6 +307,8 @@ def _apply_failure_policy(job: Obj, pods: list[Obj], tally: Tally) -> str | None
             action = rule.get("action")
             if action == "Ignore":
                 tally.ignored.add(uid)
+            elif action == "FailIndex":
+                tally.fail_index.add(uid)
             elif action == "FailJob" and failing is None:
                 failing = f"{why} matching FailJob rule at index {index}"
             break
