@@ -45,9 +45,9 @@ TESTS: list[tuple[str, Feature, Outcome, float, str]] = [
 ]
 DESCRIPTIONS = {
     ROLL: "A template change rolls groups from the highest index down, at most maxUnavailable groups "
-          "not ready at a time (lws-contract.md 4.4).",
-    "GroupRestartOnWorkerCrash": "A crashed worker container recreates its whole group (lws-contract.md 4.2).",
-    "ScaleDownHighestIndexFirst": "Scaling down removes the highest-index groups first (lws-contract.md 4.3).",
+          "not ready at a time (docs/lws-contract.md 4.4).",
+    "GroupRestartOnWorkerCrash": "A crashed worker container recreates its whole group (docs/lws-contract.md 4.2).",
+    "ScaleDownHighestIndexFirst": "Scaling down removes the highest-index groups first (docs/lws-contract.md 4.3).",
 }
 TIMELINED = (ROLL, "GroupRestartOnWorkerCrash", "ScaleDownHighestIndexFirst")
 CLAIMED = (profiles.LWS_CORE, profiles.LWS_EXTENDED, profiles.LWS_SERVING)
@@ -68,7 +68,7 @@ def tests() -> tuple[schema.TestReport, ...]:
     out = []
     for name, feature, result, duration, message in TESTS:
         out.append(schema.TestReport(
-            short_name=name, node_id=node_id(name), description=DESCRIPTIONS.get(name, f"{name} (lws-contract.md)."),
+            short_name=name, node_id=node_id(name), description=DESCRIPTIONS.get(name, f"{name} (docs/lws-contract.md)."),
             features=(feature.value,), profiles=(profiles.profile_of(feature).name,),
             core=build.is_core([feature.value]), result=result, duration=duration, message=message,
             artifacts=artifacts_of(name)))
