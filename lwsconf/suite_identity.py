@@ -12,7 +12,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-import lwsconf
+from lwsconf import project_files
 
 COMMIT_FILE = "SUITE_COMMIT"
 GIT_TIMEOUT = 20.0
@@ -22,11 +22,10 @@ GIT_TIMEOUT = 20.0
 @functools.cache
 def suite_commit(package_dir: str | None = None) -> str:
     """The suite's commit (40 hex digits, maybe with "-dirty"), or "" when it cannot be known."""
-    package = Path(package_dir or Path(lwsconf.__file__).parent)
-    recorded = package / "_suite" / COMMIT_FILE
+    checkout, installed = project_files.roots(Path(package_dir) if package_dir else None)
+    recorded = installed / COMMIT_FILE
     if recorded.is_file():
         return recorded.read_text().strip()
-    checkout = package.parent
     if not (checkout / "conformance").is_dir():
         return ""
     try:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lwsconf
-from lwsconf import shutdown
+from lwsconf import project_files, shutdown
 
 DEFAULT_WORKERS = "2"
 """pytest-xdist workers when the arguments choose none, as `make conformance` uses on 2 cores."""
@@ -47,8 +47,6 @@ Reports go to reports/<run>/ and reports/latest/ (junit.xml, conformance-report.
 """
 
 
-INSTALLED_SUITE = "_suite"
-"""The folder of the `lwsconf` package that holds the suite in a wheel (see setup.py)."""
 
 
 def _holds_suite(root: Path) -> bool:
@@ -59,7 +57,7 @@ def suite_root(package_file: str | None = None) -> Path | None:
     """Where `conformance/` and `fixtures/` are: the source checkout lwsconf runs from, else the copy a
     wheel installed in `lwsconf/_suite/`; None when neither holds them (a broken or partial install)."""
     package = Path(package_file or lwsconf.__file__).resolve().parent
-    for root in (package.parent, package / INSTALLED_SUITE):
+    for root in project_files.roots(package):
         if _holds_suite(root):
             return root
     return None
@@ -67,7 +65,7 @@ def suite_root(package_file: str | None = None) -> Path | None:
 
 def is_installed_suite(root: Path) -> bool:
     """Whether `root` is a wheel's copy of the suite (in site-packages) rather than a source checkout."""
-    return root.name == INSTALLED_SUITE and root.parent.name == "lwsconf"
+    return root.name == project_files.INSTALLED_SUITE and root.parent.name == "lwsconf"
 
 
 def pytest_command(root: Path, args: Sequence[str], python: str = sys.executable) -> list[str]:
