@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +60,20 @@ def start_sim_api(tmp: Path, **kwargs: object) -> tuple[SimAPI, _loopthread.Loop
     return SimAPI(server, loop, kubeconfig, ca_file, api), loop
 
 
+@contextlib.contextmanager
+def running_sim_api(tmp: Path, **kwargs: object) -> Iterator[SimAPI]:
+    """`start_sim_api`, stopped (client, server, loop) when the block ends."""
+    sim, loop = start_sim_api(tmp, **kwargs)
+    try:
+        yield sim
+    finally:
+        sim.api.close()
+        loop.run(sim.server.stop())
+        loop.stop()
+
+
 @pytest.fixture
 def sim_api(tmp_path: Path) -> Iterator[SimAPI]:
     """A fresh API server (no controllers) per test."""
-    sim, loop = start_sim_api(tmp_path)
-    yield sim
-    sim.api.close()
-    loop.run(sim.server.stop())
-    loop.stop()
+    with running_sim_api(tmp_path) as sim:
+        yield sim

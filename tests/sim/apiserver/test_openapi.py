@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from lwsconf.sim.apiserver import openapi, openapi_cache, resources
-from tests.conftest import SimAPI, start_sim_api
+from tests.conftest import SimAPI, running_sim_api
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 
 LWS_GROUP = registry_fixtures.LWS_GROUP
@@ -190,11 +190,8 @@ def sim_api_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sim
         specs = openapi_cache.installed()
         if specs is None:
             pytest.skip(f"Kubernetes' OpenAPI documents are not installed: run `{openapi_cache.FETCH_COMMAND}`")
-    sim, loop = start_sim_api(tmp_path, openapi_specs=specs)
-    yield sim
-    sim.api.close()  # type: ignore[no-untyped-call]
-    loop.run(sim.server.stop())
-    loop.stop()
+    with running_sim_api(tmp_path, openapi_specs=specs) as sim:
+        yield sim
 
 
 @pytest.mark.kubectl

@@ -23,7 +23,7 @@ import pytest
 
 from lwsconf.sim.apiserver import openapi, openapi_builtin, openapi_cache, resources
 from lwsconf.sim.apiserver.openapi_builtin import BuiltinSpecs
-from tests.conftest import SimAPI, start_sim_api
+from tests.conftest import SimAPI, running_sim_api
 from tests.sim.apiserver import kubectl_on_sim
 
 APPS = "apis/apps/v1"
@@ -346,11 +346,8 @@ def test_fetch_through_go_installs_the_zip_it_names(tmp_path: Path, monkeypatch:
 @pytest.fixture
 def sim_with_fixture_docs(tmp_path: Path) -> Iterator[SimAPI]:
     specs, _ = fixture_specs()
-    sim, loop = start_sim_api(tmp_path, openapi_specs=specs)
-    yield sim
-    sim.api.close()  # type: ignore[no-untyped-call]
-    loop.run(sim.server.stop())
-    loop.stop()
+    with running_sim_api(tmp_path, openapi_specs=specs) as sim:
+        yield sim
 
 
 @pytest.mark.kubectl
@@ -460,11 +457,8 @@ def sim_with_upstream_docs(tmp_path: Path) -> Iterator[SimAPI]:
     specs = openapi_cache.installed()
     if specs is None:
         pytest.skip(f"Kubernetes' OpenAPI documents are not installed: run `{openapi_cache.FETCH_COMMAND}`")
-    sim, loop = start_sim_api(tmp_path, openapi_specs=specs)
-    yield sim
-    sim.api.close()  # type: ignore[no-untyped-call]
-    loop.run(sim.server.stop())
-    loop.stop()
+    with running_sim_api(tmp_path, openapi_specs=specs) as sim:
+        yield sim
 
 
 @pytest.mark.kubectl
