@@ -153,10 +153,14 @@ def _ready(pod: Obj) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def _rolled_out(lws: LWSHarness, name: str, new: str, replicas: int) -> None:
+def _rolled_out(lws: LWSHarness, name: str, new: str, replicas: int, size: int) -> None:
+    """NotYet until every group has all `size` pods on `new`, ready. The pod count matters: a group whose new
+    leader is up (leaders turn Ready at once) before its worker StatefulSet made the workers looks rolled out, and
+    the workers created after that would stay held (CI run of a82b173: group 0 waited 120 s on an unreleased worker)."""
     _release_new_workers(lws, name, new)
     groups = lws.groups(name)
-    behind = {i: sorted(g.revisions()) for i, g in groups.items() if g.revisions() != {new} or not g.ready}
+    behind = {i: f"{len(g.pods)}/{size} pods on {sorted(g.revisions())}" for i, g in groups.items()
+              if g.revisions() != {new} or not g.ready or len(g.pods) != size}
     if behind or sorted(groups) != list(range(replicas)):
         raise core.NotYet(f"groups {sorted(groups)}; not yet updated and ready: {behind}")
 
@@ -183,7 +187,7 @@ def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_un
                 f"the new revision, is not ready: maxUnavailable {max_unavailable} and maxSurge {max_surge} allow no "
                 "more; the restarted controller must resume the rollout where it stopped (4.4.4)")
         lws.hold(held, what="the held rollout to stay where it stopped after the restart", name=name)
-        lws.wait(lambda: _rolled_out(lws, name, new, replicas), timeout=lws.t.rollout_complete, name=name,
+        lws.wait(lambda: _rolled_out(lws, name, new, replicas, 2), timeout=lws.t.rollout_complete, name=name,
                  what="the rollout to finish, releasing each new group's workers")
         rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=2, t=lws.t)
     assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"

@@ -131,7 +131,7 @@ def test_serving_rollout_loses_no_request(lws: LWSHarness, serving: srv.Serving)
         serving.answered(sent, count=10, since=0.0, what="10 completions before the rollout")
         lwt = workloads.with_env(manifest, {"LWSCONF_ROLLOUT": "2"})["spec"]["leaderWorkerTemplate"]
         lws.patch("roll", {"spec": {"leaderWorkerTemplate": lwt}}, step="template updated (rollout starts)")
-        updated = lws.wait(lambda: _rolled_out(lws, "roll", replicas, old), what="every group on the new revision, ready",
+        updated = lws.wait(lambda: _rolled_out(lws, "roll", replicas, size, old), what="every group on the new revision, ready",
                            timeout=lws.t.rollout_complete, name="roll")
         lws.step("rollout complete")
         serving.answered(sent, count=10, what="10 completions after the rollout")
@@ -147,13 +147,14 @@ def test_serving_rollout_loses_no_request(lws: LWSHarness, serving: srv.Serving)
                                                               f"new ({updated})"
 
 
-def _rolled_out(lws: LWSHarness, name: str, replicas: int, old: str) -> str:
-    """The new revision once exactly `replicas` groups are ready on one revision other than `old`."""
+def _rolled_out(lws: LWSHarness, name: str, replicas: int, size: int, old: str) -> str:
+    """The new revision once exactly `replicas` groups of `size` pods are ready on one revision other than `old`
+    (a group whose new leader is up before its workers exist is not rolled out yet)."""
     groups = lws.groups(name)
     revisions = set().union(*(g.revisions() for g in groups.values())) if groups else set()
-    if len(groups) != replicas or len(revisions) != 1 or not all(g.ready for g in groups.values()):
-        raise core.NotYet(f"groups {sorted(groups)}, revisions {revisions}, "
-                          f"ready {sorted(i for i, g in groups.items() if g.ready)}")
+    complete = sorted(i for i, g in groups.items() if g.ready and len(g.pods) == size)
+    if len(groups) != replicas or len(revisions) != 1 or len(complete) != replicas:
+        raise core.NotYet(f"groups {sorted(groups)}, revisions {revisions}, complete and ready {complete}")
     revision = revisions.pop()
     if not revision or revision == old:
         raise core.NotYet(f"every group still on {old}")
