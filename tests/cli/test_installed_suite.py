@@ -9,6 +9,7 @@ empty directory against the embedded sim.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import sysconfig
@@ -98,3 +99,21 @@ def test_the_installed_wheel_runs_the_suite_from_an_empty_directory(wheel: Path,
     assert not [name for name, result in results.items() if result not in ("SUCCEEDED", "SKIPPED")], results
     assert report["suiteCommit"] == (suite / "SUITE_COMMIT").read_text().strip()
     assert not (suite / ".pytest_cache").exists()
+
+    # the same suite under plain pytest, as a gate that drives pytest itself would run it
+    pyargs = subprocess.run([str(python), "-m", "pytest", "-p", "lwsconf.pytest_plugin", "-p", "no:cacheprovider",
+                             "--pyargs", "lwsconf._suite.conformance", "--run-test=ObjectNamesAndOrdinals", "-n", "0",
+                             "--lwsconf-reports", "pyargs-reports"],
+                            cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert pyargs.returncode == 0, f"{pyargs.stdout[-4000:]}\n{pyargs.stderr[-3000:]}"
+    report = yaml.safe_load((work / "pyargs-reports" / "latest" / "conformance-report.yaml").read_text())
+    results = {t["shortName"]: t["result"] for t in report["tests"]}
+    assert results["ObjectNamesAndOrdinals"] == "SUCCEEDED", results
+    assert not (suite / ".pytest_cache").exists()
+
+
+def test_the_pytest_plugin_says_what_to_do_without_a_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suite_run, "suite_root", lambda: None)
+    monkeypatch.delitem(sys.modules, "lwsconf.pytest_plugin", raising=False)
+    with pytest.raises(ImportError, match="carries no conformance suite.*reinstall lwsconf from a wheel"):
+        importlib.import_module("lwsconf.pytest_plugin")
