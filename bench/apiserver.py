@@ -28,7 +28,7 @@ from kubernetes import client, watch
 
 SERVER = """
 import asyncio, sys
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 async def main():
     server = app.APIServer()
     await server.start()

@@ -28,7 +28,7 @@ import requests
 from bench._simproc import load_average, machine, write_results
 from lwsconf import _loopthread
 from lwsconf.controlplane.pki import Authority
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 PATCH = base64.b64encode(json.dumps([{"op": "add", "path": "/data/stamp", "value": "1"}]).encode()).decode()

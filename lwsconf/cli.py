@@ -31,7 +31,7 @@ from pathlib import Path
 
 from lwsconf import __version__
 from lwsconf.report import cli as report_cli
-from lwsconf.sim.apiserver import kubeconfig as sim_kubeconfig
+from lwsconf.sim.apiserver.http import kubeconfig as sim_kubeconfig
 
 DEFAULT_KUBECONFIG = sim_kubeconfig.DEFAULT_PATH
 
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return chaos_cli.main(argv[2:])
     if argv[:2] == ["sim", "openapi"]:  # its own parser (`sim openapi fetch`: Go, or a warm Go module cache)
-        from lwsconf.sim.apiserver import openapi_cache
+        from lwsconf.sim.apiserver.schema import openapi_cache
 
         return openapi_cache.main(argv[2:])
     if argv[:1] == ["run"]:  # every further argument goes to pytest

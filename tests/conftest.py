@@ -13,7 +13,7 @@ import requests
 from kubernetes import client, config
 
 from lwsconf import _loopthread, shutdown
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,7 @@ def node_controllers(fleet: fleet_mod.NodeFleet, apiserver_port: int) -> list[tu
     """What runs beside a real control plane: kube-proxy, a volume provisioner (as kind has) and the fleet
     (agents, device plugins), no more. kube-proxy dials the loopback address behind each endpoint."""
     from lwsconf.localcluster import provisioner
-    from lwsconf.sim.controllers import kubeproxy
+    from lwsconf.sim.controllers.kubeproxy import kubeproxy
 
     static = {("default", "kubernetes"): [kubernetes_slice(apiserver_port)]}
     to_loopback = fleet.addresses.to_loopback

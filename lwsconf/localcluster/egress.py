@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from lwsconf.sim.controllers import kubeproxy_forward as fwd
+from lwsconf.sim.controllers.kubeproxy import forward as fwd
 from lwsconf.sim.nodes import podnet
 
 log = logging.getLogger(__name__)

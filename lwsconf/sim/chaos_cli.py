@@ -24,7 +24,7 @@ import urllib3
 from kubernetes import client, config
 
 from lwsconf.sim import chaos
-from lwsconf.sim.apiserver.kubeconfig import DEFAULT_PATH as DEFAULT_KUBECONFIG
+from lwsconf.sim.apiserver.http.kubeconfig import DEFAULT_PATH as DEFAULT_KUBECONFIG
 
 USAGE_ERROR = 2
 

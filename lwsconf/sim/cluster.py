@@ -21,7 +21,7 @@ from types import TracebackType
 
 from lwsconf import _loopthread, kubeclient, shutdown
 from lwsconf.sim import supervisor
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.nodes import fleet as fleet_mod
 from lwsconf.sim.nodes import ipam, layout
 
@@ -36,22 +36,21 @@ ControllerFactory = supervisor.ControllerFactory
 
 def default_controllers() -> list[tuple[str, ControllerFactory]]:
     """The controllers every simulated cluster runs."""
-    from lwsconf.sim.controllers import (
-        cronjob,
-        daemonset,
-        deployment,
+    from lwsconf.sim.controllers.batch import cronjob, job
+    from lwsconf.sim.controllers.daemonset import daemonset
+    from lwsconf.sim.controllers.deployment import deployment, replicaset
+    from lwsconf.sim.controllers.endpoints import endpoints, endpointslice
+    from lwsconf.sim.controllers.kubeproxy import kubeproxy
+    from lwsconf.sim.controllers.lifecycle import (
         disruption,
-        endpoints,
-        endpointslice,
         garbage_collector,
-        job,
-        kubeproxy,
-        namespace_controller,
         nodelifecycle,
-        replicaset,
-        scheduler,
-        statefulset,
     )
+    from lwsconf.sim.controllers.lifecycle import (
+        namespace as namespace_controller,
+    )
+    from lwsconf.sim.controllers.scheduler import scheduler
+    from lwsconf.sim.controllers.statefulset import statefulset
 
     return [
         ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),

@@ -23,7 +23,7 @@ from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 
 Obj = dict[str, Any]
 CM = kc.CONFIGMAPS

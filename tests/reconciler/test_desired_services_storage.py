@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lwsconf.reconciler import desired, labels, revision
-from lwsconf.sim.apiserver import validation
+from lwsconf.sim.apiserver.admission.validation import registry as validation
 from tests.reconciler import factories as f
 
 Obj = dict[str, Any]

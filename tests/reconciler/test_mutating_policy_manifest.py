@@ -22,7 +22,7 @@ import yaml
 from fixtures import implementations
 from lwsconf.features import Feature
 from lwsconf.reconciler import desired
-from lwsconf.sim.apiserver import resources
+from lwsconf.sim.apiserver.storage import resources
 from tests.conftest import SimAPI, start_sim_api
 from tests.reconciler.lws_api import LwsAPI, describe, edit, lws
 

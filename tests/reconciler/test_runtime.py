@@ -10,7 +10,7 @@ import pytest
 
 from lwsconf import kubeclient
 from lwsconf.reconciler import leaderelection, runtime
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 
 
 def run(scenario: Callable[[], Awaitable[None]], timeout: float = 30.0) -> None:

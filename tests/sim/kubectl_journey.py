@@ -96,7 +96,7 @@ EXPLAIN_BUILTIN = ("kubectl explain of a built-in kind reads the kind's schema, 
                    "server's OpenAPI v3 documents. The sim serves Kubernetes' own documents once they are installed "
                    "(`lwsconf sim openapi fetch`, run by make test; a starting sim installs them itself from a warm "
                    "Go module cache); this sim had none, so it served built-ins a permissive schema without a GVK "
-                   "(lwsconf/sim/apiserver/openapi.py) and explain finds no schema. A real cluster prints the "
+                   "(lwsconf/sim/apiserver/schema/openapi.py) and explain finds no schema. A real cluster prints the "
                    "field's type and description.")
 EXPLAIN_NOT_FOUND = r"error: GVK map\[group:apps kind:Deployment version:v1\] not found in OpenAPI schema"
 

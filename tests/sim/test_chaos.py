@@ -19,7 +19,7 @@ from kubernetes import client, config
 
 from lwsconf.sim import chaos
 from lwsconf.sim import cluster as simc
-from lwsconf.sim.controllers import nodelifecycle
+from lwsconf.sim.controllers.lifecycle import nodelifecycle
 from lwsconf.sim.nodes import layout
 from lwsconf.waits import core, observe
 

@@ -1,7 +1,7 @@
 """OpenAPI v3 documents of built-in group-versions: what kubectl's apply and explain read from a server.
 
 The sim serves Kubernetes' published documents of the release it answers as (`lwsconf sim openapi fetch`,
-`lwsconf/sim/apiserver/openapi_cache.py`), with paths limited to the resources it serves. apps/v1 and batch/v1
+`lwsconf/sim/apiserver/schema/openapi_cache.py`), with paths limited to the resources it serves. apps/v1 and batch/v1
 are served whole, so their paths (operations, parameters, media types, GVK tags: what kubectl's client-side
 validation and patch-type choice read) and info must be what kube-apiserver gives. The `/openapi/v3` index is
 left out: its hashes and its list of group-versions differ by design (the sim serves fewer), as does api/v1

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver.context import JournalEntry
+from lwsconf.sim.apiserver.http.context import JournalEntry
 from tests.conftest import SimAPI
 from tests.sim.apiserver import registry_fixtures
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.apiserver import crds, resources
+from lwsconf.sim.apiserver.schema import crds
+from lwsconf.sim.apiserver.storage import resources
 
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_SCHEMA: dict[str, Any] = {

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import resources, tables
-from lwsconf.sim.apiserver.admission_policy_match import PolicyRequest, constraints_match, rule_matches
+from lwsconf.sim.apiserver.policies.admission_policy_match import PolicyRequest, constraints_match, rule_matches
+from lwsconf.sim.apiserver.storage import resources
+from lwsconf.sim.apiserver.tables import tables
 
 
 def req(resource: str = "statefulsets", sub: str = "", *, group: str = "apps", namespace: str = "default",

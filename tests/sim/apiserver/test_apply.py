@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import apply, errors
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.patch import apply
 
 NOW = "2026-01-01T00:00:00Z"
 

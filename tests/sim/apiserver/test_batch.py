@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lwsconf.sim.apiserver import batch, table_columns
+from lwsconf.sim.apiserver.admission import batch
+from lwsconf.sim.apiserver.tables import columns as table_columns
 from tests.conftest import SimAPI
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401 (fixture)
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import cel, cel_ext, errors, schema
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.schema import cel, cel_ext, schema
 
 DNS1035 = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
 PERCENT = "type(self) == int ? self >= 0 : self.matches('^[0-9]+%$') && int(self.replace('%', '')) <= 100"

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver import defaults, resources, validation
+from lwsconf.sim.apiserver.admission import defaults
+from lwsconf.sim.apiserver.admission.validation import registry as validation
+from lwsconf.sim.apiserver.storage import resources
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "ports": [{"containerPort": 80}]}]}}

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver import discovery, resources
+from lwsconf.sim.apiserver.schema import discovery
+from lwsconf.sim.apiserver.storage import resources
 from tests.conftest import SimAPI
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 

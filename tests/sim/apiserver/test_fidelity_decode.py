@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from lwsconf.sim.apiserver import apply, errors, handlers
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.http import handlers
+from lwsconf.sim.apiserver.patch import apply
 from lwsconf.sim.apiserver.protobuf import godecode, gostructs
 from tests.conftest import SimAPI
 
@@ -234,7 +236,7 @@ def test_a_custom_resource_of_another_version_warns_of_its_fields(sim_api: SimAP
 def test_merged_json_text_keeps_untouched_values_and_sorts_what_it_merged() -> None:
     """evanphx/json-patch MergePatch as kube-apiserver runs it: untouched values raw (Go's struct order), objects
     merged into or taken from the patch written as Go maps (sorted keys, nulls pruned), HTML characters escaped."""
-    from lwsconf.sim.apiserver import merge_patches
+    from lwsconf.sim.apiserver.patch import merge_patches
     current = {"metadata": {"name": "x", "namespace": "n", "note": "<b>"}, "data": {"c": "3", "b": "2"}, "kind": "K"}
     text = merge_patches.merged_json_text(current, {"data": {"a": 5}, "extra": {"z": 1, "y": None, "x": 2}})
     assert text == ('{"data":{"a":5,"b":"2","c":"3"},"extra":{"x":2,"z":1},"kind":"K",'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.apiserver.fieldmanager import compare, entries, types
+from lwsconf.sim.apiserver.patch.fieldmanager import compare, entries, types
 
 NOW, LATER = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver import openapi, openapi_cache, resources
+from lwsconf.sim.apiserver.schema import openapi, openapi_cache
+from lwsconf.sim.apiserver.storage import resources
 from tests.conftest import SimAPI, running_sim_api
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 

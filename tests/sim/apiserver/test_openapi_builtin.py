@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import openapi, openapi_builtin, openapi_cache, resources
-from lwsconf.sim.apiserver.openapi_builtin import BuiltinSpecs
+from lwsconf.sim.apiserver.schema import openapi, openapi_builtin, openapi_cache
+from lwsconf.sim.apiserver.schema.openapi_builtin import BuiltinSpecs
+from lwsconf.sim.apiserver.storage import resources
 from tests.conftest import SimAPI, running_sim_api
 from tests.sim.apiserver import kubectl_on_sim
 
@@ -270,7 +271,7 @@ def test_sim_start_without_documents_says_once_what_to_run(tmp_path: Path, monke
     with caplog.at_level(logging.WARNING):
         assert openapi_cache.for_sim_start(tmp_path / "cache") is None
         assert openapi_cache.for_sim_start(tmp_path / "cache") is None
-    lines = [r.getMessage() for r in caplog.records if r.name == "lwsconf.sim.apiserver.openapi"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "lwsconf.sim.apiserver.schema.openapi"]
     assert len(lines) == 1, lines
     assert "`kubectl explain` of them fails; run `lwsconf sim openapi fetch`" in lines[0]
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import errors, merge_patches, patch
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.patch import merge_patches, patch
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import errors, eviction, validation_policy
+from lwsconf.sim.apiserver.admission.validation import disruption as validation_policy
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.http import eviction
 from tests.conftest import SimAPI
 
 NOW = "2026-12-03T11:00:00Z"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import resources
 from lwsconf.sim.apiserver.protobuf import codec, envelope, negotiation, schema
+from lwsconf.sim.apiserver.storage import resources
 from tests.sim.apiserver.protobuf_samples import SAMPLES
 
 

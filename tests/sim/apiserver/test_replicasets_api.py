@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lwsconf.sim.apiserver import defaults, resources, validation
+from lwsconf.sim.apiserver.admission import defaults
+from lwsconf.sim.apiserver.admission.validation import registry as validation
+from lwsconf.sim.apiserver.storage import resources
 from tests.sim.apiserver.test_tables import cells, info, obj
 
 KEY = ("apps", "replicasets")

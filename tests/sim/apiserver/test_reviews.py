@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from lwsconf.sim.apiserver import errors, reviews
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.http import reviews
 from tests.conftest import SimAPI
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401 (fixture)
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import errors, schema, schema_check
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.schema import schema, schema_check
 
 INT_OR_STRING = {"x-kubernetes-int-or-string": True}
 
@@ -682,7 +683,7 @@ SCHEMAS = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(SCHEMAS, JSON)
 def test_arbitrary_crd_schemas_are_checked_without_raising(candidate: Any, value: Any) -> None:
-    from lwsconf.sim.apiserver import cel
+    from lwsconf.sim.apiserver.schema import cel
 
     causes = schema_check.validate_crd_schema(candidate)
     assert all(c.message for c in causes)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import errors, selectors
+from lwsconf.sim.apiserver.apimachinery import errors, selectors
 
 LabelSelector = selectors.LabelSelector
 FieldSelector = selectors.FieldSelector

@@ -1,6 +1,6 @@
 """Core v1 and events.k8s.io/v1 Events are one resource: written through either API, seen through both.
 
-kube-apiserver stores both as core v1 Events and converts per request (`lwsconf.sim.apiserver.conversion`
+kube-apiserver stores both as core v1 Events and converts per request (`lwsconf.sim.apiserver.storage.conversion`
 cites the upstream sources). The server tests drive both typed v37 clients (`CoreV1Api`,
 `EventsV1Api`); the unit tests pin the field mapping itself.
 """
@@ -15,7 +15,9 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from lwsconf.sim.apiserver import conversion, discovery, resources, selectors
+from lwsconf.sim.apiserver.apimachinery import selectors
+from lwsconf.sim.apiserver.schema import discovery
+from lwsconf.sim.apiserver.storage import conversion, resources
 from tests.conftest import SimAPI
 
 EVENT_TIME = datetime(2026, 1, 10, 12, 0, 0, 123456, tzinfo=UTC)

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from lwsconf.sim.apiserver import resources, table_columns, tables
+from lwsconf.sim.apiserver.storage import resources
+from lwsconf.sim.apiserver.tables import columns as table_columns
+from lwsconf.sim.apiserver.tables import tables
 from tests.conftest import SimAPI
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
 

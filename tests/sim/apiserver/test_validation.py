@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lwsconf.sim.apiserver import defaults, errors, resources, validation
+from lwsconf.sim.apiserver.admission import defaults
+from lwsconf.sim.apiserver.admission.validation import registry as validation
+from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.storage import resources
 
 SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
                  "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "

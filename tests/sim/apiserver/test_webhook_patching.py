@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver.webhooks.patching import PatchFailed, apply
+from lwsconf.sim.apiserver.policies.webhooks.patching import PatchFailed, apply
 
 DOC = {"metadata": {"name": "c", "labels": {"a": "1"}}, "data": {"k": "v"}, "list": [1, 2]}
 

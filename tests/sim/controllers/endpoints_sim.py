@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import endpoints as endpoints_mod
-from lwsconf.sim.controllers import endpointslice
-from lwsconf.sim.controllers import garbage_collector as gc_mod
-from lwsconf.sim.controllers import service_endpoints as se
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.endpoints import endpoints as endpoints_mod
+from lwsconf.sim.controllers.endpoints import endpointslice
+from lwsconf.sim.controllers.endpoints import service_endpoints as se
+from lwsconf.sim.controllers.lifecycle import garbage_collector as gc_mod
 
 Obj = dict[str, Any]
 T = TypeVar("T")

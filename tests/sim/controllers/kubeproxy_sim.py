@@ -19,9 +19,9 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import kubeproxy
-from lwsconf.sim.controllers import service_endpoints as se
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.endpoints import service_endpoints as se
+from lwsconf.sim.controllers.kubeproxy import kubeproxy
 from lwsconf.sim.nodes import ipam
 
 Obj = dict[str, Any]

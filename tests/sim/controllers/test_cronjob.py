@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from lwsconf.sim import cron
-from lwsconf.sim.controllers import cronjob
+from lwsconf.sim.controllers.batch import cronjob
 
 
 def test_due_time_is_the_most_recent_missed_time_not_the_first() -> None:

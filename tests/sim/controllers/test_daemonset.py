@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.controllers import daemonset as ds_mod
-from lwsconf.sim.controllers import daemonset_nodes as nodes_mod
+from lwsconf.sim.controllers.daemonset import daemonset as ds_mod
+from lwsconf.sim.controllers.daemonset import nodes as nodes_mod
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]

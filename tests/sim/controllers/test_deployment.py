@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.controllers import deployment as deploy_mod
-from lwsconf.sim.controllers import deployment_rolling as rolling
-from lwsconf.sim.controllers import deployment_util as du
-from lwsconf.sim.controllers import replicaset as rs_mod
+from lwsconf.sim.controllers.deployment import deployment as deploy_mod
+from lwsconf.sim.controllers.deployment import replicaset as rs_mod
+from lwsconf.sim.controllers.deployment import rolling
+from lwsconf.sim.controllers.deployment import util as du
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]
@@ -273,7 +273,7 @@ def test_cleanup_keeps_revision_history_limit_old_replicasets_at_zero() -> None:
 def test_a_budget_expects_the_deployments_replicas_not_its_replicasets_sum() -> None:
     """The disruption controller's getPodDeployment: mid-rollout (old ReplicaSet 2, new 1) a budget over the
     Deployment's pods expects 2 pods, the Deployment's scale, not 3."""
-    from lwsconf.sim.controllers import disruption
+    from lwsconf.sim.controllers.lifecycle import disruption
 
     class Disruption(disruption.DisruptionController):
         async def wait_synced(self, timeout: float | None = None) -> None:
@@ -303,7 +303,7 @@ def test_a_budget_expects_the_deployments_replicas_not_its_replicasets_sum() -> 
 
 def collector(client: kc.Client) -> Any:
     """The garbage collector with the `wait_synced` the scaffolding expects (its informers are discovered)."""
-    from lwsconf.sim.controllers import garbage_collector as gc_mod
+    from lwsconf.sim.controllers.lifecycle import garbage_collector as gc_mod
 
     class Collector(gc_mod.GarbageCollector):
         async def wait_synced(self, timeout: float | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.controllers import disruption
+from lwsconf.sim.controllers.lifecycle import disruption
 
 NOW = 1_800_000_000.0
 

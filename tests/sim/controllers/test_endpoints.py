@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.controllers import endpoints as endpoints_mod
-from lwsconf.sim.controllers import endpointslice
-from lwsconf.sim.controllers import service_endpoints as se
+from lwsconf.sim.controllers.endpoints import endpoints as endpoints_mod
+from lwsconf.sim.controllers.endpoints import endpointslice
+from lwsconf.sim.controllers.endpoints import service_endpoints as se
 from tests.sim.controllers import endpoints_sim as es
 from tests.sim.controllers.endpoints_sim import NS
 

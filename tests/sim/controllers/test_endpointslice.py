@@ -16,9 +16,9 @@ import pytest
 from aiohttp import web
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import endpointslice
-from lwsconf.sim.controllers import service_endpoints as se
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.endpoints import endpointslice
+from lwsconf.sim.controllers.endpoints import service_endpoints as se
 from tests.sim.controllers import endpoints_sim as es
 from tests.sim.controllers.endpoints_sim import NS
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import garbage_collector as gc_mod
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.lifecycle import garbage_collector as gc_mod
 
 Obj = dict[str, Any]
 NS = "default"

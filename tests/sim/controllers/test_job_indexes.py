@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.controllers import job_indexes as ix
-from lwsconf.sim.controllers import job_sync as sync
+from lwsconf.sim.controllers.batch import job_indexes as ix
+from lwsconf.sim.controllers.batch import job_sync as sync
 from tests.sim.controllers.test_job_sync import NOW, decide, job, pod, types
 
 Obj = dict[str, Any]

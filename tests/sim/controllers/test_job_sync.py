@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.controllers import job_sync as sync
+from lwsconf.sim.controllers.batch import job_sync as sync
 
 Obj = dict[str, Any]
 NOW = 1_000_000.0

@@ -8,8 +8,8 @@ from typing import Any, cast
 import pytest
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.controllers import kubeproxy
-from lwsconf.sim.controllers import kubeproxy_forward as fwd
+from lwsconf.sim.controllers.kubeproxy import forward as fwd
+from lwsconf.sim.controllers.kubeproxy import kubeproxy
 
 Obj = dict[str, Any]
 

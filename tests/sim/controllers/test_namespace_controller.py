@@ -15,8 +15,8 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import namespace_controller as nsc
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.lifecycle import namespace as nsc
 
 Obj = dict[str, Any]
 HOLD = "test.lwsconf.dev/hold"

@@ -15,8 +15,8 @@ import pytest
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.controllers import nodelifecycle as nl
-from lwsconf.sim.controllers import taint_eviction as te
+from lwsconf.sim.controllers.lifecycle import nodelifecycle as nl
+from lwsconf.sim.controllers.lifecycle import taint_eviction as te
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.controllers import replicaset as rs_mod
+from lwsconf.sim.controllers.deployment import replicaset as rs_mod
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.controllers import resource_requests as rr
+from lwsconf.sim.controllers.scheduler import resource_requests as rr
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.apiserver import app
-from lwsconf.sim.controllers import scheduler as sched_mod
-from lwsconf.sim.controllers import scheduler_decision as sd
+from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.scheduler import decision as sd
+from lwsconf.sim.controllers.scheduler import scheduler as sched_mod
 
 Obj = dict[str, Any]
 NS = "default"

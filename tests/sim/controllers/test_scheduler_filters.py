@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.controllers import scheduler as sched_mod
-from lwsconf.sim.controllers import scheduler_decision as sd
-from lwsconf.sim.controllers import scheduler_filters as sf
+from lwsconf.sim.controllers.scheduler import decision as sd
+from lwsconf.sim.controllers.scheduler import filters as sf
+from lwsconf.sim.controllers.scheduler import scheduler as sched_mod
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.controllers import garbage_collector as gc_mod
-from lwsconf.sim.controllers import statefulset as sts_mod
+from lwsconf.sim.controllers.lifecycle import garbage_collector as gc_mod
+from lwsconf.sim.controllers.statefulset import statefulset as sts_mod
 from tests.sim.controllers import workload_sim as ws
 
 Obj = dict[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.controllers import statefulset_revisions as revs
+from lwsconf.sim.controllers.statefulset import revisions as revs
 
 DEFAULTED_TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"app": "web"}},

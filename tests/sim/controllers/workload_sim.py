@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 
 Obj = dict[str, Any]
 NS = "default"

@@ -18,7 +18,7 @@ from typing import Any
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.sim import nodes
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.nodes import layout
 
 Obj = dict[str, Any]

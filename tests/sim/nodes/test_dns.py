@@ -21,7 +21,7 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.nodes import dns
 
 Obj = dict[str, Any]

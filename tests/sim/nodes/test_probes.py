@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.apiserver import app
+from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.nodes import probes, runtime
 
 

@@ -11,5 +11,7 @@ answers and reads it as kube-apiserver does. One job per module:
 * `envelope` - the `k8s\\0` + `runtime.Unknown` body and the length-prefixed watch frames;
 * `negotiation` - which of JSON and protobuf a request sends and accepts.
 
-All pure (no aiohttp): the HTTP layer (`app`, `context`, `watch`) calls them.
+All pure (no aiohttp): the HTTP layer (`http.app`, `http.context`, `http.watch`) calls them, and `admission`'s
+unknown-field check reads the Go struct facts. May import `patch` (strategic merge facts) and the layers below
+it; never `http`, `admission` or `policies`.
 """

@@ -27,7 +27,7 @@ from typing import Any
 
 from google.protobuf import descriptor
 
-from lwsconf.sim.apiserver.merge_patches import go_json_kind
+from lwsconf.sim.apiserver.patch.merge_patches import go_json_kind
 from lwsconf.sim.apiserver.protobuf import codec
 from lwsconf.sim.apiserver.protobuf import schema as schema_mod
 

@@ -1,0 +1,87 @@
+"""Who-am-I and may-I reviews: SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview.
+
+`kubectl auth can-i`, `kubectl auth can-i --list` and `kubectl auth whoami` POST these and read the answer
+in `status`. As kube-apiserver's REST storage for them does (kubernetes pkg/registry/authorization/
+selfsubjectaccessreview/rest.go, selfsubjectrulesreview/rest.go, pkg/registry/authentication/
+selfsubjectreview/rest.go) they are create-only, validated, answered and never stored. The sim has one
+user, whoever holds the bearer token, and no authorizer: every request it authenticates is allowed. The
+answers say so in words rather than pretend to an RBAC decision, so nobody reads the sim's "yes" as a
+statement about a real cluster's roles: the access review's `reason`, the rules review's `evaluationError`
+(and `lwsconf sim up`'s banner, since kubectl prints neither by default). No Warning header: kube-apiserver
+sends none, and the fidelity corpus holds these answers to its shape. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from lwsconf.sim.apiserver.apimachinery import errors
+
+USERNAME = "lwsconf-sim-admin"
+GROUPS = ("system:masters", "system:authenticated")
+NOTE = ("lwsconf sim: a single user holds the API token and may do everything; the sim has no authorizer "
+        "(no RBAC), so this answer says nothing about a real cluster's roles")
+
+ACCESS = ("authorization.k8s.io", "selfsubjectaccessreviews")
+KEYS = {
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+}
+"""The (group, plural) of the review kinds `answer` handles (`handlers.create` hands them over)."""
+
+
+def answer(key: tuple[str, str], review: dict[str, Any], now: str) -> dict[str, Any]:
+    """The review `review` with its `status` filled in, or a StatusError as kube-apiserver gives it.
+
+    What comes back follows kube-apiserver 1.37.2 (lwsconf fidelity subresources/self-subject-reviews): an access
+    review echoes its spec with empty metadata; a rules review answers a new object, spec empty; a
+    SelfSubjectReview carries a creationTimestamp.
+
+    Args:
+        key: `(group, plural)`, one of `KEYS`.
+        review: the decoded request body (kind/apiVersion checked by the caller).
+        now: RFC 3339 time for the SelfSubjectReview's creationTimestamp.
+
+    Returns:
+        The object to answer with 201; nothing is stored.
+    """
+    sent_spec = review.get("spec")
+    spec: dict[str, Any] = copy.deepcopy(sent_spec) if isinstance(sent_spec, dict) else {}
+    head = {"apiVersion": review.get("apiVersion"), "kind": review.get("kind")}
+    if key == ("authorization.k8s.io", "selfsubjectaccessreviews"):
+        _check_access_spec(spec)
+        return {**head, "metadata": {}, "spec": spec, "status": {"allowed": True, "reason": NOTE}}
+    if key == ("authorization.k8s.io", "selfsubjectrulesreviews"):
+        if not spec.get("namespace"):
+            # selfsubjectrulesreview/rest.go Create: the spec's namespace is required
+            raise errors.bad_request("no namespace on request")
+        return {**head, "metadata": {}, "spec": {}, "status": {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+            "evaluationError": NOTE,  # the rules are complete; this is where the answer can say why they are `*`
+        }}
+    return {**head, "metadata": {"creationTimestamp": now},
+            "status": {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}}
+
+
+def _check_access_spec(spec: dict[str, Any]) -> None:
+    """ValidateSelfSubjectAccessReviewSpec (pkg/apis/authorization/validation/validation.go) as kube-apiserver
+    1.37.2 answers it: exactly one of resourceAttributes and nonResourceAttributes, reported on `spec` with the
+    internal NonResourceAttributes as the value (Go field names), and no kind in the error (the decoded
+    internal object has none: '.authorization.k8s.io "" is invalid')."""
+    resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if (resource is None) != (non_resource is None):
+        return
+    if isinstance(non_resource, dict):
+        value = json.dumps({"Path": non_resource.get("path", ""), "Verb": non_resource.get("verb", "")},
+                           separators=(",", ":"))
+    else:
+        value = "null"
+    cause = errors.Cause("spec", f"Invalid value: {value}: exactly one of nonResourceAttributes or "
+                                 "resourceAttributes must be specified")
+    raise errors.StatusError(422, "Invalid", f'.authorization.k8s.io "" is invalid: spec: {cause.message}',
+                             group="authorization.k8s.io", causes=[cause])

@@ -1,0 +1,8 @@
+"""Every way a write can be a patch: JSON patch, merge patch, strategic merge patch and server-side apply.
+
+`patch` picks by media type and applies JSON patches, `merge_patches` does merge and strategic merge
+patches (with the Go struct facts of built-in kinds), `apply` server-side apply and its conflicts,
+`fieldmanager/` the `metadata.managedFields` every write updates.
+
+May import `schema`, `storage` and `apimachinery`. No I/O here.
+"""
