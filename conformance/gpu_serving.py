@@ -104,6 +104,21 @@ def ready_check(lws: LWSHarness, server: servers.ServingServer, service: str, na
     return check
 
 
+def model_must_serve(lws: LWSHarness, server: servers.ServingServer, service: str, name: str) -> list[str]:
+    """Wait until the server answers /health and lists its model through `service` (`ready_check`); the model
+    ids. Real vLLM is bounded by the named timeout model_ready (downloading and loading a model takes minutes)
+    and polled every 5 s at most, the emulator by lws_available, every 1 s at most. A timeout shows the
+    namespace's state and each pod's log tail."""
+    vllm_server = server.name == "vllm"
+    ids: list[str] = core.wait_until(
+        ready_check(lws, server, service, name),
+        what=f"{server.name} to serve {server.model} through Service {service}",
+        timeout=lws.t.model_ready if vllm_server else lws.t.lws_available,
+        poll=max(lws.t.poll_interval, 5.0 if vllm_server else 1.0),
+        describe=lambda: f"{lws.describe(name)}\n{log_tails(lws.api, lws.namespace, name)}")
+    return ids
+
+
 @dataclass(frozen=True)
 class Timed:
     reply: proxy.Reply

@@ -13,23 +13,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kubernetes import client
 
 from lwsconf import lwsapi, workloads
 from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
-from lwsconf.timeouts import Timeouts
+from lwsconf.timeouts import TimeoutName, Timeouts
 from lwsconf.waits import core, lws, observe, proxy, recorder, rollout
+from lwsconf.waits import pods as pod_waits
 
 P = lwsapi.PREFIX
 NAME, GROUP_INDEX, WORKER_INDEX, GROUP_KEY = lwsapi.NAME, lwsapi.GROUP_INDEX, lwsapi.WORKER_INDEX, lwsapi.GROUP_KEY
 REVISION, SIZE, LEADER_NAME, REPLICAS = lwsapi.TEMPLATE_REVISION_HASH, lwsapi.SIZE, lwsapi.LEADER_NAME, lwsapi.REPLICAS
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
 def sha1(text: str) -> str:
@@ -79,8 +81,15 @@ def is_rejected(exc: client.ApiException) -> bool:
     return exc.status in (400, 403, 422)
 
 
-def _missing_is_not_yet(check: Any) -> Any:
-    def run() -> Any:
+def _require_named(check: Callable[..., object], how: str) -> None:
+    """Refuse a lambda: a wait or hold in a test is a named check, so the test reads as what it awaits."""
+    if getattr(check, "__name__", "<lambda>") == "<lambda>":
+        raise TypeError(f"lws.{how}() was given a lambda; define the check as a named function (def "
+                        f"<what_must_hold>(): ...) or use a named wait of the harness or lwsconf.waits")
+
+
+def _missing_is_not_yet(check: Callable[[], T]) -> Callable[[], T]:
+    def run() -> T:
         try:
             return check()
         except LookupError as exc:
@@ -210,21 +219,79 @@ class LWSHarness:
     def describe(self, name: str | None = None) -> str:
         return observe.describe_namespace(self.api, self.namespace, name)
 
-    # --- waits -------------------------------------------------------------------------------------
+    # --- waits: named, bound to this namespace, the run's named timeouts and the state dump ------------
+    #
+    # A test waits through a named wait (`<subject>_must_<predicate>`, below or in lwsconf/waits) whose
+    # timeout is a field of `Timeouts`, so a slow implementation is given more time by name
+    # (--timeout-overrides) and a failure says what was awaited and shows the namespace's state. A check
+    # that only one test awaits is a named function of that test handed to `wait`/`hold` with the name
+    # of the timeout that bounds it: both refuse a lambda, whose name tells a reader nothing.
 
     def ready(self, name: str, *, replicas: int, size: int) -> dict[int, lws.Group]:
         """Available, and exactly `replicas` ready groups of `size` pods."""
-        found = lws.groups_must_be_ready(self.api, self.namespace, name, replicas=replicas, size=size, t=self.t)
-        lws.lws_must_be_available(self.api, self.namespace, name, self.t)
+        found = self.groups_must_be_ready(name, replicas=replicas, size=size)
+        self.lws_must_be_available(name)
         return found
 
-    def wait(self, check: Any, *, what: str, timeout: float | None = None, name: str | None = None) -> Any:
-        """Poll `check` until it returns (AssertionError, NotYet and a missing key mean "not yet")."""
-        return core.wait_until(_missing_is_not_yet(check), what=what, timeout=timeout or self.t.lws_available,
+    def groups_must_be_ready(self, name: str, *, replicas: int, size: int,
+                             within: TimeoutName = "lws_available") -> dict[int, lws.Group]:
+        """Exactly groups 0..replicas-1, each with `size` Running and Ready pods (`within`: the named
+        timeout, e.g. scale_complete after a scale)."""
+        return lws.groups_must_be_ready(self.api, self.namespace, name, replicas=replicas, size=size, t=self.t,
+                                        timeout=getattr(self.t, within))
+
+    def lws_must_be_available(self, name: str) -> Obj:
+        """Available=True for the current generation with every group ready; returns the LWS."""
+        return lws.lws_must_be_available(self.api, self.namespace, name, self.t)
+
+    def rollout_must_complete(self, name: str, *, old: str | set[str], replicas: int, size: int) -> str:
+        """Every pod on one revision not in `old`, `replicas` ready groups of `size`, Available with the
+        counters at `replicas` (`lwsconf.waits.rollout`); returns the new revision key."""
+        olds = {old} if isinstance(old, str) else set(old)
+        return rollout.rollout_must_complete(self.api, self.namespace, name, old=olds, replicas=replicas, size=size,
+                                             t=self.t)
+
+    def group_must_be_recreated(self, name: str, index: int, old_uids: set[str], *, size: int) -> lws.Group:
+        """Group `index` back with `size` Ready pods, none of them one of `old_uids`."""
+        return lws.group_must_be_recreated(self.api, self.namespace, name, index, old_uids, size=size, t=self.t)
+
+    def pod_must_have_restarted(self, pod: str, *, uid: str, restarts: int, name: str | None = None) -> Obj:
+        """Pod `pod` still the pod `uid`, its containers restarted `restarts` times, Ready again."""
+        return pod_waits.pod_must_have_restarted(self.api, self.namespace, pod, uid=uid, restarts=restarts, t=self.t,
+                                            lws=name)
+
+    def pods_must_be_gone(self, label_selector: str, *, name: str | None = None,
+                          within: TimeoutName = "delete") -> None:
+        """No pod matching `label_selector` exists any more, terminating ones included (`within`: delete unless
+        given, e.g. scale_complete after a scale-down)."""
+        pod_waits.pods_must_be_gone(self.api, self.namespace, label_selector, self.t, lws=name,
+                                    timeout=getattr(self.t, within))
+
+    def lws_must_be_gone(self, name: str) -> None:
+        """LeaderWorkerSet `name` no longer exists (a foreground delete ends once its dependents are gone)."""
+        def gone() -> None:
+            try:
+                self.get(name)
+            except client.ApiException as exc:
+                if exc.status == 404:
+                    return
+                raise
+            raise core.NotYet(f"LeaderWorkerSet {name} still exists")
+        self.wait(gone, what=f"LeaderWorkerSet {name} to be deleted", within="delete", name=name)
+
+    def wait(self, check: Callable[[], T], *, what: str, within: TimeoutName = "lws_available",
+             name: str | None = None) -> T:
+        """Poll the named function `check` until it returns, for at most the named timeout `within`
+        (AssertionError, NotYet and a missing key mean "not yet"); on timeout the message shows `what`
+        and the namespace's state (LWS `name`'s first)."""
+        _require_named(check, "wait")
+        return core.wait_until(_missing_is_not_yet(check), what=what, timeout=getattr(self.t, within),
                                poll=self.t.poll_interval, describe=lambda: self.describe(name))
 
-    def hold(self, check: Any, *, what: str, name: str | None = None) -> Any:
-        """`check` passes at every poll for `stays_true` seconds."""
+    def hold(self, check: Callable[[], T], *, what: str, name: str | None = None) -> T:
+        """The named "must stay" check `check` passes at every poll for `stays_true` seconds; the first
+        failing poll fails the test with `what`, the reason and the namespace's state."""
+        _require_named(check, "hold")
         return core.must_hold(_missing_is_not_yet(check), what=what, duration=self.t.stays_true,
                               poll=self.t.poll_interval, describe=lambda: self.describe(name))
 
@@ -299,6 +366,11 @@ def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, u
     lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}}, step=text)
 
 
+def rolling_update(**conf: object) -> Obj:
+    """A rolloutStrategy with these rollingUpdateConfiguration fields (maxUnavailable, maxSurge, partition)."""
+    return {"rollingUpdateConfiguration": dict(conf)}
+
+
 def leader_revision(lws: LWSHarness, name: str) -> str:
     """The revision key on the leader StatefulSet."""
     return rollout.leader_revision(lws.api, lws.namespace, name)
@@ -314,8 +386,7 @@ def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, s
     old = leader_revision(lws, name)
     with lws.timeline(name) as timeline:
         change_template(lws, name, manifest, marker)
-        new = rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=size,
-                                            t=lws.t)
+        new = lws.rollout_must_complete(name, old=old, replicas=replicas, size=size)
     return timeline, old, new
 
 

@@ -110,8 +110,8 @@ class Serving:
             if len(ok) < count:
                 tried = sent.since(start)
                 last = tried[-1] if tried else None
-                raise core.NotYet(f"{len(ok)}/{count} answered of {len(tried)} sent; last: "
-                                  f"{'none' if last is None else (last.error or f'HTTP {last.status} from {last.pod}')}")
+                seen = "none" if last is None else (last.error or f"HTTP {last.status} from {last.pod}")
+                raise core.NotYet(f"{len(ok)}/{count} answered of {len(tried)} sent; last: {seen}")
             return ok
         return core.wait_until(enough, what=what, timeout=self.lws.t.service_endpoints, poll=self.lws.t.poll_interval,
                                describe=self.lws.describe)

@@ -33,7 +33,8 @@ SUBGROUP_KEY = P + "subgroup-key"
 HOSTNAME = "kubernetes.io/hostname"
 ONE_DOMAIN = "kubernetes.io/os"
 """A node label every node carries with one value: a topology with one domain (the sim's nodes and kubelets have it)."""
-USER_ANTI = {"labelSelector": {"matchLabels": {"lwsconf.dev/avoid": "nothing"}}, "topologyKey": "topology.kubernetes.io/zone"}
+USER_ANTI = {"labelSelector": {"matchLabels": {"lwsconf.dev/avoid": "nothing"}},
+             "topologyKey": "topology.kubernetes.io/zone"}
 """A user's required anti-affinity term that selects no pod, on another key than the exclusive one (an implementation
 may skip its own term when the user's already uses the exclusive key, 4.7)."""
 USER_PREFERRED = {"weight": 1, "podAffinityTerm": {"labelSelector": {"matchLabels": {"lwsconf.dev/near": "nothing"}},
@@ -52,13 +53,14 @@ def _with_user_terms(template: Obj) -> None:
     }
 
 
-def _pods_exist(lws: LWSHarness, name: str, want: list[str]) -> dict[str, Obj]:
-    def check() -> dict[str, Obj]:
+def _pods_must_exist(lws: LWSHarness, name: str, want: list[str]) -> dict[str, Obj]:
+    """Wait (pods_running) until every pod of `want` exists (scheduled or not); LWS `name`'s pods."""
+    def pods_exist() -> dict[str, Obj]:
         pods = lws.pods(name)
         missing = [p for p in want if p not in pods]
         assert not missing, f"pods {missing} do not exist yet (have {sorted(pods)})"
         return pods
-    pods: dict[str, Obj] = lws.wait(check, what=f"pods {want} to exist", timeout=lws.t.pods_running, name=name)
+    pods: dict[str, Obj] = lws.wait(pods_exist, what=f"pods {want} to exist", within="pods_running", name=name)
     return pods
 
 
@@ -69,7 +71,7 @@ def _pods_exist(lws: LWSHarness, name: str, want: list[str]) -> dict[str, Obj]:
 def test_exclusive_placement_keeps_user_affinity(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("aff", replicas=1, size=2, annotations={EXCLUSIVE: HOSTNAME})
     lws.create(workloads.edit_templates(manifest, _with_user_terms))
-    pods = _pods_exist(lws, "aff", ["aff-0", "aff-0-1"])  # the worker exists once its leader is bound (4.7)
+    pods = _pods_must_exist(lws, "aff", ["aff-0", "aff-0-1"])  # the worker exists once its leader is bound (4.7)
     leader, worker = pods["aff-0"], pods["aff-0-1"]
     anti = _terms(leader, "podAntiAffinity")
     assert USER_ANTI in anti, f"leader aff-0 lost the user's anti-affinity term {USER_ANTI}: its terms are {anti}"
@@ -80,7 +82,8 @@ def test_exclusive_placement_keeps_user_affinity(lws: LWSHarness) -> None:
         assert preferred == [USER_PREFERRED], f"{name} preferred pod affinity {preferred}, want only the user's"
     worker_anti, worker_aff = _terms(worker, "podAntiAffinity"), _terms(worker, "podAffinity")
     assert worker_anti == [USER_ANTI], (f"worker aff-0-1 required anti-affinity {worker_anti}, want only the user's "
-                                        "term: workers follow their leader by nodeSelector and get no group terms (4.7)")
+                                        "term: workers follow their leader by nodeSelector and get no group terms "
+                                        "(4.7)")
     assert not worker_aff, f"worker aff-0-1 required pod affinity {worker_aff}, want none (4.7)"
     lws.ready("aff", replicas=1, size=2)
 
@@ -120,7 +123,7 @@ def _assert_pairs(name: str, pod: Obj, pairs: list[tuple[Obj, Obj]]) -> None:
                          "(upstream pod webhook test 'Leader pod with exclusive placement enabled ...').")
 def test_exclusive_placement_affinity_term_shapes(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("shape", replicas=2, size=2, annotations={EXCLUSIVE: HOSTNAME}))
-    pods = _pods_exist(lws, "shape", ["shape-0", "shape-1", "shape-0-1"])
+    pods = _pods_must_exist(lws, "shape", ["shape-0", "shape-1", "shape-0-1"])
     for leader in ("shape-0", "shape-1"):
         key = labels(pods[leader]).get(GROUP_KEY, "")
         assert key, f"leader {leader} has no {GROUP_KEY} label (3.1)"
@@ -138,7 +141,7 @@ def test_subgroup_exclusive_placement_affinity_term_shapes(lws: LWSHarness) -> N
                                    annotations={EXCLUSIVE: HOSTNAME, SUBGROUP_EXCLUSIVE: ONE_DOMAIN})
     lws.create(manifest)
     names = ["sgx-0", "sgx-0-1", "sgx-0-2", "sgx-0-3"]
-    pods = _pods_exist(lws, "sgx", names)
+    pods = _pods_must_exist(lws, "sgx", names)
 
     def key_of(pod: str, label: str) -> str:
         value = labels(pods[pod]).get(label, "")

@@ -25,15 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.harness import LWSHarness, assert_at_most_down, leader_revision
+from conformance.harness import NAME, LWSHarness, assert_at_most_down, leader_revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
-from lwsconf.waits import core, observe, rollout
+from lwsconf.waits import core, observe
 from lwsconf.waits import lws as lws_waits
 
-P = lwsapi.PREFIX
 Obj = dict[str, Any]
 
 
@@ -77,16 +76,32 @@ class _AtRest:
             raise
         assert status == self.status, f"status after the restart: {status}, want {self.status}"
 
+    def must_come_back(self, lws: LWSHarness, how: str) -> None:
+        """Wait (lws_available) until the status has its values again; a recreated object fails at once."""
+        def same_status_again() -> None:
+            self.check(lws, how, waiting=True)
+        lws.wait(same_status_again, name=self.name,
+                 what="the status to come back to its values before the restart, nothing recreated")
+
+    def must_stay(self, lws: LWSHarness, how: str) -> None:
+        """Every object and the status stay as they were for `stays_true` seconds."""
+        def nothing_recreated() -> None:
+            self.check(lws, how)
+        lws.hold(nothing_recreated, what="nothing recreated and the same status after the restart", name=self.name)
+
     def _same_objects(self, lws: LWSHarness, how: str) -> None:
-        going = sorted(p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace, f"{P}name={self.name}")
+        going = sorted(p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace, f"{NAME}={self.name}")
                        if p["metadata"].get("deletionTimestamp"))
         assert not going, f"pods {going} are being deleted after the restart ({how}); a restart deletes no pod"
         pods = _uids(lws.pods(self.name))
-        assert pods == self.pods, f"pods after the restart ({how}): {pods}, want the same pods and UIDs {self.pods}"
+        assert pods == self.pods, \
+            f"pods after the restart ({how}): {pods}, want the same pods and UIDs {self.pods}"
         sets = _uids(lws.statefulsets())
-        assert sets == self.statefulsets, f"StatefulSets after the restart: {sets}, want the same {self.statefulsets}"
+        assert sets == self.statefulsets, \
+            f"StatefulSets after the restart: {sets}, want the same {self.statefulsets}"
         revisions = _revision_names(lws, self.name)
-        assert revisions == self.revisions, f"ControllerRevisions after the restart: {revisions}, want {self.revisions}"
+        assert revisions == self.revisions, \
+            f"ControllerRevisions after the restart: {revisions}, want {self.revisions}"
 
 
 def _revision_names(lws: LWSHarness, name: str) -> list[str]:
@@ -103,17 +118,16 @@ def test_controller_restart_at_rest(lws: LWSHarness) -> None:
     before = _AtRest.of(lws, "calm")
     with lws.timeline("calm") as timeline:
         how = lws.restart_controller()
-        lws.wait(lambda: before.check(lws, how, waiting=True), name="calm",
-                 what="the status to come back to its values before the restart, nothing recreated")
-        lws.hold(lambda: before.check(lws, how), what="nothing recreated and the same status after the restart",
-                 name="calm")
+        before.must_come_back(lws, how)
+        before.must_stay(lws, how)
     worst, when = analysis.max_unready(timeline, range(2))
     assert worst == 0, \
         f"{worst} group(s) not ready at t={when} across the restart:\n{analysis.describe(timeline, around=when)}"
     lws.scale("calm", 3)
     lws.ready("calm", replicas=3, size=2)
     kept = {name: uid for name, uid in _uids(lws.pods("calm")).items() if name in before.pods}
-    assert kept == before.pods, f"scaling up after the restart replaced pods of groups 0-1: {kept}, want {before.pods}"
+    assert kept == before.pods, \
+        f"scaling up after the restart replaced pods of groups 0-1: {kept}, want {before.pods}"
 
 
 def _held_workers_template(lws: LWSHarness, name: str, manifest: Obj) -> None:
@@ -128,10 +142,19 @@ def _stalled_group(lws: LWSHarness, name: str, old: str) -> tuple[int, str]:
     fresh = {i: g for i, g in lws.groups(name).items() if g.revisions() - {old}}
     assert len(fresh) == 1, f"groups on a new revision: {sorted(fresh)}, want exactly one (the rollout's first)"
     index, group = next(iter(fresh.items()))
-    size = int((group.pods[0]["metadata"].get("annotations") or {}).get(P + "size", "0"))
+    size = int((group.pods[0]["metadata"].get("annotations") or {}).get(lwsapi.SIZE, "0"))
     assert len(group.pods) == size, f"group {index}: {len(group.pods)}/{size} pods"
     assert all(_running(p) for p in group.pods.values()), f"group {index}: not all pods running"
     return index, next(iter(group.revisions()))
+
+
+def _first_group_must_stall(lws: LWSHarness, name: str, old: str) -> tuple[int, str]:
+    """Wait (rollout_complete) until the rollout's first group is up on the new revision with its workers held
+    unready; (its index, the new revision)."""
+    def first_group_stalled() -> tuple[int, str]:
+        return _stalled_group(lws, name, old)
+    return lws.wait(first_group_stalled, within="rollout_complete", name=name,
+                    what="the rollout's first group to be up on the new revision with workers held")
 
 
 def _running(pod: Obj) -> bool:
@@ -144,7 +167,7 @@ def _release_new_workers(lws: LWSHarness, name: str, new: str) -> None:
     for group in lws.groups(name).values():
         for j, pod in group.pods.items():
             labels = pod["metadata"].get("labels") or {}
-            if j and labels.get(P + "template-revision-hash") == new and _running(pod) and not _ready(pod):
+            if j and labels.get(lwsapi.TEMPLATE_REVISION_HASH) == new and _running(pod) and not _ready(pod):
                 lws.probe(pod["metadata"]["name"], "/ready", value="true")
 
 
@@ -153,16 +176,17 @@ def _ready(pod: Obj) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def _rolled_out(lws: LWSHarness, name: str, new: str, replicas: int, size: int) -> None:
-    """NotYet until every group has all `size` pods on `new`, ready. The pod count matters: a group whose new
-    leader is up (leaders turn Ready at once) before its worker StatefulSet made the workers looks rolled out, and
-    the workers created after that would stay held (CI run of a82b173: group 0 waited 120 s on an unreleased worker)."""
-    _release_new_workers(lws, name, new)
-    groups = lws.groups(name)
-    behind = {i: f"{len(g.pods)}/{size} pods on {sorted(g.revisions())}" for i, g in groups.items()
-              if g.revisions() != {new} or not g.ready or len(g.pods) != size}
-    if behind or sorted(groups) != list(range(replicas)):
-        raise core.NotYet(f"groups {sorted(groups)}; not yet updated and ready: {behind}")
+def _rollout_must_finish(lws: LWSHarness, name: str, *, old: str, new: str, replicas: int, size: int) -> None:
+    """Wait (rollout_complete) until every group has all `size` pods on `new`, ready, releasing each new group's
+    held workers as they come (`lwsconf.waits.lws.one_new_revision` counts the pods: a group whose workers were
+    made after its leader turned Ready would otherwise stay held)."""
+    def rolled_out() -> None:
+        _release_new_workers(lws, name, new)
+        done = lws_waits.one_new_revision(lws.groups(name), replicas=replicas, size=size, old={old})
+        if done != new:
+            raise core.NotYet(f"every group on {done}, want {new}")
+    lws.wait(rolled_out, within="rollout_complete", name=name,
+             what="the rollout to finish, releasing each new group's workers")
 
 
 def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_unavailable: int,
@@ -175,21 +199,20 @@ def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_un
     old = leader_revision(lws, name)
     with lws.timeline(name) as timeline:
         _held_workers_template(lws, name, manifest)
-        stalled, new = lws.wait(lambda: _stalled_group(lws, name, old), timeout=lws.t.rollout_complete, name=name,
-                                what="the rollout's first group to be up on the new revision with workers held")
+        stalled, new = _first_group_must_stall(lws, name, old)
         how = lws.restart_controller()
 
         def held() -> None:
             now = lws.groups(name)
             moved = [i for i in range(replicas) if i != stalled and (i not in now or now[i].uids != before[i].uids)]
             assert not moved, (
-                f"groups {moved} were replaced after the restart ({how}) while group {stalled}, the rollout's first on "
-                f"the new revision, is not ready: maxUnavailable {max_unavailable} and maxSurge {max_surge} allow no "
-                "more; the restarted controller must resume the rollout where it stopped (4.4.4)")
+                f"groups {moved} were replaced after the restart ({how}) while group {stalled}, the rollout's "
+                f"first on the new revision, is not ready: maxUnavailable {max_unavailable} and maxSurge "
+                f"{max_surge} allow no more; the restarted controller must resume the rollout where it stopped "
+                "(4.4.4)")
         lws.hold(held, what="the held rollout to stay where it stopped after the restart", name=name)
-        lws.wait(lambda: _rolled_out(lws, name, new, replicas, 2), timeout=lws.t.rollout_complete, name=name,
-                 what="the rollout to finish, releasing each new group's workers")
-        rollout.rollout_must_complete(lws.api, lws.namespace, name, old={old}, replicas=replicas, size=2, t=lws.t)
+        _rollout_must_finish(lws, name, old=old, new=new, replicas=replicas, size=2)
+        lws.rollout_must_complete(name, old=old, replicas=replicas, size=2)
     assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
     # Groups the controller took down (leader replaced), not readiness flaps of untouched groups: at load 9 on
     # sim (run 20261203-104812-f37a) the three old workers' 1 s probes failed together for 1.3 s before the
@@ -232,14 +255,15 @@ def test_group_restart_survives_controller_restart(lws: LWSHarness) -> None:
             live = lws.pods("mend").get("mend-0")
             assert live is None or live["metadata"]["uid"] != leader_uid, "leader mend-0 is not being replaced yet"
         lws.wait(leader_going, what="the group restart to begin (leader mend-0 deleted)", name="mend",
-                 timeout=lws.t.group_recreated)
+                 within="group_recreated")
         how = lws.restart_controller()
-        group = lws_waits.group_must_be_recreated(lws.api, lws.namespace, "mend", 0, before[0].uids, size=3, t=lws.t)
+        group = lws.group_must_be_recreated("mend", 0, before[0].uids, size=3)
 
         def settled() -> None:
             now = lws.groups("mend")
             assert now[0].uids == group.uids, f"group 0 was recreated again after the restart ({how})"
-            assert now[1].uids == before[1].uids, f"group 1 was disturbed by the restart ({how}): {lws.describe('mend')}"
+            assert now[1].uids == before[1].uids, \
+                f"group 1 was disturbed by the restart ({how}): {lws.describe('mend')}"
         lws.hold(settled, what="both groups to keep their pods after the recovery", name="mend")
     worst, when = analysis.max_unready(timeline, range(1, 2))
     assert worst == 0, f"group 1 was not ready at t={when}:\n{analysis.describe(timeline, around=when)}"

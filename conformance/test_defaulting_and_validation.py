@@ -21,7 +21,6 @@ from conformance.harness import LWSHarness, is_rejected
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import core
 
 DROP = object()
 Change = tuple[tuple[str, ...], Any]
@@ -118,7 +117,8 @@ ACCEPTED = [
     Case("update-replicas", update={"spec": {"replicas": 3}}, read_back=((("spec", "replicas"), 3),)),
     Case("update-worker-template", update={"spec": {"leaderWorkerTemplate": {"workerTemplate": {
         "metadata": {"labels": {"example.com/changed": "yes"}}}}}}),
-    Case("update-subdomain-shared-to-unique", update={"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}}},
+    Case("update-subdomain-shared-to-unique",
+         update={"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}}},
          read_back=((("spec", "networkConfig", "subdomainPolicy"), "UniquePerReplica"),)),
     Case("update-subdomain-unique-to-shared", ((("spec", "networkConfig"), {"subdomainPolicy": "UniquePerReplica"}),),
          update={"spec": {"networkConfig": {"subdomainPolicy": "Shared"}}},
@@ -184,8 +184,7 @@ def test_valid_specs_are_accepted(lws: LWSHarness, case: Case) -> None:
                 node = (node or {}).get(key)
             assert node == want, f"{case.id}: stored {'.'.join(path)} = {node!r}, want {want!r}"
 
-    core.wait_until(read_back, what=f"{case.id} to read back as expected", timeout=lws.t.create,
-                    poll=lws.t.poll_interval)
+    lws.wait(read_back, what=f"{case.id} to read back as expected", within="create", name=name)
 
 
 def _int_or_str(value: Any) -> str:
@@ -193,11 +192,13 @@ def _int_or_str(value: Any) -> str:
 
 
 @conformance(short_name="DefaultsFilledOnCreate", features={Feature.DEFAULTING},
-             description="A minimal LWS reads back with replicas, size, policies, rollout strategy and networkConfig defaulted (1.3).")
+             description="A minimal LWS reads back with replicas, size, policies, rollout strategy and networkConfig "
+                         "defaulted (1.3).")
 def test_defaults_filled_on_create(lws: LWSHarness) -> None:
     full = workloads.parked(workloads.probe_lws("defaults", separate_leader=False))
+    worker_template = full["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     minimal = {"apiVersion": workloads.API_VERSION, "kind": "LeaderWorkerSet", "metadata": {"name": "defaults"},
-               "spec": {"leaderWorkerTemplate": {"workerTemplate": full["spec"]["leaderWorkerTemplate"]["workerTemplate"]}}}
+               "spec": {"leaderWorkerTemplate": {"workerTemplate": worker_template}}}
     lws.create(minimal)
     spec = lws.get("defaults")["spec"]
     lwt = spec["leaderWorkerTemplate"]
@@ -208,12 +209,14 @@ def test_defaults_filled_on_create(lws: LWSHarness) -> None:
     conf = rollout.get("rollingUpdateConfiguration") or {}
     assert rollout.get("type") == "RollingUpdate", f"rolloutStrategy {rollout}"
     assert {k: _int_or_str(v) for k, v in conf.items()} == {"partition": "0", "maxUnavailable": "1", "maxSurge": "0"}
-    assert (spec.get("networkConfig") or {}).get("subdomainPolicy") == "Shared", f"networkConfig {spec.get('networkConfig')}"
+    assert (spec.get("networkConfig") or {}).get("subdomainPolicy") == "Shared", \
+        f"networkConfig {spec.get('networkConfig')}"
     assert "subGroupPolicy" not in lwt and "leaderTemplate" not in lwt
 
 
 @conformance(short_name="ExplicitValuesKept", features={Feature.DEFAULTING},
-             description="Explicit policy, strategy and subgroup values are stored as sent; subGroupPolicyType defaults to LeaderWorker (1.3).")
+             description="Explicit policy, strategy and subgroup values are stored as sent; subGroupPolicyType "
+                         "defaults to LeaderWorker (1.3).")
 def test_explicit_values_kept(lws: LWSHarness) -> None:
     conf = {"partition": 2, "maxUnavailable": 2, "maxSurge": 1}
     lws.create(build("explicit", (((*RUC,), conf), (("spec", "networkConfig"), {"subdomainPolicy": "UniquePerReplica"}),

@@ -7,48 +7,62 @@ the upstream e2e uses) completes only once every dependent is gone; background d
 
 from __future__ import annotations
 
-from conformance.harness import NAME, LWSHarness
+from kubernetes import client
+
+from conformance.harness import NAME, LWSHarness, labels
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import core, observe
+from lwsconf.waits import observe
 
 
-def _gone(lws: LWSHarness, name: str) -> None:
+def _assert_gone(lws: LWSHarness, name: str) -> None:
+    """LeaderWorkerSet `name` is gone now (a background delete removes it at once: no finalizer)."""
     try:
         lws.get(name)
-        raise core.NotYet(f"LeaderWorkerSet {name} still exists")
-    except Exception as exc:
-        if getattr(exc, "status", None) != 404:
-            raise
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    raise AssertionError(f"LeaderWorkerSet {name} still exists")
 
 
-def _leftovers(lws: LWSHarness, name: str) -> None:
+def _nothing_left(lws: LWSHarness, name: str) -> None:
+    """No pod, StatefulSet, LWS Service or ControllerRevision of `name` remains in the namespace."""
     left = {
         "pods": sorted(p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace)),
         "statefulsets": sorted(lws.statefulsets()),
-        "services": sorted(s for s, obj in lws.services().items() if (obj["metadata"].get("labels") or {}).get(NAME)),
+        "services": sorted(s for s, obj in lws.services().items() if labels(obj).get(NAME)),
         "controllerrevisions": sorted(r["metadata"]["name"] for r in lws.revisions(name)),
     }
     assert not any(left.values()), f"objects left after deleting {name}: {left}"
 
 
+def _everything_must_be_collected(lws: LWSHarness, name: str) -> None:
+    """Wait (delete) until the garbage collector has removed every object of `name` (`_nothing_left`)."""
+    def everything_collected() -> None:
+        _nothing_left(lws, name)
+    lws.wait(everything_collected, what=f"every object of {name} to be garbage-collected", within="delete",
+             name=name)
+
+
 @conformance(short_name="ForegroundDeletionRemovesEverything", features={Feature.DELETION},
-             description="A foreground delete completes, and no StatefulSet, pod, Service or revision of the LWS remains (4.12).")
+             description="A foreground delete completes, and no StatefulSet, pod, Service or revision of the LWS "
+                         "remains (4.12).")
 def test_foreground_deletion_removes_everything(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("fg", replicas=2, size=2))
     lws.ready("fg", replicas=2, size=2)
     lws.delete("fg", propagation="Foreground")
-    lws.wait(lambda: _gone(lws, "fg"), what="LeaderWorkerSet fg to be deleted", timeout=lws.t.delete, name="fg")
-    _leftovers(lws, "fg")
+    lws.lws_must_be_gone("fg")
+    _nothing_left(lws, "fg")
 
 
 @conformance(short_name="BackgroundDeletionRemovesEverything", features={Feature.DELETION},
-             description="After a background delete, every object of the LWS is eventually removed by garbage collection (4.12).")
+             description="After a background delete, every object of the LWS is eventually removed by garbage "
+                         "collection (4.12).")
 def test_background_deletion_removes_everything(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("bg", replicas=2, size=2, network={"subdomainPolicy": "UniquePerReplica"}))
     lws.ready("bg", replicas=2, size=2)
     lws.delete("bg", propagation="Background")
-    lws.wait(lambda: _leftovers(lws, "bg"), what="every object of bg to be garbage-collected", timeout=lws.t.delete,
-             name="bg")
-    _gone(lws, "bg")
+    _everything_must_be_collected(lws, "bg")
+    _assert_gone(lws, "bg")

@@ -43,7 +43,8 @@ WHY = {"LWS_LEADER_ADDRESS": "<N>-<i>.<N>.<ns>: leader pod, Shared subdomain, na
 
 
 @conformance(short_name="EnvVarsInEveryContainer", features={Feature.ENV_INJECTION},
-             description="Each container sees LWS_LEADER_ADDRESS=N-i.N.ns, LWS_GROUP_SIZE=S, LWS_WORKER_INDEX=j, first in its env (3.3).")
+             description="Each container sees LWS_LEADER_ADDRESS=N-i.N.ns, LWS_GROUP_SIZE=S, LWS_WORKER_INDEX=j, "
+                         "first in its env (3.3).")
 def test_env_vars_in_every_container(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("env", replicas=2, size=3))
     lws.ready("env", replicas=2, size=3)
@@ -56,7 +57,8 @@ def test_env_vars_in_every_container(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="LeaderAddressReachesLeader", features={Feature.ENV_INJECTION},
-             description="From every worker, LWS_LEADER_ADDRESS resolves to its own group's leader and connects (3.3, 2.6).")
+             description="From every worker, LWS_LEADER_ADDRESS resolves to its own group's leader and connects "
+                         "(3.3, 2.6).")
 def test_leader_address_reaches_leader(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("addr", replicas=2, size=3))
     lws.ready("addr", replicas=2, size=3)
@@ -68,7 +70,8 @@ def test_leader_address_reaches_leader(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="EnvVarExpansion", features={Feature.ENV_INJECTION},
-             description="$(LWS_...) references in command, args and later env entries expand to the injected values (3.3).")
+             description="$(LWS_...) references in command, args and later env entries expand to the injected values "
+                         "(3.3).")
 def test_env_var_expansion(lws: LWSHarness) -> None:
     def edit(template: dict[str, object]) -> None:
         c = template["spec"]["containers"][0]  # type: ignore[index]
@@ -89,11 +92,13 @@ def test_env_var_expansion(lws: LWSHarness) -> None:
         assert seen["tags"] == list(tags), f"{pod_name} argv --tag {'; '.join(wrong)}; argv {seen['argv']}"
         env, my_leader = lws.probe_json(pod_name, "/env"), f"at-{want['LWS_LEADER_ADDRESS']}"
         assert env.get("MY_LEADER") == my_leader, \
-            f"{pod_name} env MY_LEADER is {env.get('MY_LEADER')!r}, want {my_leader!r} ('at-$(LWS_LEADER_ADDRESS)' expanded)"
+            f"{pod_name} env MY_LEADER is {env.get('MY_LEADER')!r}, want {my_leader!r} " \
+            "('at-$(LWS_LEADER_ADDRESS)' expanded)"
 
 
 @conformance(short_name="EnvVarsInInitContainers", features={Feature.ENV_INJECTION},
-             description="Init containers get the same LWS variables: one writes its env to an emptyDir the probe then serves (3.3).")
+             description="Init containers get the same LWS variables: one writes its env to an emptyDir the probe "
+                         "then serves (3.3).")
 def test_env_vars_in_init_containers(lws: LWSHarness) -> None:
     def edit(template: dict[str, object]) -> None:
         spec = template["spec"]
@@ -114,7 +119,8 @@ def test_env_vars_in_init_containers(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="UserEnvSameNameOverridden", features={Feature.ENV_INJECTION},
-             description="User env entries named like an LWS variable are replaced by the injected value, kept once (3.3, T21).")
+             description="User env entries named like an LWS variable are replaced by the injected value, kept once "
+                         "(3.3, T21).")
 def test_user_env_same_name_overridden(lws: LWSHarness) -> None:
     bogus = {"LWS_LEADER_ADDRESS": "bogus.example", "LWS_GROUP_SIZE": "999", "LWS_WORKER_INDEX": "77"}
     lws.create(workloads.with_env(workloads.probe_lws("override", replicas=1, size=2), {**bogus, "KEEP": "me"}))

@@ -24,6 +24,7 @@ from conformance.harness import REVISION, LWSHarness, change_template, labels
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.timeouts import TimeoutName
 from lwsconf.waits import observe
 
 Obj = dict[str, Any]
@@ -47,21 +48,23 @@ def _summary(events: list[Obj]) -> str:
 
 
 def _need(lws: LWSHarness, name: str, reason: str, *, mentioning: tuple[str, ...] = (),
-          what: str, contract: str, timeout: float | None = None) -> Obj:
+          what: str, contract: str, within: TimeoutName = "create") -> Obj:
     """Wait for a Normal event of `reason` regarding LWS `name` whose note names every object of `mentioning`
-    (within `create` by default: the events of what has already happened are recorded as it happens)."""
-    def check() -> Obj:
+    (within the named timeout `create` by default: the events of what has already happened are recorded as it
+    happens; a test gives the timeout of what it awaits, e.g. rollout_complete for a rollout's event)."""
+    def event_recorded() -> Obj:
         events = _events(lws, name)
         found = [e for e in events if e.get("reason") == reason]
         assert found, (f"no Event with reason {reason} regarding LeaderWorkerSet {name} ({contract}); "
                        f"its events: {_summary(events)}")
         for event in found:
             if all(_names(event.get("message") or "", obj) for obj in mentioning):
-                assert event.get("type") == "Normal", f"{reason} event is of type {event.get('type')}, want Normal (4.6)"
+                assert event.get("type") == "Normal", \
+                    f"{reason} event is of type {event.get('type')}, want Normal (4.6)"
                 return event
         raise AssertionError(f"no {reason} Event names {list(mentioning)} ({contract}); its {reason} events: "
                              f"{_summary(found)}")
-    event: Obj = lws.wait(check, what=what, timeout=timeout or lws.t.create, name=name)
+    event: Obj = lws.wait(event_recorded, what=what, within=within, name=name)
     return event
 
 
@@ -76,8 +79,8 @@ def test_lifecycle_events_have_documented_reasons(lws: LWSHarness) -> None:
     first = labels(lws.statefulsets()["ev"])[REVISION]
     _need(lws, "ev", "CreatingRevision", mentioning=(first,), what="a CreatingRevision event for the first revision",
           contract="4.6: 'Creating revision with key <k> for a newly created LeaderWorkerSet'")
-    _need(lws, "ev", "GroupsProgressing", mentioning=("ev",), what="a GroupsProgressing event for the leader StatefulSet",
-          contract="4.6: 'Created leader statefulset <N>'")
+    _need(lws, "ev", "GroupsProgressing", mentioning=("ev",),
+          what="a GroupsProgressing event for the leader StatefulSet", contract="4.6: 'Created leader statefulset <N>'")
     for leader in ("ev-0", "ev-1"):
         _need(lws, "ev", "GroupsProgressing", mentioning=(leader,),
               what=f"a GroupsProgressing event for the worker StatefulSet of {leader}",
@@ -85,7 +88,7 @@ def test_lifecycle_events_have_documented_reasons(lws: LWSHarness) -> None:
     _need(lws, "ev", "AllGroupsReady", what="an AllGroupsReady event once every group is ready",
           contract="4.5/4.6: the Available condition's reason, recorded when it turns True")
     change_template(lws, "ev", manifest, "2")
-    _need(lws, "ev", "GroupsUpdating", what="a GroupsUpdating event during the rollout", timeout=lws.t.rollout_complete,
+    _need(lws, "ev", "GroupsUpdating", what="a GroupsUpdating event during the rollout", within="rollout_complete",
           contract="4.6: 'Updating replica <p>' and the UpdateInProgress condition's note")
 
     def second_revision() -> str:
@@ -105,6 +108,6 @@ def test_recreate_group_event_names_the_pods(lws: LWSHarness) -> None:
     lws.ready("evr", replicas=1, size=2)
     lws.delete_pod("evr-0-1")
     _need(lws, "evr", "RecreateGroup", mentioning=("evr-0-1", "evr-0"),
-          what="a RecreateGroup event naming worker evr-0-1 and leader evr-0", timeout=lws.t.group_recreated,
+          what="a RecreateGroup event naming worker evr-0-1 and leader evr-0", within="group_recreated",
           contract="4.6: 'Worker pod <pod> failed, deleted leader pod <leader> to recreate group <i>'")
     lws.ready("evr", replicas=1, size=2)

@@ -50,7 +50,8 @@ def _tolerations(domains: dict[str, list[dict[str, Any]]]) -> list[dict[str, str
 
 
 @conformance(short_name="ExclusivePlacementOneGroupPerDomain", slow=True, features={Feature.EXCLUSIVE_PLACEMENT},
-             description="Each group gets its own topology domain, workers follow their leader, and a group beyond the domains stays Pending (4.7).")
+             description="Each group gets its own topology domain, workers follow their leader, and a group beyond "
+                         "the domains stays Pending (4.7).")
 def test_exclusive_placement_one_group_per_domain(lws: LWSHarness) -> None:
     key, domains = _domains(lws)
     node_domain = {n["metadata"]["name"]: value for value, nodes in domains.items() for n in nodes}
@@ -91,7 +92,8 @@ def test_exclusive_placement_one_group_per_domain(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="ExclusivePlacementAnnotationsPropagate", features={Feature.EXCLUSIVE_PLACEMENT},
-             description="The exclusive-topology annotation is copied to every pod; leaders repel other groups on the key, workers follow by nodeSelector (3.2, 4.7).")
+             description="The exclusive-topology annotation is copied to every pod; leaders repel other groups on "
+                         "the key, workers follow by nodeSelector (3.2, 4.7).")
 def test_exclusive_placement_annotations_propagate(lws: LWSHarness) -> None:
     key, domains = _domains(lws)
     tolerations = _tolerations(domains)
@@ -112,4 +114,5 @@ def test_exclusive_placement_annotations_propagate(lws: LWSHarness) -> None:
     worker = lws.pod("exann-0-1")
     leader_node = observe.raw(lws.core.read_node(leader["spec"]["nodeName"], _preload_content=False))
     want = (leader_node["metadata"].get("labels") or {}).get(key)
-    assert (worker["spec"].get("nodeSelector") or {}).get(key) == want, f"worker nodeSelector {worker['spec'].get('nodeSelector')}"
+    assert (worker["spec"].get("nodeSelector") or {}).get(key) == want, \
+        f"worker nodeSelector {worker['spec'].get('nodeSelector')}"

@@ -47,7 +47,8 @@ def _foreign(lws: LWSHarness) -> dict[str, Obj]:
              features={Feature.OBJECT_MODEL, Feature.GROUP_RESTART, Feature.STATUS_CONDITIONS, Feature.DELETION},
              description="Pods in the LWS's namespace with its name pattern and index labels but no name label are "
                          "admitted unchanged, never counted in its status, get no StatefulSet or Service, are not "
-                         "answered by a group restart when deleted, and survive the LWS's deletion (3.4, 4.2, 4.5, 5.2).")
+                         "answered by a group restart when deleted, and survive the LWS's deletion (3.4, 4.2, 4.5, "
+                         "5.2).")
 def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("own", replicas=1, size=2))
     lws.ready("own", replicas=1, size=2)
@@ -62,7 +63,7 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
         unready = [n for n in sent if n not in pods or not observe.pod_ready(pods[n])]
         assert not unready, f"pods {unready} are not Running and Ready yet"
         return pods
-    pods = lws.wait(running, what=f"pods {sorted(sent)} to run", timeout=lws.t.pods_running, name="own")
+    pods = lws.wait(running, what=f"pods {sorted(sent)} to run", within="pods_running", name="own")
     for name, pod in pods.items():
         # Only LWS labels are checked for additions: Kubernetes adds its own (kube-apiserver >= 1.35 copies the node's
         # topology.kubernetes.io/zone and /region onto a pod at binding: the PodTopologyLabels admission plugin,
@@ -91,18 +92,23 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
         assert now == group, f"LWS own's pods are {now}, were {group}: its group was disturbed"
         sets, services = sorted(lws.statefulsets()), sorted(lws.services())
         assert sets == ["own", "own-0"], (f"StatefulSets {sets}, want ['own', 'own-0']: nothing is created for a pod "
-                                          "outside the LWS (a worker StatefulSet is made for its leader pods only, 2.3)")
+                                          "outside the LWS (a worker StatefulSet is made for its leader pods only, "
+                                          "2.3)")
         assert services == ["own"], f"Services {services}, want ['own']: nothing is created for a pod outside the LWS"
         live = _foreign(lws)
         for name in foreign:
             pod = live.get(name)
             assert pod is not None and pod["metadata"]["uid"] == uids[name], f"pod {name} was deleted or replaced"
             assert not pod["metadata"].get("deletionTimestamp"), f"pod {name} is being deleted"
-    lws.hold(lambda: untouched(foreign=("own-7", "own-0-5")), what="the LWS and the pods outside it side by side",
-             name="own")
+    def side_by_side() -> None:
+        untouched(foreign=("own-7", "own-0-5"))
+    lws.hold(side_by_side, what="the LWS and the pods outside it side by side", name="own")
     lws.core.delete_namespaced_pod("own-0-5", lws.namespace)
-    lws.hold(lambda: untouched(foreign=("own-7",)),
-             what="no group restart after deleting own-0-5, which is not a worker of group 0 (4.2)", name="own")
+
+    def no_group_restart() -> None:
+        untouched(foreign=("own-7",))
+    lws.hold(no_group_restart, what="no group restart after deleting own-0-5, which is not a worker of group 0 (4.2)",
+             name="own")
     lws.delete("own")
 
     def lws_gone() -> None:
@@ -111,7 +117,8 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
         assert "own" not in {o["metadata"]["name"] for o in observe.raw(lws.custom.list_namespaced_custom_object(
             workloads.GROUP, workloads.VERSION, lws.namespace, workloads.PLURAL, _preload_content=False))["items"]}, \
             "LeaderWorkerSet own still exists"
-    lws.wait(lws_gone, what="LWS own and its pods to be deleted", timeout=lws.t.delete, name="own")
-    pod = _foreign(lws).get("own-7")
-    assert pod is not None and pod["metadata"]["uid"] == uids["own-7"], "pod own-7 went with the LWS it is not part of"
-    assert not pod["metadata"].get("deletionTimestamp"), "pod own-7 is being deleted with the LWS it is not part of"
+    lws.wait(lws_gone, what="LWS own and its pods to be deleted", within="delete", name="own")
+    kept = _foreign(lws).get("own-7")
+    assert kept is not None and kept["metadata"]["uid"] == uids["own-7"], \
+        "pod own-7 went with the LWS it is not part of"
+    assert not kept["metadata"].get("deletionTimestamp"), "pod own-7 is being deleted with the LWS it is not part of"

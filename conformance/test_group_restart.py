@@ -11,16 +11,15 @@ groups' timeline from the fault to the recovery (`lws.timeline`) for the report'
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness
+from conformance.harness import LWSHarness, Obj
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import pods as pod_waits
 
 
 def _recreated_and_reformed(lws: LWSHarness, name: str, index: int, old: set[str], size: int) -> None:
-    group = lws_waits.group_must_be_recreated(lws.api, lws.namespace, name, index, old, size=size, t=lws.t)
+    group = lws.group_must_be_recreated(name, index, old, size=size)
     leader = group.pods[0]["metadata"]["name"]
     # The leader's own POD_IP (downward API) rather than its status.podIP: on --cluster=local the API shows a
     # pod's 198.18 stand-in while the pod itself (and so what its peers reach) has its loopback address.
@@ -50,7 +49,8 @@ def test_group_recreated_on_worker_crash(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="GroupRecreatedOnWorkerDeletion", features={Feature.GROUP_RESTART},
-             description="Deleting a worker pod replaces its whole group (upstream e2e: same pod count, no original UID) (4.2).")
+             description="Deleting a worker pod replaces its whole group (upstream e2e: same pod count, no original "
+                         "UID) (4.2).")
 def test_group_recreated_on_worker_deletion(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("wdel", replicas=1, size=3))
     before = lws.ready("wdel", replicas=1, size=3)
@@ -71,7 +71,8 @@ def test_group_recreated_on_leader_crash(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="RestartPolicyNoneRestartsOnlyTheContainer", features={Feature.RESTART_POLICY_NONE},
-             description="Under restartPolicy None a crashed worker restarts in place: restartCount 1, every UID kept (4.2).")
+             description="Under restartPolicy None a crashed worker restarts in place: restartCount 1, every UID "
+                         "kept (4.2).")
 def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("none", replicas=1, size=3, restart_policy="None"))
     before = lws.ready("none", replicas=1, size=3)[0]
@@ -82,8 +83,7 @@ def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> Non
         assert group is not None and group.uids == before.uids, "a pod of the group was replaced"
     with lws.timeline("none"):
         lws.crash("none-0-1")
-        pod = pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "none-0-1", uid=crashed["metadata"]["uid"],
-                                                restarts=1, t=lws.t, lws="none")
+        pod = lws.pod_must_have_restarted("none-0-1", uid=crashed["metadata"]["uid"], restarts=1, name="none")
         lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name="none")
     assert pod_waits.restart_count(pod) == 1
     assert lws.pod("none-0")["metadata"]["uid"] == before.pods[0]["metadata"]["uid"]
@@ -110,14 +110,17 @@ def test_recreate_after_start_recreates_a_started_group(lws: LWSHarness) -> None
 
 
 @conformance(short_name="RecreateAfterStartLeavesAStartingGroup", features={Feature.RECREATE_AFTER_START},
-             description="Under RecreateGroupAfterStart a crash while group pods are still Pending restarts only the container (4.2).")
+             description="Under RecreateGroupAfterStart a crash while group pods are still Pending restarts only the "
+                         "container (4.2).")
 def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
     def pend(template: dict[str, object]) -> None:
         template["spec"]["nodeSelector"] = {workloads.PARKED_LABEL: "true"}  # type: ignore[index]
     manifest = workloads.probe_lws("starting", replicas=1, size=2, restart_policy="RecreateGroupAfterStart")
     lws.create(workloads.edit_templates(manifest, pend, leader=False))
     lws.probe_json("starting-0")
-    lws.wait(lambda: lws.pods("starting")["starting-0-1"], what="worker starting-0-1 to exist (Pending)", name="starting")
+    def worker_exists() -> Obj:
+        return lws.pods("starting")["starting-0-1"]
+    lws.wait(worker_exists, what="worker starting-0-1 to exist (Pending)", name="starting")
     leader_uid = lws.pod("starting-0")["metadata"]["uid"]
     worker_uid = lws.pod("starting-0-1")["metadata"]["uid"]
 
@@ -127,6 +130,5 @@ def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
         assert uids == {"starting-0": leader_uid, "starting-0-1": worker_uid}, f"group changed: {uids}"
     with lws.timeline("starting"):
         lws.crash("starting-0")
-        pod_waits.pod_must_have_restarted(lws.api, lws.namespace, "starting-0", uid=leader_uid, restarts=1, t=lws.t,
-                                          lws="starting")
+        lws.pod_must_have_restarted("starting-0", uid=leader_uid, restarts=1, name="starting")
         lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")

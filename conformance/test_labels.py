@@ -38,8 +38,9 @@ def _leader_statefulset_keys(sts: Obj) -> str:
     assert_fields("leader StatefulSet lbl metadata.annotations", {REPLICAS: "2"}, annotations_of(sts),
                   why={REPLICAS: "spec.replicas"})
     tmpl = sts["spec"]["template"]["metadata"]
-    assert_fields("leader StatefulSet lbl spec.template.metadata.labels", {NAME: "lbl", WORKER_INDEX: "0", REVISION: rev},
-                  tmpl.get("labels"), why={REVISION: "the StatefulSet's own key"})
+    assert_fields("leader StatefulSet lbl spec.template.metadata.labels",
+                  {NAME: "lbl", WORKER_INDEX: "0", REVISION: rev}, tmpl.get("labels"),
+                  why={REVISION: "the StatefulSet's own key"})
     assert_fields("leader StatefulSet lbl spec.template.metadata.annotations", {SIZE: "2"}, tmpl.get("annotations"))
     assert_fields("leader StatefulSet lbl spec.selector.matchLabels", {NAME: "lbl", WORKER_INDEX: "0"},
                   sts["spec"]["selector"].get("matchLabels"), exact=True)
@@ -67,7 +68,8 @@ def _group_keys(sets: dict[str, Obj], pods: dict[str, Obj], ns: str, i: int, rev
 
 
 @conformance(short_name="LabelsAndAnnotationsOnEveryObject", features={Feature.LABELS},
-             description="StatefulSets, their templates, pods, Services and revisions carry the section 3 keys and values.")
+             description="StatefulSets, their templates, pods, Services and revisions carry the section 3 keys and "
+                         "values.")
 def test_labels_and_annotations_on_every_object(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("lbl", replicas=2, size=2, leader_labels={"role": "leader"}))
     lws.ready("lbl", replicas=2, size=2)
@@ -77,7 +79,8 @@ def test_labels_and_annotations_on_every_object(lws: LWSHarness) -> None:
         _group_keys(sets, pods, lws.namespace, i, rev)
     assert_fields("Service lbl metadata.labels", {NAME: "lbl"}, labels(lws.services()["lbl"]))
     revs = [labels(r).get(REVISION) for r in lws.revisions("lbl")]
-    assert revs == [rev], f"ControllerRevisions of lbl carry {REVISION} {revs}, want exactly [{rev!r}] (the leader StatefulSet's)"
+    assert revs == [rev], \
+        f"ControllerRevisions of lbl carry {REVISION} {revs}, want exactly [{rev!r}] (the leader StatefulSet's)"
 
 
 def _group_key_on_every_pod(when: str, group: lws_waits.Group, ns: str) -> None:
@@ -95,7 +98,7 @@ def test_group_key_is_portable_and_stable(lws: LWSHarness) -> None:
     before = lws.ready("gkey", replicas=1, size=2)[0]
     _group_key_on_every_pod("before recreation", before, lws.namespace)
     lws.core.delete_namespaced_pod("gkey-0", lws.namespace)
-    after = lws_waits.group_must_be_recreated(lws.api, lws.namespace, "gkey", 0, before.uids, size=2, t=lws.t)
+    after = lws.group_must_be_recreated("gkey", 0, before.uids, size=2)
     _group_key_on_every_pod("after deleting leader gkey-0 recreated the group", after, lws.namespace)
 
 
@@ -116,7 +119,8 @@ def _revision_everywhere(lws: LWSHarness, name: str, groups: int) -> str:
 
 
 @conformance(short_name="RevisionHashConsistency", slow=True, features={Feature.LABELS, Feature.ROLLING_UPDATE},
-             description="One revision key on every object; it changes with the template, not with replicas or strategy (2.5, T6, T18).")
+             description="One revision key on every object; it changes with the template, not with replicas or "
+                         "strategy (2.5, T6, T18).")
 def test_revision_hash_consistency(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("rev", replicas=1, size=2)
     lws.create(manifest)
@@ -133,12 +137,13 @@ def test_revision_hash_consistency(lws: LWSHarness) -> None:
         key = _revision_everywhere(lws, "rev", 2)
         assert key != first, f"still on revision {first}"
         return key
-    lws.wait(rolled, what="every object of rev on one new revision key", timeout=lws.t.rollout_complete, name="rev")
+    lws.wait(rolled, what="every object of rev on one new revision key", within="rollout_complete", name="rev")
     lws.ready("rev", replicas=2, size=2)
 
 
 @conformance(short_name="LWSMetadataOnStatefulSets", features={Feature.LABELS},
-             description="The LWS's own labels and annotations are copied onto its StatefulSets, not onto pods (2.2, 2.3).")
+             description="The LWS's own labels and annotations are copied onto its StatefulSets, not onto pods (2.2, "
+                         "2.3).")
 def test_lws_metadata_on_statefulsets(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("meta", replicas=1, size=2, annotations={"example.com/owner": "team-a"})
     manifest["metadata"]["labels"] = {"example.com/tier": "gold"}

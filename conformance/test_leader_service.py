@@ -17,7 +17,6 @@ from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import core, services
-from lwsconf.waits import lws as lws_waits
 
 
 def _leader_service(lws: LWSHarness, name: str) -> str:
@@ -37,7 +36,8 @@ def _deploy(lws: LWSHarness, name: str) -> str:
 
 
 @conformance(short_name="LeaderServiceEndpointsAreLeaders", features={Feature.LEADER_SERVICE},
-             description="A Service selecting {name: N, role: leader} lists exactly the leader pods in its EndpointSlices.")
+             description="A Service selecting {name: N, role: leader} lists exactly the leader pods in its "
+                         "EndpointSlices.")
 def test_leader_service_endpoints_are_leaders(lws: LWSHarness) -> None:
     svc = _deploy(lws, "eps")
     services.service_endpoints_must_be(lws.api, lws.namespace, svc, {"eps-0", "eps-1"}, lws.t, lws="eps")
@@ -54,8 +54,10 @@ def test_leader_service_routes_to_every_leader(lws: LWSHarness) -> None:
     assert seen == leaders
 
 
-@conformance(short_name="LeaderServiceServesDuringGroupRestart", slow=True, features={Feature.LEADER_SERVICE, Feature.GROUP_RESTART},
-             description="While group 0 is recreated after a worker crash, the Service keeps answering from the other leader.")
+@conformance(short_name="LeaderServiceServesDuringGroupRestart", slow=True,
+             features={Feature.LEADER_SERVICE, Feature.GROUP_RESTART},
+             description="While group 0 is recreated after a worker crash, the Service keeps answering from the "
+                         "other leader.")
 def test_leader_service_serves_during_group_restart(lws: LWSHarness) -> None:
     svc = _deploy(lws, "serve")
     leaders = {"serve-0", "serve-1"}
@@ -77,8 +79,8 @@ def test_leader_service_serves_during_group_restart(lws: LWSHarness) -> None:
         if group is None or group.uids & old or len(group.pods) != 2 or not group.ready:
             raise core.NotYet("group 0 not recreated and ready yet")
     lws.wait(recreated_while_serving, what="group 0 to be recreated while requests keep flowing",
-             timeout=lws.t.group_recreated, name="serve")
-    lws_waits.groups_must_be_ready(lws.api, lws.namespace, "serve", replicas=2, size=2, t=lws.t)
+             within="group_recreated", name="serve")
+    lws.groups_must_be_ready("serve", replicas=2, size=2)
     ok = [t for t, pod in answers if pod]
     gaps = [b - a for a, b in zip([answers[0][0], *ok], [*ok, answers[-1][0]], strict=True)]
     assert max(gaps) <= lws.t.max_time_to_consistency, f"no answer for {max(gaps):.1f}s during the restart: {answers}"

@@ -9,14 +9,15 @@ and the leader running the worker template when `leaderTemplate` is omitted (4.1
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, controller_of
+from conformance.harness import LWSHarness, Obj, controller_of
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 
 
 @conformance(short_name="ObjectNamesAndOrdinals", features={Feature.OBJECT_MODEL},
-             description="R groups of size S give StatefulSets N and N-i (ordinals from 1) and pods N-i, N-i-j (2.1-2.3).")
+             description="R groups of size S give StatefulSets N and N-i (ordinals from 1) and pods N-i, N-i-j "
+                         "(2.1-2.3).")
 def test_object_names_and_ordinals(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("names", replicas=2, size=3))
     lws.ready("names", replicas=2, size=3)
@@ -35,7 +36,8 @@ def test_object_names_and_ordinals(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="HostnamesAndSubdomains", features={Feature.OBJECT_MODEL},
-             description="Every pod's hostname is its name and its subdomain the Service N; the probe sees that name (2.6).")
+             description="Every pod's hostname is its name and its subdomain the Service N; the probe sees that name "
+                         "(2.6).")
 def test_hostnames_and_subdomains(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("hosts", replicas=1, size=2))
     lws.ready("hosts", replicas=1, size=2)
@@ -49,10 +51,13 @@ def test_hostnames_and_subdomains(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="HeadlessServiceShape", features={Feature.OBJECT_MODEL},
-             description="Service N is headless, publishes not-ready addresses, selects {name: N} and is owned by the LWS (2.4).")
+             description="Service N is headless, publishes not-ready addresses, selects {name: N} and is owned by "
+                         "the LWS (2.4).")
 def test_headless_service_shape(lws: LWSHarness) -> None:
     created = lws.create(workloads.probe_lws("svc", replicas=1, size=2))
-    svc = lws.wait(lambda: lws.services()["svc"], what="Service svc to exist", timeout=lws.t.create)
+    def service_exists() -> Obj:
+        return lws.services()["svc"]
+    svc = lws.wait(service_exists, what="Service svc to exist", within="create", name="svc")
     spec = svc["spec"]
     assert spec.get("clusterIP") == "None", f"clusterIP {spec.get('clusterIP')}, want None (headless)"
     assert spec.get("publishNotReadyAddresses") is True
@@ -62,7 +67,8 @@ def test_headless_service_shape(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="OwnershipChain", features={Feature.OBJECT_MODEL},
-             description="LWS owns the leader StatefulSet, Service and revisions; each leader pod owns its worker StatefulSet (2.7, T4).")
+             description="LWS owns the leader StatefulSet, Service and revisions; each leader pod owns its worker "
+                         "StatefulSet (2.7, T4).")
 def test_ownership_chain(lws: LWSHarness) -> None:
     uid = lws.create(workloads.probe_lws("owners", replicas=2, size=2))["metadata"]["uid"]
     lws.ready("owners", replicas=2, size=2)
@@ -100,7 +106,8 @@ def test_leader_template_omitted(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("single", replicas=1, size=2, separate_leader=False)
     lws.create(manifest)
     lws.ready("single", replicas=1, size=2)
-    worker_containers = [c["name"] for c in manifest["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]]
+    worker_spec = manifest["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    worker_containers = [c["name"] for c in worker_spec["containers"]]
     leader_sts = lws.statefulsets()["single"]["spec"]["template"]["spec"]
     assert [c["name"] for c in leader_sts["containers"]] == worker_containers
     leader = lws.pods("single")["single-0"]
@@ -109,7 +116,8 @@ def test_leader_template_omitted(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="DeletedChildrenAreRecreated", features={Feature.OBJECT_MODEL},
-             description="A deleted worker StatefulSet or headless Service comes back, and the group is ready again (4.1).")
+             description="A deleted worker StatefulSet or headless Service comes back, and the group is ready again "
+                         "(4.1).")
 def test_deleted_children_are_recreated(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("heal", replicas=1, size=2))
     lws.ready("heal", replicas=1, size=2)

@@ -41,7 +41,8 @@ REFUSED = [
            "V15: subGroupSize 3 larger than size 2"),
     Resize("V17-leader-excluded-size-5-to-6-sgs-2", 5, {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"},
            {"leaderWorkerTemplate": {"size": 6}}, "V17: LeaderExcluded needs size-1 = 5 divisible by 2"),
-    Resize("V16-replicas-and-size-together", 6, {"subGroupSize": 3}, {"replicas": 3, "leaderWorkerTemplate": {"size": 8}},
+    Resize("V16-replicas-and-size-together", 6, {"subGroupSize": 3},
+           {"replicas": 3, "leaderWorkerTemplate": {"size": 8}},
            "V16 on size 8; the replicas change in the same update must not be applied either"),
 ]
 ACCEPTED = [
@@ -61,7 +62,8 @@ def _sizes(obj: Obj) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=[c.id for c in REFUSED])
-@conformance(short_name="ResizeBreakingSubGroupDivisibilityIsRejected", features={Feature.VALIDATION, Feature.SUBGROUPS},
+@conformance(short_name="ResizeBreakingSubGroupDivisibilityIsRejected",
+             features={Feature.VALIDATION, Feature.SUBGROUPS},
              description="An update of size (alone or with replicas) that breaks V15-V17 for the LWS's subGroupSize is "
                          "refused with a 4xx and leaves the stored spec and generation unchanged (5, 5.1).")
 def test_resize_breaking_subgroup_divisibility_is_rejected(lws: LWSHarness, case: Resize) -> None:
@@ -84,8 +86,8 @@ def test_resize_breaking_subgroup_divisibility_is_rejected(lws: LWSHarness, case
 @pytest.mark.parametrize("case", ACCEPTED, ids=[c.id for c in ACCEPTED])
 @conformance(short_name="ResizeKeepingSubGroupDivisibilityIsAccepted",
              features={Feature.VALIDATION, Feature.SUBGROUPS},
-             description="A size update that keeps size or size-1 divisible by subGroupSize is accepted and stored (5.1: "
-                         "updating size is accepted; V16/V17 hold).")
+             description="A size update that keeps size or size-1 divisible by subGroupSize is accepted and stored "
+                         "(5.1: updating size is accepted; V16/V17 hold).")
 def test_resize_keeping_subgroup_divisibility_is_accepted(lws: LWSHarness, case: Resize) -> None:
     created = _create(lws, "rsz", case)
     replicas, _, generation = _sizes(created)
@@ -95,5 +97,7 @@ def test_resize_keeping_subgroup_divisibility_is_accepted(lws: LWSHarness, case:
         raise AssertionError(f"resize {case.update} refused with HTTP {exc.status}: {exc.body}; the contract accepts "
                              f"it ({case.rule})") from None
     want = case.update["leaderWorkerTemplate"]["size"]
-    assert _sizes(stored)[:2] == (replicas, want), f"stored (replicas, size) {_sizes(stored)[:2]}, want {(replicas, want)}"
-    assert _sizes(stored)[2] > generation, f"generation {_sizes(stored)[2]} did not move from {generation} on a spec change"
+    assert _sizes(stored)[:2] == (replicas, want), \
+        f"stored (replicas, size) {_sizes(stored)[:2]}, want {(replicas, want)}"
+    assert _sizes(stored)[2] > generation, \
+        f"generation {_sizes(stored)[2]} did not move from {generation} on a spec change"

@@ -13,20 +13,28 @@ rollout exactly where the contract says it stops.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, assert_at_most_down, group_revision, roll_template
+from conformance.harness import (
+    REVISION,
+    LWSHarness,
+    annotations_of,
+    assert_at_most_down,
+    group_revision,
+    labels,
+    roll_template,
+)
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
-from lwsconf.waits import rollout
 
 _WHY = "a group was taken down before the ones above it were ready again (4.4.2, 4.4.4)"
 
 
 @conformance(short_name="RollingUpdateGroupByGroupFromTheTop", slow=True, features={Feature.ROLLING_UPDATE},
-             description="A template change replaces groups highest index first, one at a time, never half-updated (4.4.2).")
+             description="A template change replaces groups highest index first, one at a time, never half-updated "
+                         "(4.4.2).")
 def test_rolling_update_group_by_group_from_the_top(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("roll", replicas=3, size=2)
     lws.create(manifest)
@@ -58,14 +66,15 @@ def test_rolling_update_max_unavailable(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="RollingUpdateChangesSize", slow=True, features={Feature.ROLLING_UPDATE},
-             description="Changing size rolls every group to the new size; pods see the new LWS_GROUP_SIZE (4.4.1, T18).")
+             description="Changing size rolls every group to the new size; pods see the new LWS_GROUP_SIZE (4.4.1, "
+                         "T18).")
 def test_rolling_update_changes_size(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("resize", replicas=2, size=2))
     lws.ready("resize", replicas=2, size=2)
     old = revision(lws, "resize")
     with lws.timeline("resize") as timeline:
         lws.patch("resize", {"spec": {"leaderWorkerTemplate": {"size": 3}}})
-        rollout.rollout_must_complete(lws.api, lws.namespace, "resize", old={old}, replicas=2, size=3, t=lws.t)
+        lws.rollout_must_complete("resize", old=old, replicas=2, size=3)
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert_at_most_down(timeline, range(2), 1, _WHY)
     for pod_name, pod in lws.pods("resize").items():
@@ -75,7 +84,8 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="SecondChangeMidRollout", slow=True, features={Feature.ROLLING_UPDATE},
-             description="A rollout stuck on an unready revision stops; a newer change supersedes it, and the old revisions are pruned (4.4.2, 2.5, T27).")
+             description="A rollout stuck on an unready revision stops; a newer change supersedes it, and the old "
+                         "revisions are pruned (4.4.2, 2.5, T27).")
 def test_second_change_mid_rollout(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("twice", replicas=3, size=2)
     lws.create(manifest)
@@ -83,34 +93,41 @@ def test_second_change_mid_rollout(lws: LWSHarness) -> None:
     old = revision(lws, "twice")
     with lws.timeline("twice") as timeline:
         change(lws, "twice", manifest, "stuck", unready=True)
-        stuck = lws.wait(lambda: _moved(lws, "twice", 2, old), what="group 2 to move to the stuck revision", name="twice")
+        stuck = _group_must_move(lws, "twice", 2, old)
 
         def lower_groups_wait() -> None:
             now = lws.groups("twice")
             assert all(now[i].uids == before[i].uids for i in (0, 1)), "a group below the stuck one was replaced"
-        lws.hold(lower_groups_wait, what="groups 0 and 1 wait while group 2 is unready (maxUnavailable 1)", name="twice")
+        lws.hold(lower_groups_wait, what="groups 0 and 1 wait while group 2 is unready (maxUnavailable 1)",
+                 name="twice")
         change(lws, "twice", manifest, "fixed")
-        final = rollout.rollout_must_complete(lws.api, lws.namespace, "twice", old={old, stuck}, replicas=3, size=2,
-                                              t=lws.t)
+        final = lws.rollout_must_complete("twice", old={old, stuck}, replicas=3, size=2)
     assert not [s for s in timeline.samples if s.group < 2 and stuck in s.revisions], \
         f"groups 0/1 ran the superseded revision:\n{analysis.describe(timeline)}"
     assert_at_most_down(timeline, range(3), 1, _WHY)  # stuck group 2 counts: the fix replaces it before touching 1
-    lws.wait(lambda: _only_revision(lws, "twice", final), what="old ControllerRevisions to be pruned", name="twice")
+    _old_revisions_must_be_pruned(lws, "twice", final)
 
 
-def _moved(lws: LWSHarness, name: str, index: int, old: str) -> str:
-    rev = group_revision(lws, name, index)
-    assert rev and rev != old, f"group {index} revision {rev}"
-    return rev
+def _group_must_move(lws: LWSHarness, name: str, index: int, old: str) -> str:
+    """Wait (lws_available) until group `index` is on one revision other than `old`; that revision."""
+    def group_moved() -> str:
+        rev = group_revision(lws, name, index)
+        assert rev and rev != old, f"group {index} revision {rev}"
+        return rev
+    return lws.wait(group_moved, what=f"group {index} to move to the stuck revision", name=name)
 
 
-def _only_revision(lws: LWSHarness, name: str, key: str) -> None:
-    keys = sorted(str((r["metadata"].get("labels") or {}).get(rollout.REVISION)) for r in lws.revisions(name))
-    assert keys == [key], f"ControllerRevisions {keys}, want only {key}"
+def _old_revisions_must_be_pruned(lws: LWSHarness, name: str, key: str) -> None:
+    """Wait (lws_available) until revision `key`'s ControllerRevision is the only one left (2.5, T27)."""
+    def only_revision() -> None:
+        keys = sorted(str(labels(r).get(REVISION)) for r in lws.revisions(name))
+        assert keys == [key], f"ControllerRevisions {keys}, want only {key}"
+    lws.wait(only_revision, what="old ControllerRevisions to be pruned", name=name)
 
 
 @conformance(short_name="ScaleDownDuringRollout", slow=True, features={Feature.ROLLING_UPDATE, Feature.SCALING},
-             description="Scaling down while a rollout is stuck removes the top group; a fixing change then completes (4.3, 4.4.4).")
+             description="Scaling down while a rollout is stuck removes the top group; a fixing change then "
+                         "completes (4.3, 4.4.4).")
 def test_scale_down_during_rollout(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("shrink", replicas=3, size=2)
     lws.create(manifest)
@@ -118,18 +135,20 @@ def test_scale_down_during_rollout(lws: LWSHarness) -> None:
     old = revision(lws, "shrink")
     with lws.timeline("shrink") as timeline:
         change(lws, "shrink", manifest, "stuck", unready=True)
-        stuck = lws.wait(lambda: _moved(lws, "shrink", 2, old), what="group 2 to move to the stuck revision",
-                         name="shrink")
+        stuck = _group_must_move(lws, "shrink", 2, old)
         lws.patch("shrink", {"spec": {"replicas": 2}})
-        lws.wait(lambda: _top_group_gone(lws, "shrink"), what="group 2 to be removed by the scale-down", name="shrink")
+        _top_group_must_go(lws, "shrink")
         change(lws, "shrink", manifest, "fixed")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "shrink", old={old, stuck}, replicas=2, size=2, t=lws.t)
+        lws.rollout_must_complete("shrink", old={old, stuck}, replicas=2, size=2)
     assert lws.statefulsets()["shrink"]["spec"]["replicas"] == 2
     # Groups 0 and 1 are the ones left: the stuck rollout may go on into group 1 after the scale-down
     # (4.4.4 step 6), but group 0 only once group 1 is ready on the fixed revision.
     assert_at_most_down(timeline, range(2), 1, _WHY)
 
 
-def _top_group_gone(lws: LWSHarness, name: str) -> None:
-    assert 2 not in lws.groups(name), "group 2 still has pods"
-    assert f"{name}-2" not in lws.statefulsets(), f"worker StatefulSet {name}-2 still exists"
+def _top_group_must_go(lws: LWSHarness, name: str) -> None:
+    """Wait (lws_available) until group 2 has no pods and no worker StatefulSet (scaled down from 3 to 2)."""
+    def top_group_gone() -> None:
+        assert 2 not in lws.groups(name), "group 2 still has pods"
+        assert f"{name}-2" not in lws.statefulsets(), f"worker StatefulSet {name}-2 still exists"
+    lws.wait(top_group_gone, what="group 2 to be removed by the scale-down", name=name)

@@ -20,6 +20,7 @@ from conformance.harness import (
     controller_of,
     group_revision,
     roll_template,
+    rolling_update,
 )
 from conformance.harness import change_template as change
 from conformance.harness import leader_revision as revision
@@ -28,17 +29,15 @@ from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
 from lwsconf.waits import lws as lws_waits
-from lwsconf.waits import observe, rollout
+from lwsconf.waits import observe
 
 
-def _strategy(**conf: object) -> dict[str, object]:
-    return {"rollingUpdateConfiguration": dict(conf)}
-
-
-@conformance(short_name="MaxSurgeKeepsCapacity", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="maxUnavailable 0 / maxSurge 1 with R=2: the leader StatefulSet peaks at 3, ready groups never drop below 2 (4.4.5).")
+@conformance(short_name="MaxSurgeKeepsCapacity", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="maxUnavailable 0 / maxSurge 1 with R=2: the leader StatefulSet peaks at 3, ready groups "
+                         "never drop below 2 (4.4.5).")
 def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("surge", replicas=2, size=2, rollout=_strategy(maxUnavailable=0, maxSurge=1))
+    manifest = workloads.probe_lws("surge", replicas=2, size=2, rollout=rolling_update(maxUnavailable=0, maxSurge=1))
     lws.create(manifest)
     lws.ready("surge", replicas=2, size=2)
     timeline, _, _ = roll_template(lws, "surge", manifest, replicas=2, size=2)
@@ -54,14 +53,16 @@ def test_max_surge_keeps_capacity(lws: LWSHarness) -> None:
     assert lws.statefulsets()["surge"]["spec"]["replicas"] == 2
 
 
-@conformance(short_name="MaxSurgeCappedAtReplicas", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="maxSurge 4 with R=2 is capped at R: leader StatefulSet maxUnavailable 3 (not 5), peak 3 as in 4.4.5 (2.2, T11, T13).")
+@conformance(short_name="MaxSurgeCappedAtReplicas", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="maxSurge 4 with R=2 is capped at R: leader StatefulSet maxUnavailable 3 (not 5), peak 3 as "
+                         "in 4.4.5 (2.2, T11, T13).")
 def test_max_surge_capped_at_replicas(lws: LWSHarness) -> None:
     # The cap shows in no pod's life: the surge (wantReplicas) only compares maxSurge with the number of
     # outdated groups, never more than R, and the partition step cancels maxSurge out (4.4.4). It shows in
     # the leader StatefulSet's own maxUnavailable, max(1, maxUnavailable + maxSurge) with maxSurge capped
     # (2.2): the StatefulSet controller's budget for replacing leaders at once.
-    manifest = workloads.probe_lws("cap", replicas=2, size=2, rollout=_strategy(maxSurge=4))
+    manifest = workloads.probe_lws("cap", replicas=2, size=2, rollout=rolling_update(maxSurge=4))
     lws.create(manifest)
     lws.ready("cap", replicas=2, size=2)
     kept = _server_keeps_statefulset_max_unavailable(lws)
@@ -110,10 +111,13 @@ def _server_keeps_statefulset_max_unavailable(lws: LWSHarness) -> bool:
 
 
 @conformance(short_name="PercentagesRoundAsSpecified", slow=True,
-             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
-             description="With R=3, maxUnavailable 50% rounds down to 1 and maxSurge 50% up to 2: peak 5, leader maxUnavailable 3 (4.4.3, T11).")
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE,
+                       Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
+             description="With R=3, maxUnavailable 50% rounds down to 1 and maxSurge 50% up to 2: peak 5, leader "
+                         "maxUnavailable 3 (4.4.3, T11).")
 def test_percentages_round_as_specified(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("pct", replicas=3, size=2, rollout=_strategy(maxUnavailable="50%", maxSurge="50%"))
+    manifest = workloads.probe_lws("pct", replicas=3, size=2,
+                                   rollout=rolling_update(maxUnavailable="50%", maxSurge="50%"))
     lws.create(manifest)
     lws.ready("pct", replicas=3, size=2)
     timeline, old, _ = roll_template(lws, "pct", manifest, replicas=3, size=2)
@@ -125,10 +129,12 @@ def test_percentages_round_as_specified(lws: LWSHarness) -> None:
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
 
 
-@conformance(short_name="PartitionHoldsLowerGroups", slow=True, features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION},
-             description="Groups below partition keep the old revision while the LWS is Available; lowering it to 0 finishes (4.4.6, T14).")
+@conformance(short_name="PartitionHoldsLowerGroups", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION},
+             description="Groups below partition keep the old revision while the LWS is Available; lowering it to 0 "
+                         "finishes (4.4.6, T14).")
 def test_partition_holds_lower_groups(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("part", replicas=3, size=2, rollout=_strategy(partition=1))
+    manifest = workloads.probe_lws("part", replicas=3, size=2, rollout=rolling_update(partition=1))
     lws.create(manifest)
     before = lws.ready("part", replicas=3, size=2)
     old = revision(lws, "part")
@@ -145,21 +151,21 @@ def test_partition_holds_lower_groups(lws: LWSHarness) -> None:
         assert lws.statefulsets()["part"]["spec"]["updateStrategy"]["rollingUpdate"].get("partition") == 1
     with lws.timeline("part"):
         change(lws, "part", manifest, "2")
-        new = lws.wait(upper_updated, what="groups 1 and 2 to be updated", timeout=lws.t.rollout_complete,
-                       name="part")
-        lws_waits.lws_must_be_available(lws.api, lws.namespace, "part", lws.t)
+        new = lws.wait(upper_updated, what="groups 1 and 2 to be updated", within="rollout_complete", name="part")
+        lws.lws_must_be_available("part")
         lws.hold(group_zero_stays, what="group 0 stays on the old revision below partition 1", name="part")
         assert len(lws.revisions("part")) == 2, "the old revision must be kept while partition > 0"
-        lws.patch("part", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-        final = rollout.rollout_must_complete(lws.api, lws.namespace, "part", old={old}, replicas=3, size=2, t=lws.t)
+        lws.patch("part", {"spec": {"rolloutStrategy": rolling_update(partition=0)}})
+        final = lws.rollout_must_complete("part", old=old, replicas=3, size=2)
     assert final == new
 
 
 @conformance(short_name="PartitionKeepsSurge", slow=True,
              features={Feature.ROLLING_UPDATE_PARTITION, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.STATUS_CONDITIONS},
-             description="R=3, maxSurge 1, partition 2: the surge group stays (4 leaders, updated 2, Available) until partition 0 (4.4.6, T7).")
+             description="R=3, maxSurge 1, partition 2: the surge group stays (4 leaders, updated 2, Available) "
+                         "until partition 0 (4.4.6, T7).")
 def test_partition_keeps_surge(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("psurge", replicas=3, size=2, rollout=_strategy(maxSurge=1, partition=2))
+    manifest = workloads.probe_lws("psurge", replicas=3, size=2, rollout=rolling_update(maxSurge=1, partition=2))
     lws.create(manifest)
     lws.ready("psurge", replicas=3, size=2)
     old = revision(lws, "psurge")
@@ -168,46 +174,50 @@ def test_partition_keeps_surge(lws: LWSHarness) -> None:
         lws_obj = lws.get("psurge")
         status = lws_obj.get("status") or {}
         assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 4, "leader StatefulSet replicas != 4"
-        assert (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas")) == (4, 4, 2), status
+        counts = (status.get("replicas"), status.get("readyReplicas"), status.get("updatedReplicas"))
+        assert counts == (4, 4, 2), status
         assert lws_waits.condition(lws_obj, "Available") == "True", f"conditions {status.get('conditions')}"
     with lws.timeline("psurge"):
         change(lws, "psurge", manifest, "2")
         lws.wait(held, what="surge group 3 and group 2 updated, Available, held by partition 2",
-                 timeout=lws.t.rollout_complete, name="psurge")
+                 within="rollout_complete", name="psurge")
         lws.hold(held, what="the partition holds the surge", name="psurge")
-        lws.patch("psurge", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-        rollout.rollout_must_complete(lws.api, lws.namespace, "psurge", old={old}, replicas=3, size=2, t=lws.t)
+        lws.patch("psurge", {"spec": {"rolloutStrategy": rolling_update(partition=0)}})
+        lws.rollout_must_complete("psurge", old=old, replicas=3, size=2)
     assert lws.statefulsets()["psurge"]["spec"]["replicas"] == 3
 
 
 @conformance(short_name="ScaleUpDuringHeldRollout", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.SCALING},
-             description="Groups added while a rollout is held by partition start on the new revision; old ones stay (4.3, 4.4.4).")
+             description="Groups added while a rollout is held by partition start on the new revision; old ones stay "
+                         "(4.3, 4.4.4).")
 def test_scale_up_during_held_rollout(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("grow", replicas=2, size=2, rollout=_strategy(partition=2))
+    manifest = workloads.probe_lws("grow", replicas=2, size=2, rollout=rolling_update(partition=2))
     lws.create(manifest)
     before = lws.ready("grow", replicas=2, size=2)
     old = revision(lws, "grow")
     with lws.timeline("grow"):
         change(lws, "grow", manifest, "2")
-        new = lws.wait(lambda: _new_key(lws, "grow", old), what="a new revision on the leader StatefulSet",
-                       name="grow")
+        new = _leader_must_take_new_revision(lws, "grow", old)
         lws.patch("grow", {"spec": {"replicas": 3}})
-        lws_waits.groups_must_be_ready(lws.api, lws.namespace, "grow", replicas=3, size=2, t=lws.t)
+        lws.groups_must_be_ready("grow", replicas=3, size=2)
         assert group_revision(lws, "grow", 2) == new, \
             f"group 2 revision {group_revision(lws, 'grow', 2)}, want {new}"
         now = lws.groups("grow")
         assert [group_revision(lws, "grow", i) for i in (0, 1)] == [old, old]
         assert all(now[i].uids == before[i].uids for i in (0, 1)), \
             observe.describe_namespace(lws.api, lws.namespace, "grow")
-        lws.patch("grow", {"spec": {"rolloutStrategy": _strategy(partition=0)}})
-        rollout.rollout_must_complete(lws.api, lws.namespace, "grow", old={old}, replicas=3, size=2, t=lws.t)
+        lws.patch("grow", {"spec": {"rolloutStrategy": rolling_update(partition=0)}})
+        lws.rollout_must_complete("grow", old=old, replicas=3, size=2)
 
 
-def _new_key(lws: LWSHarness, name: str, old: str) -> str:
-    key = revision(lws, name)
-    assert key != old, f"leader StatefulSet still on {old}"
-    return key
+def _leader_must_take_new_revision(lws: LWSHarness, name: str, old: str) -> str:
+    """Wait (lws_available) until the leader StatefulSet carries a revision key other than `old`; that key."""
+    def new_key() -> str:
+        key = revision(lws, name)
+        assert key != old, f"leader StatefulSet still on {old}"
+        return key
+    return lws.wait(new_key, what="a new revision on the leader StatefulSet", name=name)
 
 
 @conformance(short_name="RestartBelowPartitionKeepsOldRevision", slow=True,
@@ -215,7 +225,7 @@ def _new_key(lws: LWSHarness, name: str, old: str) -> str:
              description="A group held below partition that crashes is recreated from its old revision: old template, "
                          "old size (4.2, 4.4.6).")
 def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
-    manifest = workloads.probe_lws("held", replicas=2, size=3, rollout=_strategy(partition=1))
+    manifest = workloads.probe_lws("held", replicas=2, size=3, rollout=rolling_update(partition=1))
     lws.create(manifest)
     before = lws.ready("held", replicas=2, size=3)
     old = revision(lws, "held")
@@ -223,11 +233,9 @@ def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
     with lws.timeline("held"):
         lws.patch("held", {"spec": {"leaderWorkerTemplate": {**lwt, "size": 2}}},
                   step="template updated (LWSCONF_REVISION=2, size 3 -> 2)")
-        lws.wait(lambda: _group_on_new_revision(lws, "held", 1, old, size=2), timeout=lws.t.rollout_complete,
-                 what="group 1 updated to the new revision and size 2, group 0 held by partition 1", name="held")
+        _group_one_must_update(lws, "held", old, size=2)
         lws.crash("held-0-1")
-        group = lws.wait(lambda: _group_back(lws, "held", 0, before[0].uids), timeout=lws.t.group_recreated,
-                         what="group 0 recreated after its worker crashed", name="held")
+        group = _group_must_come_back(lws, "held", 0, before[0].uids)
     assert group_revision(lws, "held", 0) == old, f"group 0 revisions {group.revisions()}, want only {old}"
     names = sorted(p["metadata"]["name"] for p in group.pods.values())
     assert names == ["held-0", "held-0-1", "held-0-2"], \
@@ -241,22 +249,33 @@ def test_restart_below_partition_keeps_old_revision(lws: LWSHarness) -> None:
             "from the old revision, not the new template (which sets LWSCONF_REVISION=2, size 2)"
 
 
-def _group_on_new_revision(lws: LWSHarness, name: str, index: int, old: str, *, size: int) -> None:
-    group = lws.groups(name).get(index)
-    rev = group_revision(lws, name, index)
-    assert group and rev and rev != old, f"group {index} revision {rev}"
-    assert len(group.pods) == size and group.ready, f"group {index}: {len(group.pods)} pods, ready {group.ready}"
-    assert group_revision(lws, name, 0) == old, f"group 0 left the old revision {old}: {group_revision(lws, name, 0)}"
+def _group_one_must_update(lws: LWSHarness, name: str, old: str, *, size: int) -> None:
+    """Wait (rollout_complete) until group 1 is ready on a revision other than `old` with `size` pods, while
+    group 0, below partition 1, stays on `old`."""
+    def group_one_on_new_revision() -> None:
+        group = lws.groups(name).get(1)
+        rev = group_revision(lws, name, 1)
+        assert group and rev and rev != old, f"group 1 revision {rev}"
+        assert len(group.pods) == size and group.ready, f"group 1: {len(group.pods)} pods, ready {group.ready}"
+        assert group_revision(lws, name, 0) == old, \
+            f"group 0 left the old revision {old}: {group_revision(lws, name, 0)}"
+    lws.wait(group_one_on_new_revision, within="rollout_complete", name=name,
+             what=f"group 1 updated to the new revision and size {size}, group 0 held by partition 1")
 
 
-def _group_back(lws: LWSHarness, name: str, index: int, old_uids: set[str]) -> lws_waits.Group:
-    group = lws.groups(name).get(index)
-    assert group and not group.uids & old_uids, f"group {index} still has original pods (or none)"
-    leader = group.pods.get(0)
-    sts = lws.statefulsets().get(f"{name}-{index}")
-    assert leader and sts and (controller_of(sts) or {}).get("uid") == leader["metadata"]["uid"], \
-        f"no worker StatefulSet {name}-{index} owned by the new leader yet"
-    want = sts["spec"]["replicas"]
-    assert len(group.pods) == 1 + want and group.ready, f"group {index}: {len(group.pods)} pods (want {1 + want}), " \
-                                                        f"ready {group.ready}"
-    return group
+def _group_must_come_back(lws: LWSHarness, name: str, index: int, old_uids: set[str]) -> lws_waits.Group:
+    """Wait (group_recreated) until group `index` is back on new pods, as many as its worker StatefulSet (owned
+    by the new leader) asks for plus the leader, all ready; the group."""
+    def group_back() -> lws_waits.Group:
+        group = lws.groups(name).get(index)
+        assert group and not group.uids & old_uids, f"group {index} still has original pods (or none)"
+        leader = group.pods.get(0)
+        sts = lws.statefulsets().get(f"{name}-{index}")
+        assert leader and sts and (controller_of(sts) or {}).get("uid") == leader["metadata"]["uid"], \
+            f"no worker StatefulSet {name}-{index} owned by the new leader yet"
+        want = sts["spec"]["replicas"]
+        assert len(group.pods) == 1 + want and group.ready, \
+            f"group {index}: {len(group.pods)} pods (want {1 + want}), ready {group.ready}"
+        return group
+    return lws.wait(group_back, within="group_recreated", name=name,
+                    what=f"group {index} recreated after its worker crashed")

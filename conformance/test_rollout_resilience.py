@@ -17,19 +17,21 @@ available while the leader pod stays Ready (upstream `SetStatefulsetToUnReady` o
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, assert_at_most_down, change_template, controller_of, labels
+from conformance.harness import (
+    REVISION,
+    LWSHarness,
+    assert_at_most_down,
+    change_template,
+    controller_of,
+    labels,
+    rolling_update,
+)
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
 from lwsconf.timeline.model import Timeline
-from lwsconf.waits import lws as lws_waits
-from lwsconf.waits import rollout
-
-
-def _strategy(**conf: object) -> dict[str, object]:
-    return {"rollingUpdateConfiguration": dict(conf)}
 
 
 def _partitions_below(timeline: Timeline, old: str, replicas: int) -> list[int]:
@@ -46,18 +48,24 @@ def _make_unready(lws: LWSHarness, pod: str) -> None:
     lws.probe_json(pod, "/ready", value="false")
 
 
-def _ready_replicas(lws: LWSHarness, name: str, want: int) -> None:
-    obj = lws.get(name)
-    status = obj.get("status") or {}
-    assert status.get("observedGeneration") == obj["metadata"].get("generation"), f"status {status}"
-    # An absent counter is 0: Go clients omit zero counters (omitempty), as upstream's status writes do.
-    assert status.get("readyReplicas", 0) == want, f"status.readyReplicas {status.get('readyReplicas')}, want {want}"
+def _ready_replicas_must_be(lws: LWSHarness, name: str, want: int, *, why: str) -> None:
+    """Wait (lws_available) until status.readyReplicas is `want` for the current generation (`why`: the state
+    that makes it so, for the message)."""
+    def ready_replicas() -> None:
+        obj = lws.get(name)
+        status = obj.get("status") or {}
+        assert status.get("observedGeneration") == obj["metadata"].get("generation"), f"status {status}"
+        # An absent counter is 0: Go clients omit zero counters (omitempty), as upstream's status writes do.
+        assert status.get("readyReplicas", 0) == want, \
+            f"status.readyReplicas {status.get('readyReplicas')}, want {want}"
+    lws.wait(ready_replicas, what=f"status.readyReplicas {want} with {why}", name=name)
 
 
 @conformance(short_name="LeaderRestartedOnceDuringRollout", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.GROUP_RESTART},
-             description="Under RecreateGroupOnPodRestart a rollout replaces each leader once: the old workers' deletion "
-                         "does not restart the new group; a later worker deletion still does (4.2, lws#291).")
+             description="Under RecreateGroupOnPodRestart a rollout replaces each leader once: the old workers' "
+                         "deletion does not restart the new group; a later worker deletion still does (4.2, "
+                         "lws#291).")
 def test_leader_restarted_once_during_rollout(lws: LWSHarness) -> None:
     # Upstream: integration test "leader with RecreateGroupOnPodRestart only gets restarted once during rolling
     # update" (deleting outdated workers leaves the new leader; deleting a current worker deletes it) and issue
@@ -70,7 +78,7 @@ def test_leader_restarted_once_during_rollout(lws: LWSHarness) -> None:
     old = revision(lws, "once")
     with lws.timeline("once") as timeline:
         change_template(lws, "once", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "once", old={old}, replicas=2, size=3, t=lws.t)
+        lws.rollout_must_complete("once", old=old, replicas=2, size=3)
         after = lws.groups("once")
 
         def nothing_recreated() -> None:
@@ -79,7 +87,7 @@ def test_leader_restarted_once_during_rollout(lws: LWSHarness) -> None:
             assert not moved, f"groups {moved} were recreated after the rollout completed, with no failure"
         lws.hold(nothing_recreated, what="both groups keep their pods once the rollout is done", name="once")
         lws.delete_pod("once-1-1")
-        lws_waits.group_must_be_recreated(lws.api, lws.namespace, "once", 1, after[1].uids, size=3, t=lws.t)
+        lws.group_must_be_recreated("once", 1, after[1].uids, size=3)
     cut = next(s.t for s in timeline.steps if s.text.startswith("pod once-1-1 deleted"))
     leaders: dict[int, set[str]] = {}
     for s in timeline.samples:
@@ -93,22 +101,21 @@ def test_leader_restarted_once_during_rollout(lws: LWSHarness) -> None:
 
 @conformance(short_name="RolloutStartsWithUnhealthyGroup", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
-             description="R=4, maxUnavailable 2, group 1 unready when the update starts: the first partition is 3, not 2, "
-                         "never more than 2 groups down, and the rollout completes (4.4.4, 4.4.5, lws#488).")
+             description="R=4, maxUnavailable 2, group 1 unready when the update starts: the first partition is 3, "
+                         "not 2, never more than 2 groups down, and the rollout completes (4.4.4, 4.4.5, lws#488).")
 def test_rollout_starts_with_unhealthy_group(lws: LWSHarness) -> None:
     # Upstream: integration test "rolling update with unhealthy pods below partition" (partition 3 instead of 2) from
     # kubernetes-sigs/lws#488; contract 4.4.5 row "R=4, mU=2, group 1 unready before update: partition 3 (not 2: the
     # unavailable group below counts against mU)".
-    manifest = workloads.probe_lws("sick", replicas=4, size=2, rollout=_strategy(maxUnavailable=2))
+    manifest = workloads.probe_lws("sick", replicas=4, size=2, rollout=rolling_update(maxUnavailable=2))
     lws.create(manifest)
     lws.ready("sick", replicas=4, size=2)
     old = revision(lws, "sick")
     with lws.timeline("sick") as timeline:
         _make_unready(lws, "sick-1-1")
-        lws.wait(lambda: _ready_replicas(lws, "sick", 3), what="status.readyReplicas 3 with group 1 unready",
-                 name="sick")
+        _ready_replicas_must_be(lws, "sick", 3, why="group 1 unready")
         change_template(lws, "sick", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "sick", old={old}, replicas=4, size=2, t=lws.t)
+        lws.rollout_must_complete("sick", old=old, replicas=4, size=2)
     lowered = _partitions_below(timeline, old, 4)
     assert lowered[:1] == [3], (
         f"partitions below R on the new revision {lowered}, want 3 first: group 1 is already unavailable, so only "
@@ -120,25 +127,25 @@ def test_rollout_starts_with_unhealthy_group(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="RolloutCompletesWhenNoGroupIsReady", slow=True,
-             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="R=2, maxUnavailable 0, maxSurge 1, no group ready when the update starts: the partition still "
-                         "moves (2, 1, 0) and the rollout completes, surge released (4.4.4, 4.4.5, lws#567).")
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE,
+                       Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="R=2, maxUnavailable 0, maxSurge 1, no group ready when the update starts: the partition "
+                         "still moves (2, 1, 0) and the rollout completes, surge released (4.4.4, 4.4.5, lws#567).")
 def test_rollout_completes_when_no_group_is_ready(lws: LWSHarness) -> None:
     # Upstream: kubernetes-sigs/lws#567 ("RollingUpdate stuck if all old pod are not ready", maxUnavailable 0 /
     # maxSurge 1, fixed by #568) and integration test "rolling update with no ready replicas"; contract 4.4.4 step 6
     # ("if idx is not ready or is updated: p = idx": an unready index, or the ready surge above it, lets the partition
     # down) and 4.4.5 row "R=2, mU=1, both groups unready: partition 1; group 1 done -> 0".
-    manifest = workloads.probe_lws("stuck", replicas=2, size=2, rollout=_strategy(maxUnavailable=0, maxSurge=1))
+    manifest = workloads.probe_lws("stuck", replicas=2, size=2, rollout=rolling_update(maxUnavailable=0, maxSurge=1))
     lws.create(manifest)
     lws.ready("stuck", replicas=2, size=2)
     old = revision(lws, "stuck")
     with lws.timeline("stuck") as timeline:
         _make_unready(lws, "stuck-0-1")
         _make_unready(lws, "stuck-1-1")
-        lws.wait(lambda: _ready_replicas(lws, "stuck", 0), what="status.readyReplicas 0 with both groups unready",
-                 name="stuck")
+        _ready_replicas_must_be(lws, "stuck", 0, why="both groups unready")
         change_template(lws, "stuck", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "stuck", old={old}, replicas=2, size=2, t=lws.t)
+        lws.rollout_must_complete("stuck", old=old, replicas=2, size=2)
     lowered = _partitions_below(timeline, old, 2)
     assert lowered == [1, 0], (
         f"partitions below R on the new revision {lowered}, want [1, 0]: once the surge group 2 is ready the "
@@ -151,8 +158,9 @@ def test_rollout_completes_when_no_group_is_ready(lws: LWSHarness) -> None:
 
 @conformance(short_name="MissingRevisionRecreatedWithoutRollout", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.SCALING},
-             description="With the LWS's ControllerRevisions deleted, the next reconcile (a scale-up) recreates one with "
-                         "the leader StatefulSet's key: no rollout, no group restarted, the new group on that key (2.5).")
+             description="With the LWS's ControllerRevisions deleted, the next reconcile (a scale-up) recreates one "
+                         "with the leader StatefulSet's key: no rollout, no group restarted, the new group on that "
+                         "key (2.5).")
 def test_missing_revision_recreated_without_rollout(lws: LWSHarness) -> None:
     # Upstream: integration test "if a leaderSts exists, but a matching controllerRevision doesn't, it will create one
     # that matches the leaderSts" (no rollout, still 1 revision); contract 2.5 "Upgrade/adoption: if the leader
@@ -165,26 +173,25 @@ def test_missing_revision_recreated_without_rollout(lws: LWSHarness) -> None:
     before = lws.ready("adopt", replicas=2, size=2)
     key = revision(lws, "adopt")
     revisions = lws.revisions("adopt")
-    assert [labels(r).get(rollout.REVISION) for r in revisions] == [key], \
+    assert [labels(r).get(REVISION) for r in revisions] == [key], \
         f"ControllerRevisions {[r['metadata']['name'] for r in revisions]}, want one with key {key} (2.5)"
     with lws.timeline("adopt"):
         lws.step(f"ControllerRevision {revisions[0]['metadata']['name']} deleted")
         for r in revisions:
             lws.apps.delete_namespaced_controller_revision(r["metadata"]["name"], lws.namespace)
         lws.scale("adopt", 3)
-        lws_waits.groups_must_be_ready(lws.api, lws.namespace, "adopt", replicas=3, size=2, t=lws.t,
-                                       timeout=lws.t.scale_complete)
+        lws.groups_must_be_ready("adopt", replicas=3, size=2, within="scale_complete")
 
         def adopted() -> None:
             found = lws.revisions("adopt")
-            keys = [labels(r).get(rollout.REVISION) for r in found]
+            keys = [labels(r).get(REVISION) for r in found]
             assert keys == [key], f"ControllerRevisions with keys {keys}, want exactly [{key!r}] (the leader " \
                                   f"StatefulSet's key, 2.5)"
             owner = controller_of(found[0]) or {}
             assert (owner.get("kind"), owner.get("name")) == ("LeaderWorkerSet", "adopt"), \
                 f"ControllerRevision {found[0]['metadata']['name']} controller {owner}, want the LWS (2.5)"
         lws.wait(adopted, what="a ControllerRevision with the leader StatefulSet's key again", name="adopt")
-        lws_waits.lws_must_be_available(lws.api, lws.namespace, "adopt", lws.t)
+        lws.lws_must_be_available("adopt")
 
         def no_rollout() -> None:
             assert revision(lws, "adopt") == key, f"leader StatefulSet key {revision(lws, 'adopt')}, want {key}: " \

@@ -15,18 +15,13 @@ maxSurge 2; maxUnavailable larger than replicas.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, assert_at_most_down, change_template
+from conformance.harness import LWSHarness, assert_at_most_down, change_template, rolling_update
 from conformance.harness import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
 from lwsconf.timeline.model import LeaderSample, Timeline
-from lwsconf.waits import rollout
-
-
-def _strategy(**conf: object) -> dict[str, object]:
-    return {"rollingUpdateConfiguration": dict(conf)}
 
 
 def _template_and_replicas(lws: LWSHarness, name: str, manifest: dict[str, object], replicas: int) -> None:
@@ -80,8 +75,9 @@ def _leaders_at_start(timeline: Timeline) -> dict[int, str]:
 
 @conformance(short_name="TemplateAndReplicasChangedTogether", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.SCALING},
-             description="Template and replicas 2 -> 3 in one update, no maxSurge: scaled up first with no surge, the new "
-                         "group born on the new revision, then 1 and 0 replaced one at a time (4.3, 4.4.4, T13).")
+             description="Template and replicas 2 -> 3 in one update, no maxSurge: scaled up first with no surge, "
+                         "the new group born on the new revision, then 1 and 0 replaced one at a time (4.3, 4.4.4, "
+                         "T13).")
 def test_template_and_replicas_changed_together(lws: LWSHarness) -> None:
     # Upstream: "rolling update with both worker template and number of replicas changed" (R 4 -> 6, partition 4,
     # replicas 6); contract 4.4.5 row "R=4 -> 6 together with template change" and 4.3 "scale-up is applied first
@@ -92,7 +88,7 @@ def test_template_and_replicas_changed_together(lws: LWSHarness) -> None:
     old = revision(lws, "both")
     with lws.timeline("both") as timeline:
         _template_and_replicas(lws, "both", manifest, 3)
-        rollout.rollout_must_complete(lws.api, lws.namespace, "both", old={old}, replicas=3, size=2, t=lws.t)
+        lws.rollout_must_complete("both", old=old, replicas=3, size=2)
     first = _first_on_new(timeline, old)
     assert (first.replicas, first.partition) == (3, 2), (
         f"the update's first leader StatefulSet write has replicas {first.replicas}, partition {first.partition}; "
@@ -113,18 +109,19 @@ def test_template_and_replicas_changed_together(lws: LWSHarness) -> None:
 
 @conformance(short_name="TemplateAndReplicasChangedTogetherWithSurge", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.SCALING},
-             description="Template and replicas 2 -> 4 in one update with maxSurge 2: scaled to 4 first with partition 2, "
-                         "then surge to 6, new groups born on the new revision, back to 4 at the end (4.4.4, 4.4.5, T13).")
+             description="Template and replicas 2 -> 4 in one update with maxSurge 2: scaled to 4 first with "
+                         "partition 2, then surge to 6, new groups born on the new revision, back to 4 at the end "
+                         "(4.4.4, 4.4.5, T13).")
 def test_template_and_replicas_changed_together_with_surge(lws: LWSHarness) -> None:
     # Upstream: "rolling update with replicas scaled up and maxSurge set" (R 2 -> 4 with a template change, mS 2:
     # replicas 6, partition 2, final 4); contract 4.4.5 row "R=2 -> 4 with template change, mS=2".
-    manifest = workloads.probe_lws("bsurge", replicas=2, size=2, rollout=_strategy(maxSurge=2))
+    manifest = workloads.probe_lws("bsurge", replicas=2, size=2, rollout=rolling_update(maxSurge=2))
     lws.create(manifest)
     lws.ready("bsurge", replicas=2, size=2)
     old = revision(lws, "bsurge")
     with lws.timeline("bsurge") as timeline:
         _template_and_replicas(lws, "bsurge", manifest, 4)
-        rollout.rollout_must_complete(lws.api, lws.namespace, "bsurge", old={old}, replicas=4, size=2, t=lws.t)
+        lws.rollout_must_complete("bsurge", old=old, replicas=4, size=2)
     first = _first_on_new(timeline, old)
     assert (first.replicas, first.partition) == (4, 2), (
         f"the update's first leader StatefulSet write has replicas {first.replicas}, partition {first.partition}; "
@@ -139,26 +136,29 @@ def test_template_and_replicas_changed_together_with_surge(lws: LWSHarness) -> N
     _born_new(timeline, range(2, 6), old)
     partitions = _partitions(timeline, old)
     assert partitions == sorted(partitions, reverse=True), \
-        f"partition moved up within one rollout: {partitions} (4.4.2: it only moves down)\n{analysis.describe(timeline)}"
+        f"partition moved up within one rollout: {partitions} (4.4.2: it only moves down)\n" \
+        f"{analysis.describe(timeline)}"
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert lws.statefulsets()["bsurge"]["spec"]["replicas"] == 4, "surge groups left after the rollout (4.4.7)"
 
 
 @conformance(short_name="MaxUnavailableTwoMaxSurgeTwoSequence", slow=True,
-             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="R=4, maxUnavailable 2, maxSurge 2: replicas 6 with the new revision, first partition 2, groups 3 "
-                         "and 2 taken down before 1 and 0, never more than 6 leaders, back to 4 (4.4.4, 4.4.5).")
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE,
+                       Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="R=4, maxUnavailable 2, maxSurge 2: replicas 6 with the new revision, first partition 2, "
+                         "groups 3 and 2 taken down before 1 and 0, never more than 6 leaders, back to 4 (4.4.4, "
+                         "4.4.5).")
 def test_max_unavailable_two_max_surge_two_sequence(lws: LWSHarness) -> None:
     # Upstream: "rolling update with maxUnavailable and maxSurge set" (replicas 6, partition 2; 3 and 2 done ->
     # replicas 4, partition 0); contract 4.4.5 row "R=4, mU=2, mS=2".
     manifest = workloads.probe_lws("mums", replicas=4, size=2,
-                                   rollout=_strategy(maxUnavailable=2, maxSurge=2))
+                                   rollout=rolling_update(maxUnavailable=2, maxSurge=2))
     lws.create(manifest)
     lws.ready("mums", replicas=4, size=2)
     old = revision(lws, "mums")
     with lws.timeline("mums") as timeline:
         change_template(lws, "mums", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "mums", old={old}, replicas=4, size=2, t=lws.t)
+        lws.rollout_must_complete("mums", old=old, replicas=4, size=2)
     first = _first_on_new(timeline, old)
     assert (first.replicas, first.partition) == (6, 4), (
         f"the update's first leader StatefulSet write has replicas {first.replicas}, partition {first.partition}; "
@@ -186,19 +186,19 @@ def test_max_unavailable_two_max_surge_two_sequence(lws: LWSHarness) -> None:
 
 @conformance(short_name="MaxUnavailableAboveReplicas", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE},
-             description="maxUnavailable 10 with R=3 is accepted and not capped: the first partition step is 0, all groups "
-                         "at once, no surge, and the rollout completes (4.4.3, 5.1).")
+             description="maxUnavailable 10 with R=3 is accepted and not capped: the first partition step is 0, all "
+                         "groups at once, no surge, and the rollout completes (4.4.3, 5.1).")
 def test_max_unavailable_above_replicas(lws: LWSHarness) -> None:
     # Upstream: "workerTemplate changed with maxUnavailable greater than replicas" (partition 0 at once); contract
     # 4.4.3 "maxUnavailableAbs is not capped (a value > R makes the first step jump straight to partition 0)" and
     # 5.1 "maxUnavailable or maxSurge larger than replicas (e.g. 10)" accepted.
-    manifest = workloads.probe_lws("wide", replicas=3, size=2, rollout=_strategy(maxUnavailable=10))
+    manifest = workloads.probe_lws("wide", replicas=3, size=2, rollout=rolling_update(maxUnavailable=10))
     lws.create(manifest)
     lws.ready("wide", replicas=3, size=2)
     old = revision(lws, "wide")
     with lws.timeline("wide") as timeline:
         change_template(lws, "wide", manifest, "2")
-        rollout.rollout_must_complete(lws.api, lws.namespace, "wide", old={old}, replicas=3, size=2, t=lws.t)
+        lws.rollout_must_complete("wide", old=old, replicas=3, size=2)
     lowered = [p for p in _partitions(timeline, old) if p < 3]
     assert lowered[:1] == [0], (f"partitions below R on the new revision {lowered}, want 0 first: maxUnavailable 10 "
                                 f"is not capped at R, step >= R (4.4.3)\n{analysis.describe(timeline)}")

@@ -14,13 +14,13 @@ from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import observe
-from lwsconf.waits import pods as pod_waits
 
 
 def _same_uids(lws: LWSHarness, name: str, before: dict[int, set[str]]) -> None:
     now = lws.groups(name)
     for index, uids in before.items():
-        assert index in now and now[index].uids == uids, f"group {index} was replaced while scaling: {lws.describe(name)}"
+        assert index in now and now[index].uids == uids, \
+            f"group {index} was replaced while scaling: {lws.describe(name)}"
 
 
 def _worker_sets(lws: LWSHarness, name: str) -> list[str]:
@@ -41,7 +41,8 @@ def test_scale_up_adds_groups_at_the_top(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="ScaleDownRemovesHighestGroups", features={Feature.SCALING},
-             description="Lowering spec.replicas removes the highest groups with their worker StatefulSets; the rest stay (4.3).")
+             description="Lowering spec.replicas removes the highest groups with their worker StatefulSets; the rest "
+                         "stay (4.3).")
 def test_scale_down_removes_highest_groups(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("down", replicas=3, size=2))
     before = {i: g.uids for i, g in lws.ready("down", replicas=3, size=2).items()}
@@ -50,22 +51,21 @@ def test_scale_down_removes_highest_groups(lws: LWSHarness) -> None:
         assert _worker_sets(lws, "down") == ["down-0", "down-1"], f"worker StatefulSets {_worker_sets(lws, 'down')}"
     with lws.timeline("down"):
         lws.patch("down", {"spec": {"replicas": 2}})
-        pod_waits.pods_must_be_gone(lws.api, lws.namespace, f"{lwsapi.GROUP_INDEX}=2", lws.t,
-                                    lws="down")
+        lws.pods_must_be_gone(f"{lwsapi.GROUP_INDEX}=2", name="down")
         lws.wait(top_worker_set_gone, what="worker StatefulSet down-2 to be gone", name="down")
         lws.ready("down", replicas=2, size=2)
     _same_uids(lws, "down", {0: before[0], 1: before[1]})
 
 
 @conformance(short_name="ScaleToZeroAndBack", features={Feature.SCALING},
-             description="replicas 0 removes every pod but keeps the leader StatefulSet and Service; scaling back recreates groups (4.3, 2.1).")
+             description="replicas 0 removes every pod but keeps the leader StatefulSet and Service; scaling back "
+                         "recreates groups (4.3, 2.1).")
 def test_scale_to_zero_and_back(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("zero", replicas=2, size=2))
     lws.ready("zero", replicas=2, size=2)
     with lws.timeline("zero"):
         lws.patch("zero", {"spec": {"replicas": 0}})
-        pod_waits.pods_must_be_gone(lws.api, lws.namespace, f"{NAME}=zero", lws.t, lws="zero",
-                                    timeout=lws.t.scale_complete)
+        lws.pods_must_be_gone(f"{NAME}=zero", name="zero", within="scale_complete")
         lws.ready("zero", replicas=0, size=2)
         sets = lws.statefulsets()
         assert sorted(sets) == ["zero"] and sets["zero"]["spec"]["replicas"] == 0, f"StatefulSets: {sorted(sets)}"
@@ -75,7 +75,8 @@ def test_scale_to_zero_and_back(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="ScaleSubresource", features={Feature.SCALE_SUBRESOURCE},
-             description="/scale reads spec and status replicas and the selector, and a scale write changes spec.replicas (4.3).")
+             description="/scale reads spec and status replicas and the selector, and a scale write changes "
+                         "spec.replicas (4.3).")
 def test_scale_subresource(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("scl", replicas=2, size=2))
     lws.ready("scl", replicas=2, size=2)
@@ -96,7 +97,8 @@ def test_scale_subresource(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="HPASelectorSelectsLeadersOnly", features={Feature.SCALE_SUBRESOURCE},
-             description="status.hpaPodSelector is {name: N, worker-index: 0}: listing pods with it gives exactly the leaders (1.4, T25).")
+             description="status.hpaPodSelector is {name: N, worker-index: 0}: listing pods with it gives exactly "
+                         "the leaders (1.4, T25).")
 def test_hpa_selector_selects_leaders_only(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("hpa", replicas=2, size=3))
     lws.ready("hpa", replicas=2, size=3)

@@ -21,6 +21,7 @@ from conformance.harness import LWSHarness, controller_of
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import observe
 
 Obj = dict[str, Any]
@@ -49,7 +50,7 @@ def test_deleted_leader_statefulset_is_recreated(lws: LWSHarness) -> None:
         replicas = sts["spec"].get("replicas")
         assert replicas == 2, f"new leader StatefulSet lsts has spec.replicas {replicas}, want 2 (R, 2.2)"
         return sts
-    new = lws.wait(recreated, what="a new leader StatefulSet lsts owned by the LWS", timeout=lws.t.group_recreated,
+    new = lws.wait(recreated, what="a new leader StatefulSet lsts owned by the LWS", within="group_recreated",
                    name="lsts")
 
     def groups_under_new_set() -> None:
@@ -62,7 +63,7 @@ def test_deleted_leader_statefulset_is_recreated(lws: LWSHarness) -> None:
                 f"leader pod lsts-{i} is controlled by {ref}, not by the new leader StatefulSet "
                 f"{new['metadata']['uid']}: the group was not recreated under it")
     lws.wait(groups_under_new_set, what="both leaders recreated by the new leader StatefulSet",
-             timeout=lws.t.group_recreated, name="lsts")
+             within="group_recreated", name="lsts")
     lws.ready("lsts", replicas=2, size=2)
     pods, sets = lws.pods("lsts"), lws.statefulsets()
     for i in range(2):
@@ -72,10 +73,6 @@ def test_deleted_leader_statefulset_is_recreated(lws: LWSHarness) -> None:
         assert owner == pods[f"lsts-{i}"]["metadata"]["uid"], (
             f"worker StatefulSet lsts-{i} is controlled by {owner}, want its current leader pod "
             f"{pods[f'lsts-{i}']['metadata']['uid']} (2.3, 2.7)")
-
-
-def _conditions(lws_obj: Obj) -> dict[str, str]:
-    return {c["type"]: c["status"] for c in (lws_obj.get("status") or {}).get("conditions") or []}
 
 
 @pytest.mark.parametrize(("ready", "want", "not_true"), [
@@ -97,7 +94,7 @@ def test_cleared_conditions_are_restored(lws: LWSHarness, ready: bool, want: str
     def holds() -> Obj:
         lws_obj = lws.get("clr")
         status, generation = lws_obj.get("status") or {}, lws_obj["metadata"].get("generation")
-        conds = _conditions(lws_obj)
+        conds = lws_waits.conditions(lws_obj)
         assert conds.get(want) == "True", f"conditions {conds}, want {want} True"
         assert all(conds.get(c) != "True" for c in not_true), f"conditions {conds}, want {list(not_true)} not True"
         assert status.get("observedGeneration") == generation, (
@@ -111,6 +108,6 @@ def test_cleared_conditions_are_restored(lws: LWSHarness, ready: bool, want: str
     except client.ApiException as exc:
         raise AssertionError(f"a status write clearing the conditions was refused: HTTP {exc.status} {exc.body}; "
                              "status is the controller's, but the API lets a user write it (4.5)") from None
-    left = _conditions(cleared)
+    left = lws_waits.conditions(cleared)
     assert not left, f"the status write answered conditions {left}, want none: the clear did not take effect"
     lws.wait(holds, what=f"{want} written back after the conditions were cleared", name="clr")

@@ -21,7 +21,7 @@ from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.serving import servers
 from lwsconf.timeline import analysis
-from lwsconf.waits import core
+from lwsconf.waits import lws as lws_waits
 
 ROLLOUT_PRESTOP = 3
 """Seconds of preStop sleep in the zero-error rollout: how long a terminating leader keeps answering while
@@ -97,12 +97,7 @@ def test_serving_recovers_from_worker_process_failure(lws: LWSHarness, serving: 
         crashed_at = lws.clock()
         serving.crash("heal-0-1")
 
-        def restarted_as_a_unit() -> None:
-            group = lws.groups("heal").get(0)
-            if group is None or group.uids & old or len(group.pods) != 2 or not group.ready:
-                raise core.NotYet("group 0 not recreated with all-new pods and ready yet")
-        lws.wait(restarted_as_a_unit, what="group 0 to be recreated as a unit after its worker crashed",
-                 timeout=lws.t.group_recreated, name="heal")
+        lws.group_must_be_recreated("heal", 0, old, size=2)  # as a unit: every pod new
         back = serving.answered(sent, count=1, pods={"heal-0"}, since=crashed_at,
                                 what="the recreated group 0 to answer through the Service")[0]
         lws.step(f"serving from group 0 resumed {back.t - crashed_at:.1f}s after the crash")
@@ -131,8 +126,7 @@ def test_serving_rollout_loses_no_request(lws: LWSHarness, serving: srv.Serving)
         serving.answered(sent, count=10, since=0.0, what="10 completions before the rollout")
         lwt = workloads.with_env(manifest, {"LWSCONF_ROLLOUT": "2"})["spec"]["leaderWorkerTemplate"]
         lws.patch("roll", {"spec": {"leaderWorkerTemplate": lwt}}, step="template updated (rollout starts)")
-        updated = lws.wait(lambda: _rolled_out(lws, "roll", replicas, size, old), what="every group on the new revision, ready",
-                           timeout=lws.t.rollout_complete, name="roll")
+        updated = _rollout_must_finish(lws, "roll", replicas=replicas, size=size, old=old)
         lws.step("rollout complete")
         serving.answered(sent, count=10, what="10 completions after the rollout")
     requests = sent.snapshot()
@@ -147,18 +141,13 @@ def test_serving_rollout_loses_no_request(lws: LWSHarness, serving: srv.Serving)
                                                               f"new ({updated})"
 
 
-def _rolled_out(lws: LWSHarness, name: str, replicas: int, size: int, old: str) -> str:
-    """The new revision once exactly `replicas` groups of `size` pods are ready on one revision other than `old`
-    (a group whose new leader is up before its workers exist is not rolled out yet)."""
-    groups = lws.groups(name)
-    revisions = set().union(*(g.revisions() for g in groups.values())) if groups else set()
-    complete = sorted(i for i, g in groups.items() if g.ready and len(g.pods) == size)
-    if len(groups) != replicas or len(revisions) != 1 or len(complete) != replicas:
-        raise core.NotYet(f"groups {sorted(groups)}, revisions {revisions}, complete and ready {complete}")
-    revision = revisions.pop()
-    if not revision or revision == old:
-        raise core.NotYet(f"every group still on {old}")
-    return revision
+def _rollout_must_finish(lws: LWSHarness, name: str, *, replicas: int, size: int, old: str) -> str:
+    """Wait (rollout_complete) until exactly `replicas` groups of `size` pods are ready on one revision other than
+    `old`; the new revision. Only the pods are judged: traffic, not status, is what this test is about."""
+    def every_group_on_the_new_revision() -> str:
+        return lws_waits.one_new_revision(lws.groups(name), replicas=replicas, size=size, old={old})
+    return lws.wait(every_group_on_the_new_revision, what="every group on the new revision, ready",
+                    within="rollout_complete", name=name)
 
 
 @conformance(short_name="ServingScaleOutJoinsCompleteGroups", slow=True,

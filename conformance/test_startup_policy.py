@@ -8,11 +8,10 @@ StatefulSet may exist for that group during the whole observation window; releas
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness
+from conformance.harness import LWSHarness, Obj
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import lws as lws_waits
 from lwsconf.waits import observe
 
 
@@ -22,7 +21,8 @@ def _leader_running_unready(lws: LWSHarness, pod: str) -> None:
 
 
 @conformance(short_name="LeaderReadyGatesWorkers", features={Feature.STARTUP_LEADER_READY},
-             description="With LeaderReady no worker StatefulSet exists while the leader is unready; it appears once the leader is Ready (4.1).")
+             description="With LeaderReady no worker StatefulSet exists while the leader is unready; it appears once "
+                         "the leader is Ready (4.1).")
 def test_leader_ready_gates_workers(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("gate", replicas=2, size=2, startup_policy="LeaderReady")
     lws.create(workloads.start_unready(manifest))
@@ -37,19 +37,22 @@ def test_leader_ready_gates_workers(lws: LWSHarness) -> None:
                              "want none until their leader is Ready (LeaderReady, 4.1)")
     lws.hold(no_worker_sets, what="no worker StatefulSet while both leaders are unready", name="gate")
     lws.probe_json("gate-0", "/ready", value="true")
-    lws.wait(lambda: lws.statefulsets()["gate-0"], what="worker StatefulSet gate-0 after its leader turned Ready",
-             name="gate")
+    def group_zero_workers_made() -> Obj:
+        return lws.statefulsets()["gate-0"]
+    lws.wait(group_zero_workers_made, what="worker StatefulSet gate-0 after its leader turned Ready", name="gate")
 
     def only_group_zero() -> None:
         assert "gate-1" not in lws.statefulsets(), \
-            "worker StatefulSet gate-1 exists while leader gate-1 is unready, want none until it is Ready (LeaderReady, 4.1)"
+            "worker StatefulSet gate-1 exists while leader gate-1 is unready, want none until it is Ready " \
+            "(LeaderReady, 4.1)"
     lws.hold(only_group_zero, what="no worker StatefulSet for the still-unready leader gate-1", name="gate")
     lws.probe_json("gate-1", "/ready", value="true")
     lws.ready("gate", replicas=2, size=2)
 
 
 @conformance(short_name="LeaderCreatedDoesNotWait", features={Feature.STARTUP_LEADER_CREATED},
-             description="With LeaderCreated (the default) workers are created and run while the leader is still unready (4.1).")
+             description="With LeaderCreated (the default) workers are created and run while the leader is still "
+                         "unready (4.1).")
 def test_leader_created_does_not_wait(lws: LWSHarness) -> None:
     lws.create(workloads.start_unready(workloads.probe_lws("eager", replicas=1, size=3)))
     _leader_running_unready(lws, "eager-0")
@@ -59,8 +62,8 @@ def test_leader_created_does_not_wait(lws: LWSHarness) -> None:
         workers = [pods.get(f"eager-0-{j}") for j in (1, 2)]
         assert all(w is not None and observe.pod_ready(w) for w in workers), "workers not Ready yet"
         assert not observe.pod_ready(pods["eager-0"]), "the leader turned Ready by itself"
-    lws.wait(workers_ready, what="workers Ready while the leader is still unready", timeout=lws.t.pods_running,
+    lws.wait(workers_ready, what="workers Ready while the leader is still unready", within="pods_running",
              name="eager")
     assert lws.statefulsets()["eager-0"]["spec"]["replicas"] == 2
     lws.probe_json("eager-0", "/ready", value="true")
-    lws_waits.groups_must_be_ready(lws.api, lws.namespace, "eager", replicas=1, size=3, t=lws.t)
+    lws.groups_must_be_ready("eager", replicas=1, size=3)

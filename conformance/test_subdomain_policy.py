@@ -10,12 +10,19 @@ during MaxSurge").
 
 from __future__ import annotations
 
-from conformance.harness import NAME, LWSHarness, annotations_of, change_template, controller_of
+from conformance.harness import (
+    NAME,
+    LWSHarness,
+    annotations_of,
+    change_template,
+    controller_of,
+    labels,
+    leader_revision,
+)
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import lws as lws_waits
-from lwsconf.waits import rollout
+from lwsconf.timeouts import TimeoutName
 
 UNIQUE = {"subdomainPolicy": "UniquePerReplica"}
 
@@ -29,7 +36,8 @@ def _reaches_leader(lws: LWSHarness, pod: str, leader: str, address: str) -> Non
 
 
 @conformance(short_name="UniquePerReplicaServicesAndAddresses", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
-             description="UniquePerReplica: Services N-i owned by leader pods, no Service N, workers under N-i, LWS_LEADER_ADDRESS N-i.N-i.ns (2.4, 4.9).")
+             description="UniquePerReplica: Services N-i owned by leader pods, no Service N, workers under N-i, "
+                         "LWS_LEADER_ADDRESS N-i.N-i.ns (2.4, 4.9).")
 def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("upr", replicas=2, size=2, network=UNIQUE))
     lws.ready("upr", replicas=2, size=2)
@@ -39,12 +47,14 @@ def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
     for i in (0, 1):
         svc, leader = f"upr-{i}", pods[f"upr-{i}"]
         spec = svcs[svc]["spec"]
-        headless = {"clusterIP": spec.get("clusterIP"), "publishNotReadyAddresses": spec.get("publishNotReadyAddresses")}
+        headless = {"clusterIP": spec.get("clusterIP"),
+                    "publishNotReadyAddresses": spec.get("publishNotReadyAddresses")}
         assert headless == {"clusterIP": "None", "publishNotReadyAddresses": True}, \
             f"Service {svc} spec {headless}, want clusterIP 'None' and publishNotReadyAddresses True (headless, 2.4)"
         selector = {NAME: "upr", lwsapi.GROUP_INDEX: str(i)}
         assert spec.get("selector") == selector, \
-            f"Service {svc} spec.selector is {spec.get('selector')}, want exactly {selector} (group {i}'s pods only, 2.4)"
+            f"Service {svc} spec.selector is {spec.get('selector')}, want exactly {selector} (group {i}'s pods " \
+            "only, 2.4)"
         owner = controller_of(svcs[svc]) or {}
         assert (owner.get("kind"), owner.get("uid")) == ("Pod", leader["metadata"]["uid"]), \
             f"Service {svc} controller owner is {owner or None}, want Pod {svc} uid {leader['metadata']['uid']} (2.4)"
@@ -58,7 +68,8 @@ def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="UniquePerReplicaLeaderAddressResolves", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
-             description="UniquePerReplica leaders have subdomain N-i and annotation subdomainPolicy, so N-i.N-i.ns reaches the leader (2.6, 3.4, 4.9).")
+             description="UniquePerReplica leaders have subdomain N-i and annotation subdomainPolicy, so N-i.N-i.ns "
+                         "reaches the leader (2.6, 3.4, 4.9).")
 def test_unique_per_replica_leader_address_resolves(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("uprdns", replicas=1, size=2, network=UNIQUE))
     lws.ready("uprdns", replicas=1, size=2)
@@ -69,30 +80,32 @@ def test_unique_per_replica_leader_address_resolves(lws: LWSHarness) -> None:
 
 
 @conformance(short_name="SubdomainPolicySwitchRollsGroups", slow=True, features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
-             description="Switching Shared -> UniquePerReplica -> Shared rolls the groups and moves addresses; Service N stays (4.9, T20).")
+             description="Switching Shared -> UniquePerReplica -> Shared rolls the groups and moves addresses; "
+                         "Service N stays (4.9, T20).")
 def test_subdomain_policy_switch_rolls_groups(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("sw", replicas=1, size=2))
     lws.ready("sw", replicas=1, size=2)
-    shared = rollout.leader_revision(lws.api, lws.namespace, "sw")
+    shared = leader_revision(lws, "sw")
     lws.patch("sw", {"spec": {"networkConfig": UNIQUE}})
-    unique = rollout.rollout_must_complete(lws.api, lws.namespace, "sw", old={shared}, replicas=1, size=2, t=lws.t)
+    unique = lws.rollout_must_complete("sw", old=shared, replicas=1, size=2)
     ns = lws.namespace
     _reaches_leader(lws, "sw-0-1", "sw-0", f"sw-0.sw-0.{ns}")
     assert {"sw", "sw-0"} <= set(lws.services()), f"Services {sorted(lws.services())}, want sw kept and sw-0 added"
     lws.patch("sw", {"spec": {"networkConfig": {"subdomainPolicy": "Shared"}}})
-    rollout.rollout_must_complete(lws.api, lws.namespace, "sw", old={unique}, replicas=1, size=2, t=lws.t)
+    lws.rollout_must_complete("sw", old=unique, replicas=1, size=2)
     _reaches_leader(lws, "sw-0-1", "sw-0", f"sw-0.sw.{ns}")
 
     def per_group_service_gone() -> None:
         assert "sw-0" not in lws.services(), "Service sw-0 outlived the leader pod that owned it"
-    lws.wait(per_group_service_gone, what="Service sw-0 to go with its old leader", timeout=lws.t.delete, name="sw")
+    lws.wait(per_group_service_gone, what="Service sw-0 to go with its old leader", within="delete", name="sw")
 
 
 def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
     """Exactly Services N-0..N-(groups-1), each selecting its group and owned by that group's live leader."""
-    svcs = {n: s for n, s in lws.services().items() if (s["metadata"].get("labels") or {}).get(NAME) == name}
+    svcs = {n: s for n, s in lws.services().items() if labels(s).get(NAME) == name}
     want = [f"{name}-{i}" for i in range(groups)]
-    assert sorted(svcs) == want, f"Services {sorted(svcs)}, want {want}: one per leader pod, surge groups included (2.4)"
+    assert sorted(svcs) == want, \
+        f"Services {sorted(svcs)}, want {want}: one per leader pod, surge groups included (2.4)"
     pods = lws.pods(name)
     for i, svc in enumerate(want):
         index = (svcs[svc]["spec"].get("selector") or {}).get(lwsapi.GROUP_INDEX)
@@ -102,25 +115,32 @@ def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
                                            f"uid {leader.get('uid')} (2.4)"
 
 
+def _group_services_must_be(lws: LWSHarness, name: str, groups: int, *, what: str,
+                            within: TimeoutName = "lws_available") -> None:
+    """Wait (`within`, lws_available unless given) until `_group_services_are(lws, name, groups)` holds."""
+    def group_services() -> None:
+        _group_services_are(lws, name, groups)
+    lws.wait(group_services, what=what, within=within, name=name)
+
+
 @conformance(short_name="UniquePerReplicaServicesFollowSurge", slow=True,
              features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.ROLLING_UPDATE_MAX_SURGE},
-             description="UniquePerReplica with maxSurge: Services number R at rest, R+surge while the surge group lives "
-                         "(one for its leader), R again after, and the LWS is Available (2.4, 4.4.3).")
+             description="UniquePerReplica with maxSurge: Services number R at rest, R+surge while the surge group "
+                         "lives (one for its leader), R again after, and the LWS is Available (2.4, 4.4.3).")
 def test_unique_per_replica_services_follow_surge(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("usurge", replicas=2, size=2, network=UNIQUE,
                                    rollout={"rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1}})
     lws.create(manifest)
     lws.ready("usurge", replicas=2, size=2)
     _group_services_are(lws, "usurge", 2)
-    old = rollout.leader_revision(lws.api, lws.namespace, "usurge")
+    old = leader_revision(lws, "usurge")
     # The new revision never turns Ready, so with maxUnavailable 0 the rollout stops with the surge group
     # 2 alive and groups 0 and 1 untouched: the R+surge state is held, not raced.
     change_template(lws, "usurge", manifest, "stuck", unready=True)
-    lws.wait(lambda: _group_services_are(lws, "usurge", 3), name="usurge",
-             what="Services usurge-0..2 while the surge group 2 is up (R + maxSurge)")
-    stuck = rollout.leader_revision(lws.api, lws.namespace, "usurge")
+    _group_services_must_be(lws, "usurge", 3, what="Services usurge-0..2 while the surge group 2 is up (R + maxSurge)")
+    stuck = leader_revision(lws, "usurge")
     change_template(lws, "usurge", manifest, "fixed")
-    rollout.rollout_must_complete(lws.api, lws.namespace, "usurge", old={old, stuck}, replicas=2, size=2, t=lws.t)
-    lws.wait(lambda: _group_services_are(lws, "usurge", 2), timeout=lws.t.delete, name="usurge",
-             what="Services back to usurge-0 and usurge-1 once the surge group is gone")
-    lws_waits.lws_must_be_available(lws.api, lws.namespace, "usurge", lws.t)
+    lws.rollout_must_complete("usurge", old={old, stuck}, replicas=2, size=2)
+    _group_services_must_be(lws, "usurge", 2, within="delete",
+                            what="Services back to usurge-0 and usurge-1 once the surge group is gone")
+    lws.lws_must_be_available("usurge")

@@ -44,7 +44,8 @@ LAYOUTS = [
 
 
 @conformance(short_name="SubGroupLabelsAndIndex", features={Feature.SUBGROUPS},
-             description="Every pod gets subgroup-index by the section 4.8 formula and subgroup-key sha1('<leader>/<index>').")
+             description="Every pod gets subgroup-index by the section 4.8 formula and subgroup-key "
+                         "sha1('<leader>/<index>').")
 @pytest.mark.parametrize("layout", LAYOUTS, ids=[layout.id for layout in LAYOUTS])
 def test_subgroup_labels_and_index(lws: LWSHarness, layout: Layout) -> None:
     name = f"sg-{layout.size}-{layout.subgroup_size}-{'x' if layout.policy == 'LeaderExcluded' else 'w'}"

@@ -34,7 +34,7 @@ from fixtures.serving import vllm_settings
 from lwsconf.conformance import case, conformance
 from lwsconf.features import Feature
 from lwsconf.serving import servers, vllm
-from lwsconf.waits import core, observe
+from lwsconf.waits import observe
 
 SERVERS = [case("emulator", id="emulator", features={Feature.SERVING_RENDEZVOUS, Feature.LEADER_SERVICE}),
            case("vllm", id="vllm", features={Feature.VLLM_MULTI_NODE})]
@@ -63,11 +63,7 @@ def test_vllm_multi_node_serves_completions(smoke_server: servers.ServingServer,
     created = time.monotonic()
     _, svc = gpu_serving.deploy(lws, server, cfg, name)
 
-    core.wait_until(gpu_serving.ready_check(lws, server, svc, name),
-                    what=f"{server.name} to serve {server.model} through Service {svc}",
-                    timeout=lws.t.model_ready if server.name == "vllm" else lws.t.lws_available,
-                    poll=max(lws.t.poll_interval, 5.0 if server.name == "vllm" else 1.0),
-                    describe=lambda: f"{lws.describe(name)}\n{gpu_serving.log_tails(lws.api, lws.namespace, name)}")
+    gpu_serving.model_must_serve(lws, server, svc, name)
     first_ready = time.monotonic() - created
     request_timeout = max(lws.t.request_timeout, 120.0)
 

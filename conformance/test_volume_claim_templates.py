@@ -35,7 +35,8 @@ def _claims(lws: LWSHarness) -> set[str]:
 
 
 @conformance(short_name="ClaimsNamedAfterPods", features={Feature.VOLUME_CLAIM_TEMPLATES},
-             description="Leader and worker pods each get a claim data-<pod>; both StatefulSets carry the templates and retention (4.10).")
+             description="Leader and worker pods each get a claim data-<pod>; both StatefulSets carry the templates "
+                         "and retention (4.10).")
 def test_claims_named_after_pods(lws: LWSHarness) -> None:
     lws.create(_with_claims(workloads.probe_lws("pvc", replicas=2, size=2)))
     lws.ready("pvc", replicas=2, size=2)

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
@@ -55,7 +55,18 @@ class Timeouts:
     """GPU smoke: a vLLM server loads its model and answers (GPU clusters only)."""
 
 
+TimeoutName = Literal[
+    "create", "delete", "pods_running", "lws_available", "group_recreated", "rollout_complete", "scale_complete",
+    "service_endpoints", "namespace_deleted", "max_time_to_consistency", "request_timeout", "stays_true",
+    "controller_restart", "model_ready",
+]
+"""The name of a timeout a wait may be bounded by (every field in seconds), so a call site names its timeout
+(`lws.wait(check, within="rollout_complete")`) and mypy catches a misspelt one."""
+
 FIELDS = {f.name for f in dataclasses.fields(Timeouts)}
+_SECONDS = FIELDS - {"required_consecutive_successes", "poll_interval"}
+if set(get_args(TimeoutName)) != _SECONDS:  # a field added without its name here, or the reverse
+    raise RuntimeError(f"TimeoutName {sorted(get_args(TimeoutName))} != Timeouts' wait fields {sorted(_SECONDS)}")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
 

@@ -47,6 +47,25 @@ def condition(lws: dict[str, Any], ctype: str) -> str | None:
     return None
 
 
+def conditions(lws: dict[str, Any]) -> dict[str, str]:
+    """Each status condition's type and status (the only parts a test may compare: trap T8)."""
+    return {c["type"]: c["status"] for c in (lws.get("status") or {}).get("conditions") or []}
+
+
+def one_new_revision(found: dict[int, Group], *, replicas: int, size: int, old: set[str]) -> str:
+    """The revision every group is on once groups 0..replicas-1 each have `size` ready pods on one revision not
+    in `old` (a missing key is no revision); NotYet before. The pod count matters: a group whose new leader is
+    up before its worker StatefulSet made the workers would look rolled out (CI run of a82b173). No status is
+    read, so a check made under traffic or across a controller restart stays on what the pods show."""
+    revisions = {r for g in found.values() for r in g.revisions()}
+    behind = {i: f"{len(g.pods)}/{size} pods on {sorted(g.revisions())}, ready={g.ready}" for i, g in found.items()
+              if len(g.revisions()) != 1 or g.revisions() & (old | {""}) or not g.ready or len(g.pods) != size}
+    if behind or sorted(found) != list(range(replicas)) or len(revisions) != 1:
+        raise core.NotYet(f"groups {sorted(found)} on revisions {sorted(revisions)} (old: {sorted(old)}), want "
+                          f"0..{replicas - 1} on one new revision; not yet updated and ready: {behind}")
+    return revisions.pop()
+
+
 def groups(api: client.ApiClient, namespace: str, name: str) -> dict[int, Group]:
     """Live (not terminating) pods of an LWS, grouped by the group index in their names."""
     by_group: dict[int, dict[int, dict[str, Any]]] = collections.defaultdict(dict)
