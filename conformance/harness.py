@@ -24,7 +24,7 @@ from lwsconf import lwsapi, workloads
 from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
 from lwsconf.timeouts import TimeoutName, Timeouts
-from lwsconf.waits import core, lws, observe, proxy, recorder, rollout
+from lwsconf.waits import core, lws, observe, proxy, recorder, rollout, services
 from lwsconf.waits import pods as pod_waits
 
 P = lwsapi.PREFIX
@@ -266,6 +266,22 @@ class LWSHarness:
         given, e.g. scale_complete after a scale-down)."""
         pod_waits.pods_must_be_gone(self.api, self.namespace, label_selector, self.t, lws=name,
                                     timeout=getattr(self.t, within))
+
+    def service_endpoints_must_be(self, service: str, pods: set[str], *, name: str | None = None) -> None:
+        """Service `service`'s endpoints are exactly `pods`, all ready (service_endpoints)."""
+        services.service_endpoints_must_be(self.api, self.namespace, service, pods, self.t, lws=name)
+
+    def service_must_route_only_to(self, service: str, allowed: set[str], *, must_reach: set[str] | None = None,
+                                   name: str | None = None) -> set[str]:
+        """Requests through `service` to the probe port are answered only by `allowed`,
+        required_consecutive_successes in a row within max_time_to_consistency, and together by every pod of
+        `must_reach`; the pods that answered."""
+        return services.service_must_route_only_to(self.api, self.namespace, service, workloads.PROBE_PORT, allowed,
+                                                   self.t, must_reach=must_reach, lws=name)
+
+    def answering_pod(self, service: str) -> str:
+        """One request through `service` to the probe port; the pod that answered (AssertionError if none)."""
+        return services.answering_pod(self.api, self.namespace, service, workloads.PROBE_PORT, self.t)
 
     def lws_must_be_gone(self, name: str) -> None:
         """LeaderWorkerSet `name` no longer exists (a foreground delete ends once its dependents are gone)."""

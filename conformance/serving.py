@@ -22,7 +22,7 @@ from conformance.harness import LWSHarness
 from lwsconf.serving import servers
 from lwsconf.serving.traffic import Traffic, running
 from lwsconf.timeline.model import Request
-from lwsconf.waits import core, proxy, services
+from lwsconf.waits import core, proxy
 
 Obj = dict[str, Any]
 TRAFFIC_INTERVAL = 0.1
@@ -65,8 +65,7 @@ class Serving:
                 raise
 
     def leaders_must_be_endpoints(self, name: str, svc: str, replicas: int) -> None:
-        services.service_endpoints_must_be(self.lws.api, self.lws.namespace, svc,
-                                           {f"{name}-{i}" for i in range(replicas)}, self.lws.t, lws=name)
+        self.lws.service_endpoints_must_be(svc, {f"{name}-{i}" for i in range(replicas)}, name=name)
 
     # --- one pod -------------------------------------------------------------------------------------
 

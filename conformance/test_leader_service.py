@@ -16,7 +16,7 @@ from conformance.harness import NAME, LWSHarness
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import core, services
+from lwsconf.waits import core
 
 
 def _leader_service(lws: LWSHarness, name: str) -> str:
@@ -40,7 +40,7 @@ def _deploy(lws: LWSHarness, name: str) -> str:
                          "EndpointSlices.")
 def test_leader_service_endpoints_are_leaders(lws: LWSHarness) -> None:
     svc = _deploy(lws, "eps")
-    services.service_endpoints_must_be(lws.api, lws.namespace, svc, {"eps-0", "eps-1"}, lws.t, lws="eps")
+    lws.service_endpoints_must_be(svc, {"eps-0", "eps-1"}, name="eps")
 
 
 @conformance(short_name="LeaderServiceRoutesToEveryLeader", features={Feature.LEADER_SERVICE},
@@ -48,9 +48,8 @@ def test_leader_service_endpoints_are_leaders(lws: LWSHarness) -> None:
 def test_leader_service_routes_to_every_leader(lws: LWSHarness) -> None:
     svc = _deploy(lws, "route")
     leaders = {"route-0", "route-1"}
-    services.service_endpoints_must_be(lws.api, lws.namespace, svc, leaders, lws.t, lws="route")
-    seen = services.service_must_route_only_to(lws.api, lws.namespace, svc, workloads.PROBE_PORT, leaders, lws.t,
-                                               must_reach=leaders, lws="route")
+    lws.service_endpoints_must_be(svc, leaders, name="route")
+    seen = lws.service_must_route_only_to(svc, leaders, must_reach=leaders, name="route")
     assert seen == leaders
 
 
@@ -61,15 +60,14 @@ def test_leader_service_routes_to_every_leader(lws: LWSHarness) -> None:
 def test_leader_service_serves_during_group_restart(lws: LWSHarness) -> None:
     svc = _deploy(lws, "serve")
     leaders = {"serve-0", "serve-1"}
-    services.service_must_route_only_to(lws.api, lws.namespace, svc, workloads.PROBE_PORT, leaders, lws.t,
-                                        lws="serve")
+    lws.service_must_route_only_to(svc, leaders, name="serve")
     old = lws.groups("serve")[0].uids
     lws.probe_json("serve-0-1", "/exit", code="1")
     answers: list[tuple[float, str | None]] = []
 
     def recreated_while_serving() -> None:
         try:
-            pod: str | None = services.answering_pod(lws.api, lws.namespace, svc, workloads.PROBE_PORT, lws.t)
+            pod: str | None = lws.answering_pod(svc)
         except AssertionError:
             pod = None
         answers.append((time.monotonic(), pod))
