@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from lwsconf.sim.apiserver.apimachinery import errors
-from lwsconf.sim.apiserver.http import handlers
-from lwsconf.sim.apiserver.patch import apply
+from lwsconf.sim.apiserver.http import reads
+from lwsconf.sim.apiserver.patch import yaml_bodies
 from lwsconf.sim.apiserver.protobuf import godecode, gostructs
 from tests.conftest import SimAPI
 
@@ -99,7 +99,7 @@ def test_wrong_types_and_nested_unknown_fields_through_the_server(sim_api: SimAP
 def test_yaml_y_and_n_are_booleans_as_in_go_yaml_v2(sim_api: SimAPI) -> None:
     """requests/bad-requests/yaml-body: sigs.k8s.io/yaml resolves `y` to true (go-yaml v2 resolve.go), so the
     name is a bool and the typed decode refuses it."""
-    assert yaml.load("a: y\nb: N\nc: 'y'\nd: yy", Loader=apply.KubeYamlLoader) == {
+    assert yaml.load("a: y\nb: N\nc: 'y'\nd: yy", Loader=yaml_bodies.KubeYamlLoader) == {
         "a": True, "b": False, "c": "y", "d": "yy"}
     reply = sim_api.request("POST", CMS, data=b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n",
                             headers={"Content-Type": "application/yaml"})
@@ -128,13 +128,13 @@ def test_continue_tokens_are_read_as_decode_continue_reads_them() -> None:
     quoted as strconv.Quote does), then the encoded version (apiserver storage/continue.go); the sim's own
     tokens still resume where they stopped."""
     with pytest.raises(errors.StatusError) as caught:
-        handlers._parse_continue("not-a-token")
+        reads._parse_continue("not-a-token")
     assert caught.value.message == ("invalid continue token: continue key is not valid: invalid character "
                                     "'\\u009e' looking for beginning of value")
     with pytest.raises(errors.StatusError) as caught:
-        handlers._parse_continue("a*b")
+        reads._parse_continue("a*b")
     assert caught.value.message.endswith("illegal base64 data at input byte 1")
-    assert handlers._parse_continue(handlers._continue_token(7, ("ns", "b"))) == ("ns", "b")
+    assert reads._parse_continue(reads._continue_token(7, ("ns", "b"))) == ("ns", "b")
 
 
 def test_jsonpatch_expression_is_compiled_trimmed(sim_api: SimAPI) -> None:
@@ -215,8 +215,8 @@ def test_yaml_syntax_errors_are_worded_as_go_yaml(body: str, expected: str) -> N
     """apply/apply-configmap/not-yaml: libyaml's problem words, and decode.go parser.fail's line (the problem
     mark's 0-based line for a parser error, none when it is 0)."""
     with pytest.raises(yaml.YAMLError) as caught:
-        yaml.load(body, Loader=apply.KubeYamlLoader)
-    assert apply.go_yaml_error(caught.value) == expected
+        yaml.load(body, Loader=yaml_bodies.KubeYamlLoader)
+    assert yaml_bodies.go_yaml_error(caught.value) == expected
 
 
 def test_a_custom_resource_of_another_version_warns_of_its_fields(sim_api: SimAPI) -> None:

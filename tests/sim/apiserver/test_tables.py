@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 
 from lwsconf.sim.apiserver.storage import resources
-from lwsconf.sim.apiserver.tables import columns as table_columns
+from lwsconf.sim.apiserver.tables import cells as table_cells
 from lwsconf.sim.apiserver.tables import tables
 from tests.conftest import SimAPI
 from tests.sim.apiserver import kubectl_on_sim, registry_fixtures
@@ -61,7 +61,7 @@ def test_wants_table(accept: str, expected: bool) -> None:
     (9 * 365 * 86400, "9y"),
 ])
 def test_human_duration_matches_kubectl(seconds: int, text: str) -> None:
-    assert table_columns.human_duration(seconds) == text
+    assert table_cells.human_duration(seconds) == text
 
 
 DOC = {"a": {"b": 1, "list": [{"b": "x", "type": "Ready", "status": "True"}, {"b": "y", "type": "Other"}]},

@@ -30,7 +30,9 @@ from lwsconf.sim.apiserver.http import (
     context,
     handlers,
     kubeconfig,
+    params,
     protobuf_http,
+    reads,
     routing,
     subresources,
     tls,
@@ -85,12 +87,12 @@ async def _resource(request: web.Request) -> web.StreamResponse:
     if target.subresource is not None:
         return await subresources.dispatch(ctx, request, target)
     method = request.method
-    verb = _verb(method, target, watching=target.legacy_watch or context.flag(request, "watch"))
+    verb = _verb(method, target, watching=target.legacy_watch or params.flag(request, "watch"))
     if verb not in target.info.verbs:
         raise errors.method_not_allowed()
     if verb == "watch":
         return await watch.serve(ctx, request, target)
-    action = {"get": handlers.get, "list": handlers.list_, "create": handlers.create, "update": handlers.update,
+    action = {"get": reads.get, "list": reads.list_, "create": handlers.create, "update": handlers.update,
               "patch": handlers.patch_, "delete": handlers.delete,
               "deletecollection": handlers.delete_collection}[verb]
     return await action(ctx, request, target)

@@ -1,4 +1,4 @@
-"""The verbs on a resource: get, list, create, update (PUT), patch, delete, deletecollection.
+"""The writing verbs on a resource: create, update (PUT), patch, delete, deletecollection.
 
 Each handler decodes the request, runs admission and calls `storage`, then renders the result.
 MutatingAdmissionPolicies run inside admission, between defaulting and validation, on CREATE and UPDATE
@@ -6,12 +6,11 @@ MutatingAdmissionPolicies run inside admission, between defaulting and validatio
 and then the validating webhooks run last before storage (`validating_admission`), on CREATE, UPDATE (status
 included) and DELETE. An update or patch whose object changed while webhooks were awaited starts again.
 Side effects that belong to particular kinds (CRD registration, Service ClusterIP allocation) are
-in `hooks`; subresources are in `subresources`; watch streams in `watch`.
+in `hooks`; subresources are in `subresources`; watch streams in `watch`; the reads (get, list) in `reads`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,7 +19,7 @@ from aiohttp import web
 
 from lwsconf.sim.apiserver.admission import admission
 from lwsconf.sim.apiserver.apimachinery import errors, objects, selectors
-from lwsconf.sim.apiserver.http import context, hooks, reviews, routing, webhook_steps
+from lwsconf.sim.apiserver.http import context, decoding, hooks, params, reviews, routing, webhook_steps
 from lwsconf.sim.apiserver.http.context import ServerContext, json_response
 from lwsconf.sim.apiserver.patch import merge_patches, patch
 from lwsconf.sim.apiserver.patch.fieldmanager import entries as managed_fields
@@ -75,7 +74,7 @@ def policy_warnings(ctx: ServerContext, target: routing.Target, operation: str, 
 def mutation(ctx: ServerContext, request: web.Request, target: routing.Target, operation: str) -> admission.Mutation:
     """The MutatingAdmissionPolicies' view of this write (`Admission.admit(mutation=...)`)."""
     return admission.Mutation(ctx.db, ctx.registry, operation, target.namespace, target.name or "",
-                              target.subresource, context.dry_run(request))
+                              target.subresource, params.dry_run(request))
 
 
 async def admit(ctx: ServerContext, request: web.Request, target: routing.Target, operation: str,
@@ -88,7 +87,7 @@ async def admit(ctx: ServerContext, request: web.Request, target: routing.Target
     if operation == "CREATE" and target.info.namespaced and target.namespace:
         ctx.storage.check_namespace_open(target.namespace)
     how = mutation(ctx, request, target, operation)
-    warnings = ctx.admission.prepare(target.info, obj, old, field_validation=context.field_validation(request),
+    warnings = ctx.admission.prepare(target.info, obj, old, field_validation=params.field_validation(request),
                                      mutation=how, track=managed_fields_recorder(request, target, old))
     warnings += await webhook_steps.mutate(ctx, target, operation, obj, old, dry_run=how.dry_run, how=how)
     ctx.admission.validate(target.info, obj, old, subresource=target.subresource)
@@ -130,136 +129,17 @@ async def _retrying(attempt: Callable[[], Awaitable[web.Response]]) -> web.Respo
     return await attempt()
 
 
-# --- reads ------------------------------------------------------------------------------------
-
-async def get(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
-    assert target.name is not None
-    context.resource_version(request)  # any valid one reads the current object (the sim keeps no old ones)
-    namespace = target.namespace or ""
-    obj = ctx.storage.must_get(target.info, namespace, target.name)
-    if tables.wants_table(request.headers.get("Accept", "")):
-        return render_object(ctx, request, target, obj)
-    return json_response(ctx.storage.encoded(target.info, (namespace, target.name)))
-
-
-def _continue_token(rv: int, after: tuple[str, str]) -> str:
-    raw = json.dumps({"rv": rv, "start": list(after)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _parse_continue(token: str) -> tuple[str, str]:
-    """The (namespace, name) a continue token resumes after; 400 worded as kube-apiserver's etcd3 store words
-    a token it cannot read (apiserver storage/continue.go DecodeContinue, wrapped as "invalid continue token"):
-    base64 (unpadded URL alphabet), then JSON, then its encoded version (lwsconf fidelity
-    selectors/selectors-labels/continue-garbage). The sim's own tokens are padded base64 of its own JSON."""
-    data = _continue_bytes(token)
-    text = data.decode("latin-1")  # one character per byte: Go's scanner reports the byte it stopped at
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise _bad_continue(context.go_json_syntax_error(exc, text)) from None
-    start = value.get("start") if isinstance(value, dict) else None
-    if isinstance(start, list) and len(start) == 2 and all(isinstance(p, str) for p in start):
-        return (start[0], start[1])
-    version = value.get("v", "") if isinstance(value, dict) else ""
-    raise _bad_continue(f"server does not recognize this encoded version {version}")
-
-
-def _continue_bytes(token: str) -> bytes:
-    body = token.rstrip("=") if token.endswith("=") and len(token) % 4 == 0 else token
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-    bad = next((i for i, ch in enumerate(body) if ch not in alphabet), None)
-    if bad is None and len(body) % 4 == 1:
-        bad = len(body) - 1
-    if bad is not None:
-        raise _bad_continue(f"illegal base64 data at input byte {bad}")
-    return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-
-
-def _bad_continue(why: str) -> errors.StatusError:
-    return errors.bad_request(f"invalid continue token: continue key is not valid: {why}")
-
-
-def _exact_list(ctx: ServerContext, request: web.Request, target: routing.Target, label_sel: Any,
-                field_sel: Any) -> web.Response | None:
-    """A list with resourceVersionMatch=Exact at an older resourceVersion: the objects as they were then, as
-    etcd's snapshot of that revision answers it (lwsconf fidelity versions/rv-lists/list-exact-after-a and
-    list-exact-too-old), or 410 when the sim's history no longer reaches back to it, as a compacted revision
-    is (the etcd3 store's "The resourceVersion for the provided list is too old."). None for every other list.
-    Whole lists only: `limit` and `continue` read the current objects."""
-    rv = context.resource_version(request)
-    if request.query.get("resourceVersionMatch") != "Exact" or not rv or rv >= ctx.db.rv \
-            or request.query.get("limit") or request.query.get("continue"):
-        return None
-    info = target.info
-    found = ctx.db.list_at(info.storage_key, rv, target.namespace, label_sel, field_sel)
-    if found is None:
-        raise errors.expired("The resourceVersion for the provided list is too old.")
-    items = [conversion.from_storage(info, obj) for _, obj in found]
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
-    if info.is_custom:
-        meta["continue"] = ""
-    if tables.wants_table(request.headers.get("Accept", "")):
-        return json_response(tables.to_table(info, items, list_meta=meta,
-                                             include_object=request.query.get("includeObject", "Metadata")))
-    if not info.is_custom:
-        items = [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")} for item in items]
-    return json_response({"kind": info.list_kind_name, "apiVersion": info.api_version, "metadata": meta,
-                          "items": items})
-
-
-async def list_(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
-    """LIST, served from indexes; `limit`/`continue` page through keys in (namespace, name) order.
-
-    Simplification: a continued list reads the current state after the last key returned, not a
-    snapshot at the first page's resourceVersion as etcd would.
-    """
-    context.check_list_options(request)
-    label_sel, field_sel = parse_selectors(request, target)
-    exact = _exact_list(ctx, request, target, label_sel, field_sel)
-    if exact is not None:
-        return exact
-    keys = ctx.storage.list_keys(target.info, target.namespace, label_sel, field_sel)
-    token = request.query.get("continue")
-    if token:
-        after = _parse_continue(token)
-        keys = [k for k in keys if k > after]
-    meta: dict[str, Any] = {"resourceVersion": str(ctx.db.rv)}
-    if target.info.is_custom:  # unstructured lists always carry the (empty) continue token
-        meta["continue"] = ""
-    limit = context.int_query(request, "limit")
-    if request.query.get("resourceVersion") == "0" and not token:
-        # resourceVersion=0 is served whole from kube-apiserver's watch cache, limit ignored (lwsconf fidelity
-        # versions/rv-lists/list-limit-with-rv0: no continue token from kube-apiserver 1.37.2)
-        limit = None
-    if limit is not None and 0 < limit < len(keys):  # limit <= 0 means no limit, as in kube-apiserver
-        meta["continue"] = _continue_token(ctx.db.rv, keys[limit - 1])
-        if label_sel.is_empty() and field_sel.is_empty():
-            # counted only for an unfiltered list: the etcd3 store cannot know how many more would match
-            # (lwsconf fidelity selectors/selectors-labels/limit-2-selected)
-            meta["remainingItemCount"] = len(keys) - limit
-        keys = keys[:limit]
-    info = target.info
-    if tables.wants_table(request.headers.get("Accept", "")):
-        return json_response(tables.to_table(info, ctx.storage.read(info, keys), list_meta=meta,
-                                             include_object=request.query.get("includeObject", "Metadata")))
-    head = json.dumps({"kind": info.list_kind_name, "apiVersion": info.api_version, "metadata": meta},
-                      separators=(",", ":")).encode()
-    body = head[:-1] + b',"items":[' + b",".join(ctx.storage.encoded_list_item(info, k) for k in keys) + b"]}"
-    return json_response(body)
-
-
 # --- writes -----------------------------------------------------------------------------------
 
 async def create(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     info = target.info
-    context.field_manager(request, "CreateOptions")
+    params.field_manager(request, "CreateOptions")
     duplicates: list[str] = []
-    obj = await context.read_object(request, "" if info.is_custom else info.kind, duplicates,
+    obj = await decoding.read_object(request, "" if info.is_custom else info.kind, duplicates,
                                     api_version=info.api_version)
-    repeated = context.duplicate_warnings(info, duplicates, context.field_validation(request))
-    context.check_type_meta(info, obj, ctx.registry, field_validation=context.field_validation(request))
-    context.check_namespace(info, obj, target.namespace)
+    repeated = decoding.duplicate_warnings(info, duplicates, params.field_validation(request))
+    decoding.check_type_meta(info, obj, ctx.registry, field_validation=params.field_validation(request))
+    decoding.check_namespace(info, obj, target.namespace)
     if info.key in reviews.KEYS:  # answered, never stored (kube-apiserver's review REST storage)
         answer = reviews.answer(info.key, obj, objects.now_rfc3339())
         record = managed_fields_recorder(request, target, None)
@@ -272,7 +152,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
     warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)
-    dry = context.dry_run(request)
+    dry = params.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
     warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
@@ -285,13 +165,13 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def update(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     assert target.name is not None
     info = target.info
-    context.field_manager(request, "UpdateOptions")
+    params.field_manager(request, "UpdateOptions")
 
     name = target.name
 
     async def attempt() -> web.Response:
         old = ctx.storage.must_get(info, target.namespace or "", name)
-        new = await context.read_object(request, "" if info.is_custom else info.kind, api_version=info.api_version)
+        new = await decoding.read_object(request, "" if info.is_custom else info.kind, api_version=info.api_version)
         return await _write_update(ctx, request, target, old, new)
     return await _retrying(attempt)
 
@@ -299,8 +179,8 @@ async def update(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def _write_update(ctx: ServerContext, request: web.Request, target: routing.Target,
                         old: dict[str, Any], new: dict[str, Any]) -> web.Response:
     info = target.info
-    context.check_type_meta(info, new, ctx.registry, field_validation=context.field_validation(request))
-    context.check_namespace(info, new, target.namespace)
+    decoding.check_type_meta(info, new, ctx.registry, field_validation=params.field_validation(request))
+    decoding.check_namespace(info, new, target.namespace)
     if new["metadata"].get("name", target.name) != target.name:
         raise errors.bad_request(
             f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({target.name})")
@@ -317,7 +197,7 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
     merged = ctx.storage.prepare_update(info, new, old, subresource=target.subresource)
     warnings = await admit(ctx, request, target, "UPDATE", merged, old)
     hooks.before_update(ctx, info, merged, old)
-    dry = context.dry_run(request)
+    dry = params.dry_run(request)
     warnings += await validating_admission(ctx, target, "UPDATE", merged, old, dry_run=dry)
     webhook_steps.still_current(ctx, info, old)
     stored = ctx.storage.commit_update(info, merged, old, dry_run=dry)
@@ -338,7 +218,7 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
     # kube-apiserver's order (handlers/patch.go): media type, PatchOptions, then the stored object
     patch.check_media_type(content_type, builtin=not info.is_custom)
     is_apply = content_type == "application/apply-patch+yaml"
-    manager = context.field_manager(request, "PatchOptions")
+    manager = params.field_manager(request, "PatchOptions")
     if is_apply and not manager:
         raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(  # ValidatePatchOptions
             "fieldManager", "Required value: is required for apply patch", "FieldValueRequired")])
@@ -347,12 +227,12 @@ async def _patch_once(ctx: ServerContext, request: web.Request, target: routing.
         raise errors.not_found(info.plural, info.group, target.name)
     base = objects.deep_copy(old) if old is not None else None
     patched = patch.apply_patch(base, body, content_type, kind=info.kind, builtin=not info.is_custom,
-                                manager=manager, force=context.flag(request, "force"),
+                                manager=manager, force=params.flag(request, "force"),
                                 api_version=info.api_version, now=objects.now_rfc3339(), custom_schema=info.schema,
                                 subresource=target.subresource or None, status_reset=info.has_status)
     if old is not None and not info.is_custom and content_type == patch.MERGE_PATCH:
-        _check_merge_patched(info, old, body, patched, context.field_validation(request))
-    patched = context.as_object(patched, "the patched object")
+        _check_merge_patched(info, old, body, patched, params.field_validation(request))
+    patched = decoding.as_object(patched, "the patched object")
     if old is not None and patched["metadata"].get("name") != target.name:  # kube-apiserver's checkName
         raise errors.bad_request(f"the name of the object ({patched['metadata'].get('name') or ''}) does not match "
                                  f"the name on the URL ({target.name})")
@@ -390,11 +270,11 @@ def _check_merge_patched(info: resources.ResourceInfo, old: dict[str, Any], body
 async def _create_from_apply(ctx: ServerContext, request: web.Request, target: routing.Target,
                              obj: dict[str, Any]) -> web.Response:
     info = target.info
-    context.check_type_meta(info, obj)
-    context.check_namespace(info, obj, target.namespace)
+    decoding.check_type_meta(info, obj)
+    decoding.check_namespace(info, obj, target.namespace)
     obj["metadata"]["name"] = target.name
     warnings = await admit(ctx, request, target, "CREATE", obj, None)
-    dry = context.dry_run(request)
+    dry = params.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
     warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
@@ -447,12 +327,12 @@ async def _delete_options(request: web.Request) -> DeleteOptions:
     data = await context.read_body(request)
     body: dict[str, Any] = {}
     if data.strip() and negotiation.is_protobuf(request.headers.get("Content-Type", "")):
-        body = context.decode_protobuf(data, "meta.k8s.io/v1", "DeleteOptions")
+        body = decoding.decode_protobuf(data, "meta.k8s.io/v1", "DeleteOptions")
         body.pop("metadata", None)
     elif data.strip():
         # kube-apiserver's DELETE decodes the body with the JSON serializer, whose SimpleMetaFactory fails first
         # on a body that is no JSON object (lwsconf fidelity deletion/delete-propagation/body-not-json)
-        problem = context.find_kind_problem(data)
+        problem = decoding.find_kind_problem(data)
         if problem is not None:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {problem}")
         parsed = json.loads(data)

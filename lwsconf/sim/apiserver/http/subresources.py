@@ -17,7 +17,18 @@ from typing import Any
 from aiohttp import web
 
 from lwsconf.sim.apiserver.apimachinery import errors, objects, selectors
-from lwsconf.sim.apiserver.http import context, handlers, hooks, proxy, routing, streams, webhook_steps
+from lwsconf.sim.apiserver.http import (
+    context,
+    decoding,
+    handlers,
+    hooks,
+    params,
+    proxy,
+    reads,
+    routing,
+    streams,
+    webhook_steps,
+)
 from lwsconf.sim.apiserver.http import eviction as eviction_mod
 from lwsconf.sim.apiserver.http.context import ServerContext, json_response
 from lwsconf.sim.apiserver.patch import patch
@@ -29,7 +40,7 @@ async def dispatch(ctx: ServerContext, request: web.Request, target: routing.Tar
     sub, method = target.subresource, request.method
     if sub == "status":
         if method == "GET":
-            return await handlers.get(ctx, request, target)
+            return await reads.get(ctx, request, target)
         if method == "PUT":
             return await handlers.update(ctx, request, target)
         if method == "PATCH":
@@ -79,15 +90,15 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
     assert target.name is not None and target.info.scale is not None
     current = _scale_of(ctx, target)
     if request.method == "PUT":
-        scale = await context.read_object(request)
+        scale = await decoding.read_object(request)
     else:
         body = await context.read_body(request)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         scale = patch.apply_patch(current, body, content_type, kind="Scale", builtin=True,
                                   manager=request.query.get("fieldManager", ""),
-                                  force=context.flag(request, "force"), api_version="autoscaling/v1",
+                                  force=params.flag(request, "force"), api_version="autoscaling/v1",
                                   now=objects.now_rfc3339())
-    scale = context.as_object(scale, "the Scale")
+    scale = decoding.as_object(scale, "the Scale")
     sent_name = (scale.get("metadata") or {}).get("name")
     if request.method == "PUT" and sent_name != target.name:  # the UPDATE handler's checkName (handlers/rest.go)
         raise errors.bad_request(f"the name of the object ({sent_name or ''}) does not match the name on the URL "
@@ -120,7 +131,7 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
         api_version=target.info.api_version, subresource="scale", now="", kind=target.info.kind,
         builtin=not target.info.is_custom, custom_schema=target.info.schema)
     ctx.admission.admit(target.info, merged, old)
-    dry = context.dry_run(request)
+    dry = params.dry_run(request)
     new_scale = {**current, "spec": {**current["spec"], "replicas": replicas}}
     scale_kind = ("autoscaling", "v1", "Scale")
     warnings = handlers.policy_warnings(ctx, target, "UPDATE", new_scale, current, dry_run=dry, kind=scale_kind)
@@ -134,7 +145,7 @@ async def _write_scale(ctx: ServerContext, request: web.Request, target: routing
 async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     """POST pods/binding: set spec.nodeName once, as the scheduler does."""
     assert target.name is not None
-    binding = await context.read_object(request)
+    binding = await decoding.read_object(request)
     ref = binding.get("target") or {}
     if not isinstance(ref, dict) or not isinstance(ref.get("name", ""), str):
         raise errors.bad_request(f"Binding.target must be an object reference with a string name (the node), "
@@ -153,8 +164,8 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     if sent_uid and sent_uid != old["metadata"]["uid"]:
         raise errors.conflict("pods", "", target.name, "Precondition failed: UID in precondition does not match")
     binding_kind = ("", "v1", "Binding")
-    handlers.policy_warnings(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request), kind=binding_kind)
-    await webhook_steps.validate(ctx, target, "CREATE", binding, None, dry_run=context.dry_run(request),
+    handlers.policy_warnings(ctx, target, "CREATE", binding, None, dry_run=params.dry_run(request), kind=binding_kind)
+    await webhook_steps.validate(ctx, target, "CREATE", binding, None, dry_run=params.dry_run(request),
                                  kind=binding_kind)
     webhook_steps.still_current(ctx, target.info, old)
     new = objects.deep_copy(old)
@@ -164,7 +175,7 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                        "lastTransitionTime": objects.now_rfc3339()})
     new["status"]["conditions"] = conditions
-    ctx.storage.commit_update(target.info, new, old, dry_run=context.dry_run(request))
+    ctx.storage.commit_update(target.info, new, old, dry_run=params.dry_run(request))
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                           "code": 201}, status=201)
 
@@ -173,7 +184,7 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
     """POST pods/eviction: a delete honouring the eviction's DeleteOptions and the pod's PodDisruptionBudget
     (`eviction.decide`: 429 when the budget allows no disruption; otherwise the budget is spent first)."""
     assert target.name is not None
-    eviction = await context.read_object(request)
+    eviction = await decoding.read_object(request)
     opts = storage.DeleteOptions.from_body(eviction.get("deleteOptions") or {}, {})
     eviction_kind = ("policy", "v1", "Eviction")
     handlers.policy_warnings(ctx, target, "CREATE", eviction, None, dry_run=opts.dry_run, kind=eviction_kind)
@@ -212,7 +223,7 @@ async def _evict(ctx: ServerContext, request: web.Request, target: routing.Targe
 async def _finalize(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
     """PUT namespaces/NAME/finalize: only `spec.finalizers` changes (the namespace controller's exit)."""
     assert target.name is not None
-    sent = await context.read_object(request)
+    sent = await decoding.read_object(request)
     spec = {} if sent.get("spec") is None else sent["spec"]
     finalizers = (spec.get("finalizers") or []) if isinstance(spec, dict) else None
     if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):

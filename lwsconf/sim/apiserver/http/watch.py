@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from lwsconf.sim.apiserver.apimachinery import errors
-from lwsconf.sim.apiserver.http import context, handlers, routing
+from lwsconf.sim.apiserver.http import handlers, params, routing
 from lwsconf.sim.apiserver.http.context import ServerContext
 from lwsconf.sim.apiserver.protobuf import envelope, negotiation
 from lwsconf.sim.apiserver.storage import conversion, store
@@ -86,7 +86,7 @@ class WatchSession:
     def backlog(self) -> list[bytes] | None:
         """What the client must see before live events, or None when its resourceVersion expired."""
         query = self.request.query
-        rv = context.resource_version(self.request, watch=True)
+        rv = params.resource_version(self.request, watch=True)
         if query.get("sendInitialEvents", "").lower() == "true":
             # the initial-events-end BOOKMARK only for a watch that allows bookmarks, as kube-apiserver 1.37.2
             # (lwsconf fidelity watch/watch-errors/send-initial-without-bookmarks: the ADDED events alone)
@@ -155,7 +155,7 @@ def _next_bookmark(now: float, deadline: float) -> float:
 def _timeout(request: web.Request) -> float:
     """`timeoutSeconds` is an int64 in ListOptions: "inf", "nan" or "1.5" are 400 (they once meant a
     watch that never ended, or ended at once)."""
-    value = context.int_query(request, "timeoutSeconds")
+    value = params.int_query(request, "timeoutSeconds")
     return DEFAULT_TIMEOUT_SECONDS if value is None else float(max(0, value))
 
 

@@ -23,7 +23,7 @@ import jsonpatch
 import jsonpointer
 
 from lwsconf.sim.apiserver.apimachinery import errors
-from lwsconf.sim.apiserver.patch import apply, merge_patches
+from lwsconf.sim.apiserver.patch import apply, merge_patches, yaml_bodies
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
             reason="FieldValueForbidden")])
     try:
         if media == APPLY_PATCH:
-            applied = apply.decode_yaml(body)
+            applied = yaml_bodies.decode_yaml(body)
             version = api_version or str(applied.get("apiVersion", ""))
             return apply.server_side_apply(obj, applied, manager=manager, force=force, kind=kind,
                                            builtin=builtin, api_version=version, now=now,

@@ -8,10 +8,10 @@ which is what people debugging a conformance run look at. `kubectl get -w` also 
 Tables per watch event.
 
 This module renders the Table (content negotiation, rows, `includeObject`, watch events) and owns the
-columns of custom resources; the columns of built-in kinds are in `columns`. CRD cells are
-computed as kube-apiserver does: by a small JSONPath subset (`.a.b`, `.a[0]`, `.a[*].b`,
-`.a[?(@.type=="Ready")].status`, `['dotted.key']`), first match only, typed by the column `type`;
-`date` cells rendered like kubectl's Age (`5s`, `3m2s`, `2d4h`). Pure: no I/O here.
+columns of custom resources; the columns of built-in kinds are in `columns`, the `Column` type and cell
+helpers in `cells`. CRD cells are computed as kube-apiserver does: by a small JSONPath subset (`.a.b`,
+`.a[0]`, `.a[*].b`, `.a[?(@.type=="Ready")].status`, `['dotted.key']`), first match only, typed by the
+column `type`; `date` cells rendered like kubectl's Age (`5s`, `3m2s`, `2d4h`). Pure: no I/O here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lwsconf.sim.apiserver.storage import resources
+from lwsconf.sim.apiserver.tables import cells
 from lwsconf.sim.apiserver.tables import columns as tc
 
 Obj = dict[str, Any]
@@ -90,15 +91,15 @@ def to_table_watch_event(
     return {"type": event_type, "object": table}
 
 
-def columns_for(info: resources.ResourceInfo) -> list[tc.Column]:
+def columns_for(info: resources.ResourceInfo) -> list[cells.Column]:
     """Name first, then the CRD's printer columns, a built-in's usual columns, or Age (events: their own)."""
     if (info.group, info.plural) in tc.FULL_COLUMNS:
         return tc.FULL_COLUMNS[(info.group, info.plural)]
-    name = tc.Column("Name", "string", lambda o, _: o.get("metadata", {}).get("name", ""),
+    name = cells.Column("Name", "string", lambda o, _: o.get("metadata", {}).get("name", ""),
                      format="name", description=_NAME_DESC)
     if info.printer_columns:
         return [name, *(_crd_column(spec) for spec in info.printer_columns)]
-    return [name, *tc.BUILTIN_COLUMNS.get((info.group, info.plural), [tc.AGE])]
+    return [name, *tc.BUILTIN_COLUMNS.get((info.group, info.plural), [cells.AGE])]
 
 
 def jsonpath(obj: Any, path: str) -> list[Any]:
@@ -116,7 +117,7 @@ def jsonpath(obj: Any, path: str) -> list[Any]:
 # --- custom resource columns -------------------------------------------------------------------
 
 
-def _crd_column(spec: dict[str, Any]) -> tc.Column:
+def _crd_column(spec: dict[str, Any]) -> cells.Column:
     col_type = str(spec.get("type", "string"))
     path = str(spec.get("jsonPath", ""))
 
@@ -127,13 +128,13 @@ def _crd_column(spec: dict[str, Any]) -> tc.Column:
             return None
         return _typed_cell(col_type, found[0], now) if found else None
 
-    return tc.Column(str(spec.get("name", "")), col_type, cell, priority=int(spec.get("priority", 0)),
+    return cells.Column(str(spec.get("name", "")), col_type, cell, priority=int(spec.get("priority", 0)),
                      format=str(spec.get("format", "")), description=str(spec.get("description", "")))
 
 
 def _typed_cell(col_type: str, value: Any, now: datetime) -> Any:
     if col_type == "date":
-        return tc.age(value, now)
+        return cells.age(value, now)
     if col_type == "string":
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     if col_type == "boolean":
@@ -143,7 +144,7 @@ def _typed_cell(col_type: str, value: Any, now: datetime) -> Any:
     return int(value) if col_type == "integer" else value
 
 
-def _row(columns: list[tc.Column], obj: Obj, now: datetime, include_object: str) -> dict[str, Any]:
+def _row(columns: list[cells.Column], obj: Obj, now: datetime, include_object: str) -> dict[str, Any]:
     row: dict[str, Any] = {"cells": [c.cell(obj, now) for c in columns]}
     if include_object == "Object":
         row["object"] = obj
@@ -188,13 +189,13 @@ def _step(match: re.Match[str]) -> _Step:
         return lambda v: list(v) if isinstance(v, list) else list(v.values()) if isinstance(v, dict) else []
     if match["index"] is not None:
         index = int(match["index"])
-        return lambda v: [x] if (x := tc.value_at(v, index)) is not None else []
+        return lambda v: [x] if (x := cells.value_at(v, index)) is not None else []
     fpath = match["fpath"].split(".")
     want = match["dq"] if match["dq"] is not None else match["sq"]
     num = match["num"]
 
     def keep(item: Any) -> bool:
-        got = tc.value_at(item, *fpath)
+        got = cells.value_at(item, *fpath)
         return bool(got == int(num)) if num is not None else bool(got == want)
 
     return lambda v: [x for x in v if keep(x)] if isinstance(v, list) else []
