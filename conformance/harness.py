@@ -21,7 +21,6 @@ from typing import Any, Protocol, TypeVar
 from kubernetes import client
 
 from lwsconf import lwsapi, workloads
-from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
 from lwsconf.timeouts import TimeoutName, Timeouts
 from lwsconf.waits import core, lws, observe, proxy, recorder, rollout, services
@@ -374,38 +373,6 @@ class LWSHarness:
         return proxy.service_get(self.api, self.namespace, service, port, path, timeout=self.t.request_timeout)
 
 
-def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, unready: bool = False) -> None:
-    """Patch the pod templates with a new env value (a new revision); `unready`: its pods never turn Ready."""
-    env = {"LWSCONF_REVISION": marker, **({"LWSCONF_START_UNREADY": "1"} if unready else {})}
-    lwt = workloads.with_env(manifest, env)["spec"]["leaderWorkerTemplate"]
-    text = f"template updated (LWSCONF_REVISION={marker}{'; its pods never turn Ready' if unready else ''})"
-    lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}}, step=text)
-
-
-def rolling_update(**conf: object) -> Obj:
-    """A rolloutStrategy with these rollingUpdateConfiguration fields (maxUnavailable, maxSurge, partition)."""
-    return {"rollingUpdateConfiguration": dict(conf)}
-
-
-def leader_revision(lws: LWSHarness, name: str) -> str:
-    """The revision key on the leader StatefulSet."""
-    return rollout.leader_revision(lws.api, lws.namespace, name)
-
-
-def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, size: int,
-                  marker: str = "2") -> tuple[timeline_model.Timeline, str, str]:
-    """Change the pod templates and wait for the rollout to complete, recording its timeline.
-
-    Returns:
-        (the timeline, the revision key before, the revision key after).
-    """
-    old = leader_revision(lws, name)
-    with lws.timeline(name) as timeline:
-        change_template(lws, name, manifest, marker)
-        new = lws.rollout_must_complete(name, old=old, replicas=replicas, size=size)
-    return timeline, old, new
-
-
 def _patch_summary(body: Obj, prefix: str = "") -> str:
     """`spec.replicas=2, spec.leaderWorkerTemplate changed`: a merge patch in a few words, for a step."""
     parts = []
@@ -419,20 +386,3 @@ def _patch_summary(body: Obj, prefix: str = "") -> str:
         else:
             parts.append(f"{path}={value}")
     return ", ".join(parts)
-
-
-def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
-    """The one revision of group `index`'s live pods (None when absent or mixed)."""
-    group = lws.groups(name).get(index)
-    revs = group.revisions() if group else set()
-    return next(iter(revs)) if len(revs) == 1 else None
-
-
-def assert_at_most_down(timeline: timeline_model.Timeline, groups: range, allowed: int, why: str, *,
-                        unready_at_start: frozenset[int] = frozenset()) -> None:
-    """Fail unless at every observed instant at most `allowed` of `groups` were taken down by the controller
-    (`analysis.max_taken_down`), saying `why` that is the limit and showing the timeline around the worst instant."""
-    worst, when = analysis.max_taken_down(timeline, groups, unready_at_start)
-    assert worst <= allowed, (f"{worst} of groups {groups.start}..{groups.stop - 1} down at once at t={when}, "
-                              f"want at most {allowed}: {why}\ntimeline around then:\n"
-                              f"{analysis.describe(timeline, around=when)}")

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.harness import NAME, LWSHarness, assert_at_most_down, leader_revision
+from conformance.harness import NAME, LWSHarness
+from conformance.rollouts import assert_at_most_down, leader_revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from conformance.harness import REVISION, LWSHarness, change_template, labels
+from conformance.harness import REVISION, LWSHarness, labels
+from conformance.rollouts import change_template
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -13,17 +13,10 @@ rollout exactly where the contract says it stops.
 
 from __future__ import annotations
 
-from conformance.harness import (
-    REVISION,
-    LWSHarness,
-    annotations_of,
-    assert_at_most_down,
-    group_revision,
-    labels,
-    roll_template,
-)
-from conformance.harness import change_template as change
-from conformance.harness import leader_revision as revision
+from conformance.harness import REVISION, LWSHarness, annotations_of, labels
+from conformance.rollouts import assert_at_most_down, group_revision, roll_template
+from conformance.rollouts import change_template as change
+from conformance.rollouts import leader_revision as revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -13,17 +13,10 @@ LWS's current spec.
 
 from __future__ import annotations
 
-from conformance.harness import (
-    LWSHarness,
-    annotations_of,
-    assert_at_most_down,
-    controller_of,
-    group_revision,
-    roll_template,
-    rolling_update,
-)
-from conformance.harness import change_template as change
-from conformance.harness import leader_revision as revision
+from conformance.harness import LWSHarness, annotations_of, controller_of
+from conformance.rollouts import assert_at_most_down, group_revision, roll_template, rolling_update
+from conformance.rollouts import change_template as change
+from conformance.rollouts import leader_revision as revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -17,16 +17,9 @@ available while the leader pod stays Ready (upstream `SetStatefulsetToUnReady` o
 
 from __future__ import annotations
 
-from conformance.harness import (
-    REVISION,
-    LWSHarness,
-    assert_at_most_down,
-    change_template,
-    controller_of,
-    labels,
-    rolling_update,
-)
-from conformance.harness import leader_revision as revision
+from conformance.harness import REVISION, LWSHarness, controller_of, labels
+from conformance.rollouts import assert_at_most_down, change_template, rolling_update
+from conformance.rollouts import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -15,8 +15,9 @@ maxSurge 2; maxUnavailable larger than replicas.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, assert_at_most_down, change_template, rolling_update
-from conformance.harness import leader_revision as revision
+from conformance.harness import LWSHarness
+from conformance.rollouts import assert_at_most_down, change_template, rolling_update
+from conformance.rollouts import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

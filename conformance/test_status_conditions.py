@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.harness import LWSHarness, change_template, leader_revision
+from conformance.harness import LWSHarness
+from conformance.rollouts import change_template, leader_revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature

@@ -10,15 +10,8 @@ during MaxSurge").
 
 from __future__ import annotations
 
-from conformance.harness import (
-    NAME,
-    LWSHarness,
-    annotations_of,
-    change_template,
-    controller_of,
-    labels,
-    leader_revision,
-)
+from conformance.harness import NAME, LWSHarness, annotations_of, controller_of, labels
+from conformance.rollouts import change_template, leader_revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
