@@ -102,7 +102,8 @@ def test_the_installed_wheel_runs_the_suite_from_an_empty_directory(wheel: Path,
 
     # the same suite under plain pytest, as a gate that drives pytest itself would run it
     pyargs = subprocess.run([str(python), "-m", "pytest", "-p", "lwsconf.pytest_plugin", "-p", "no:cacheprovider",
-                             "--pyargs", "lwsconf._suite.conformance", "--run-test=ObjectNamesAndOrdinals", "-n", "0",
+                             "--pyargs", "lwsconf._suite.conformance", "--profiles=LWS-CORE",
+                             "--run-test=ObjectNamesAndOrdinals", "-n", "0",
                              "--lwsconf-reports", "pyargs-reports"],
                             cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     assert pyargs.returncode == 0, f"{pyargs.stdout[-4000:]}\n{pyargs.stderr[-3000:]}"
