@@ -153,6 +153,10 @@ JOURNEY: tuple[Step, ...] = (
     step("get", "deployment", "web", "-o", "yaml", expect=r"^kind: Deployment$.*^  replicas: 2$"),
     step("get", "service", "api", "-o", "jsonpath={.spec.ports[0].port} {.spec.clusterIP}",
          expect=r"\A80 \d+\.\d+\.\d+\.\d+\Z"),
+    # The EndpointSlice controller fills the slice after the pods are ready, as on a cluster: wait for it first
+    # (a single `get` at once flaked under load: the slice was 1 s old, without ports yet).
+    step("wait", "--for=jsonpath={.ports[0].port}=8080", "endpointslices", "-l", "kubernetes.io/service-name=api",
+         WAIT, expect=r"^endpointslice\.discovery\.k8s\.io/api-\S+ condition met$"),
     step("get", "endpointslices", "-l", "kubernetes.io/service-name=api", expect=r"^api-\S+\s+IPv4\s+8080\s"),
     # A Deployment runs its pods through a ReplicaSet per revision (the sim's too: controllers/replicaset.py).
     step("describe", "deployment", "web",
