@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
 import os
 import pathlib
 import ssl
@@ -26,6 +25,7 @@ from typing import Any, Literal
 import aiohttp
 import yarl
 
+from lwsconf import jsoncodec
 from lwsconf.kubeclient import errors, kubeconfig
 
 Obj = dict[str, Any]
@@ -139,7 +139,7 @@ def _ssl_context(ca_pem: bytes | str | None, client_cert: tuple[bytes, bytes] | 
 
 def _decode(data: bytes) -> Obj:
     try:
-        parsed = json.loads(data) if data.strip() else {}
+        parsed = jsoncodec.loads(data) if data.strip() else {}
     except ValueError:
         return {"message": data[:500].decode(errors="replace")}
     return parsed if isinstance(parsed, dict) else {"items": parsed}
@@ -219,7 +219,7 @@ class Client:
             errors.ApiError: the server answered with a non-2xx status.
             errors.TransportError: the server could not be reached or the answer was cut off.
         """
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else jsoncodec.dumps(body)
         headers = {"Content-Type": content_type} if data is not None else None
         try:
             async with self._http().request(method, self.base_url + path, params=params, data=data,
@@ -391,7 +391,7 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
 
 def _event(line: bytes) -> WatchEvent:
     try:
-        raw = json.loads(line)
+        raw = jsoncodec.loads(line)
         etype, obj = str(raw["type"]), raw["object"]
     except (ValueError, KeyError, TypeError) as exc:
         raise errors.TransportError(f"unreadable watch event {line[:200]!r}: {exc}") from exc

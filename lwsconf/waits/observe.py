@@ -6,12 +6,11 @@ instead of "timed out". Reads through the official client only.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kubernetes import client
 
-from lwsconf import lwsapi, workloads
+from lwsconf import jsoncodec, lwsapi, workloads
 
 NAME_LABEL = lwsapi.NAME
 REV_LABEL = lwsapi.TEMPLATE_REVISION_HASH
@@ -25,7 +24,7 @@ def _rows(header: list[str], rows: list[list[str]]) -> str:
 
 def raw(response: Any) -> dict[str, Any]:
     """Decode a `_preload_content=False` response: dicts, not typed models (faster, and no Optional noise)."""
-    return json.loads(response.data)  # type: ignore[no-any-return]
+    return jsoncodec.loads(response.data)  # type: ignore[no-any-return]
 
 
 def pods(api: client.ApiClient, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:

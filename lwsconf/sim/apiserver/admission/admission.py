@@ -16,14 +16,13 @@ before the strategy's validation. No I/O here.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lwsconf.sim.apiserver.admission import builtin_fields, defaults
 from lwsconf.sim.apiserver.admission.validation import registry as validation
-from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.apimachinery import errors, objects
 from lwsconf.sim.apiserver.apimachinery import meta as validation_meta
 from lwsconf.sim.apiserver.policies import admission_policies, mutating_policies
 from lwsconf.sim.apiserver.policies.admission_policy_match import PolicyRequest
@@ -80,7 +79,7 @@ class Admission:
         the admission chain.
         """
         warnings: list[str] = []
-        sent = copy.deepcopy(obj) if track is not None else {}
+        sent = objects.deep_copy(obj) if track is not None else {}
         if info.is_custom:
             warnings += self._decode_custom(info, obj, field_validation)
         else:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import datetime
-import json
 import re
 import secrets
 import uuid
 from typing import Any
 
+from lwsconf import jsoncodec
 from lwsconf.sim.apiserver.apimachinery import errors
 
 MAX_NESTING = 200
@@ -45,11 +44,8 @@ def generated_name(prefix: str) -> str:
 
 
 def deep_copy(obj: dict[str, Any]) -> dict[str, Any]:
-    """A private copy of a stored object; JSON round-trip is faster than copy.deepcopy for these."""
-    try:
-        return json.loads(json.dumps(obj))  # type: ignore[no-any-return]
-    except (TypeError, ValueError):
-        return copy.deepcopy(obj)
+    """A private copy of a stored object (a JSON round-trip through orjson: lwsconf.jsoncodec)."""
+    return jsoncodec.copy(obj)  # type: ignore[no-any-return]
 
 
 def without(obj: dict[str, Any], *keys: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from lwsconf import jsoncodec
 from lwsconf.sim.apiserver.admission import admission
 from lwsconf.sim.apiserver.apimachinery import errors
 from lwsconf.sim.apiserver.policies.webhooks.dispatch import Webhooks
@@ -69,7 +70,7 @@ class ServerContext:
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+    data = body if isinstance(body, bytes) else jsoncodec.dumps(body)
     return web.Response(body=data, status=status, content_type="application/json", headers=headers)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from lwsconf import jsoncodec
 from lwsconf.sim.apiserver.apimachinery import errors
 from lwsconf.sim.apiserver.http import handlers, params, routing
 from lwsconf.sim.apiserver.http.context import ServerContext
@@ -60,7 +61,7 @@ class WatchSession:
         """One event of the stream: a JSON line, or a protobuf frame."""
         if self.protobuf:
             return envelope.watch_frame(event_type, obj)
-        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return jsoncodec.dumps({"type": event_type, "object": obj}) + b"\n"
 
     def encode(self, event_type: str, stored: dict[str, Any]) -> bytes:
         """One event line for a stored object, in the form (and encoding) this watch asked for."""

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from lwsconf import jsoncodec
 from lwsconf.sim.apiserver.apimachinery import errors, objects, selectors
 from lwsconf.sim.apiserver.storage import conversion, jobs, resources, store
 
@@ -137,7 +138,7 @@ class Storage:
         if info.stored_as is None:
             return self.db.encoded(info.storage_key, k)
         obj = conversion.from_storage(info, self.db.table(info.storage_key).objects[k])
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return jsoncodec.dumps(obj)
 
     def encoded_list_item(self, info: resources.ResourceInfo, k: store.ObjKey) -> bytes:
         """The JSON of one object as an item of a list: built-in kinds without apiVersion and kind,
@@ -146,8 +147,7 @@ class Storage:
         if info.is_custom:
             return self.encoded(info, k)
         obj = conversion.from_storage(info, self.db.table(info.storage_key).objects[k])
-        return json.dumps({key: value for key, value in obj.items() if key not in ("apiVersion", "kind")},
-                          separators=(",", ":")).encode()
+        return jsoncodec.dumps({key: value for key, value in obj.items() if key not in ("apiVersion", "kind")})
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwsconf import jsoncodec
 from lwsconf.sim.apiserver.apimachinery import selectors
 
 ObjKey = tuple[str, str]
@@ -178,7 +178,7 @@ class Store:
         table = self.table(key)
         data = table.encoded.get(k)
         if data is None:
-            data = table.encoded[k] = json.dumps(table.objects[k], separators=(",", ":")).encode()
+            data = table.encoded[k] = jsoncodec.dumps(table.objects[k])
         return data
 
     def list_keys(self, key: ResourceKey, namespace: str | None, label_sel: selectors.LabelSelector,
