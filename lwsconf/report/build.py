@@ -76,7 +76,8 @@ def _result(stats: schema.Statistics, unrun_core: int, stop: RunStop) -> schema.
 
 
 def _summary(result: schema.Result, stats: schema.Statistics, unrun_core: int, stop: RunStop) -> str:
-    total = stats.passed + stats.failed + stats.skipped + stats.not_supported + stats.interrupted + stats.known_divergences
+    total = (stats.passed + stats.failed + stats.skipped + stats.not_supported + stats.interrupted
+             + stats.known_divergences)
     counted = f"{stats.passed} of {total} passed"
     extras = [f"{n} {what}" for n, what in ((stats.failed, "failed"), (stats.skipped, "skipped"),
                                             (stats.not_supported, "not supported"),

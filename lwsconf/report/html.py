@@ -32,7 +32,8 @@ border-bottom:1px solid #d0d7de;padding-bottom:4px}h3{font-size:15px;margin:0 0 
 .impl{color:#57606a;margin:0 0 10px}.impl a{color:#0969da}
 .badge{display:inline-block;border-radius:12px;padding:1px 10px;font-weight:600;font-size:12px;color:#fff;
 white-space:nowrap}
-.success,.SUCCEEDED{background:#1a7f37}.partial{background:#9a6700}.failure,.FAILED{background:#cf222e}.KNOWN_DIVERGENCE{background:#bc4c00}
+.success,.SUCCEEDED{background:#1a7f37}.partial{background:#9a6700}.failure,.FAILED{background:#cf222e}\
+.KNOWN_DIVERGENCE{background:#bc4c00}
 .SKIPPED,.PROVISIONAL_SKIPPED{background:#6e7781}.NOT_SUPPORTED{background:#8250df}
 .not-run,.interrupted,.INTERRUPTED{background:#bc4c00}
 .notice{background:#fff1e5;border:1px solid #bc4c00;border-radius:6px;padding:8px 12px;margin:8px 0;font-weight:600}
@@ -59,7 +60,8 @@ pre{background:#f6f8fa;padding:8px;border-radius:6px;white-space:pre-wrap;overfl
 figure{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px;margin:10px 0 14px;overflow-x:auto}
 .failure-item figure{border:0;padding:0}
 table.phases{width:auto;margin-top:6px;font-size:12px}table.phases tr.bad td{color:#cf222e;font-weight:600}
-figcaption{font-weight:600;margin-bottom:6px}.problem{color:#cf222e;font-weight:600}footer{color:#57606a;font-size:12px;padding:24px 20px}
+figcaption{font-weight:600;margin-bottom:6px}.problem{color:#cf222e;font-weight:600}\
+footer{color:#57606a;font-size:12px;padding:24px 20px}
 """
 
 SCRIPT = """
@@ -143,7 +145,8 @@ def _test_rows(report: schema.Report, anchors: Mapping[int, str]) -> list[str]:
             name = f'<a href="#{anchors[i]}">{name}</a>'
         out.append(f'<tr data-result="{t.result.value}" data-features="{escape(" ".join(t.features))}" '
                    f'data-name="{escape(t.name + " " + t.node_id)}"><td title="{escape(t.node_id)}">{name}'
-                   f"</td><td>{_badge(t.result.value)}</td><td class=\"nowrap\">{escape(', '.join(t.profiles) or '-')}</td>"
+                   f"</td><td>{_badge(t.result.value)}</td>"
+                   f"<td class=\"nowrap\">{escape(', '.join(t.profiles) or '-')}</td>"
                    f'<td class="feat">{escape(", ".join(t.features) or "-")}</td>'
                    f'<td class="num">{t.duration:.1f}s</td><td class="msg">{escape(t.message)}{_problems(t)}</td></tr>')
     return out
@@ -190,7 +193,8 @@ def _failures(report: schema.Report, drawn: Mapping[int, Timeline]) -> list[str]
         picture = _figure(report, i, drawn[i]) if i in drawn else ""
         out.append(f'<article class="failure-item" id="test-{i}"><h3>{escape(t.name)}</h3>'
                    f"<div>{escape(t.description)}</div><pre>{escape(t.message or 'no message')}</pre>"
-                   f"<div><code>pytest {escape(t.node_id)}</code></div>{_problems(t)}{_artifact_links(t)}{picture}</article>")
+                   f"<div><code>pytest {escape(t.node_id)}</code></div>"
+                   f"{_problems(t)}{_artifact_links(t)}{picture}</article>")
     out.append("</section>")
     return out
 

@@ -294,7 +294,8 @@ STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1f2328;max
          "thead th.notrun{background:#eaeef2}tr.profile td{border-top:2px solid #57606a;background:#f6f8fa}"
          "tr.profile td:first-child{font-weight:600;max-width:380px}td.feature{white-space:nowrap}td a{color:#0969da}"
          "p.desc{color:#57606a;margin:0;font-size:12px;font-weight:normal}ul{padding-left:20px}li{margin:4px 0}"
-         "code{font-size:12px;background:#f6f8fa;padding:1px 4px}.legend span{display:inline-block;margin:2px 10px 2px 0;"
+         "code{font-size:12px;background:#f6f8fa;padding:1px 4px}"
+         ".legend span{display:inline-block;margin:2px 10px 2px 0;"
          "padding:1px 6px;border:1px solid #d0d7de}ul.divergences{list-style:none;padding-left:0}")
 
 
@@ -358,5 +359,6 @@ def render_html(runs: Sequence[Run], table: Sequence[DivergenceRow] = (), *, div
         "<table><thead><tr><th>Feature</th>" + "".join(_html_head(r) for r in runs) + "</tr></thead><tbody>",
         *body, "</tbody></table>", f'<p class="legend">{legend}</p>',
         "<h2>Runs</h2><ul>", *run_items, "</ul>", "<h2>Known divergences</h2>",
-        '<ul class="divergences">' + "".join(div_items) + "</ul>" if div_items else "<p>None of these runs showed a known divergence.</p>",
+        ('<ul class="divergences">' + "".join(div_items) + "</ul>" if div_items
+         else "<p>None of these runs showed a known divergence.</p>"),
         "</body></html>", ""])

@@ -300,7 +300,8 @@ class Report:
             "implementation": self.implementation.to_dict(), "date": self.date,
             "lwsconfVersion": self.lwsconf_version,
             **({"suiteCommit": self.suite_commit} if self.suite_commit else {}),
-            "lwsAPIVersion": self.lws_api_version, "mode": self.mode, "backend": self.backend, "environment": self.environment.to_dict(),
+            "lwsAPIVersion": self.lws_api_version, "mode": self.mode, "backend": self.backend,
+            "environment": self.environment.to_dict(),
             "profiles": [p.to_dict() for p in self.profiles], "tests": [t.to_dict() for t in self.tests]}
 
     @classmethod

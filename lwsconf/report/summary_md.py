@@ -3,7 +3,8 @@
 First what the reader must not miss: a run that failed as a whole, a run that was interrupted, and
 a simulated cluster (so a sim report is never taken for a GPU cluster's). Then profiles with their
 result and counts, every failure with its one-line reason, the core tests that did not run, what
-the report could not show (a test's `problems`, e.g. an unreadable timeline), and one footer line saying where and with what the run happened. `render` is
+the report could not show (a test's `problems`, e.g. an unreadable timeline), and one footer line
+saying where and with what the run happened. `render` is
 Markdown fit for `$GITHUB_STEP_SUMMARY`; `render_text` is the same content as aligned plain text
 for `lwsconf report show`. Only renders a `schema.Report`.
 """

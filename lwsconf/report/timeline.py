@@ -2,7 +2,8 @@
 
 One lane per group: colour = the group's revision (its leader's, with a legend in order of first
 appearance), solid = ready, hatched = not ready, gaps = no pods, a red outline = leader and workers on
-different revisions (half-updated), a black bar = a new leader pod (the group was recreated). Under the groups, a lane for the leader StatefulSet's replicas
+different revisions (half-updated), a black bar = a new leader pod (the group was recreated). Under
+the groups, a lane for the leader StatefulSet's replicas
 and partition; for serving tests a lane of the requests sent through the Service (a tick per request,
 green answered, red failed, taller the slower), and `phase_table` gives their count, failures and
 p50/p99 latency per phase. The test's steps ("template updated", "pod deleted", "scaled to 3") are numbered

@@ -34,7 +34,8 @@ def run_suite(reports: Path) -> Path:
     print("running:", " ".join(cmd[1:]))
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if not (reports / "latest" / "report.html").is_file():
-        raise SystemExit(f"the run wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        raise SystemExit(f"the run wrote no report (exit {done.returncode}):\n"
+                         f"{done.stdout[-3000:]}{done.stderr[-2000:]}")
     print(done.stdout.strip().splitlines()[-1])
     return (reports / "latest").resolve()
 

@@ -68,7 +68,8 @@ def tests() -> tuple[schema.TestReport, ...]:
     out = []
     for name, feature, result, duration, message in TESTS:
         out.append(schema.TestReport(
-            short_name=name, node_id=node_id(name), description=DESCRIPTIONS.get(name, f"{name} (docs/lws-contract.md)."),
+            short_name=name, node_id=node_id(name),
+            description=DESCRIPTIONS.get(name, f"{name} (docs/lws-contract.md)."),
             features=(feature.value,), profiles=(profiles.profile_of(feature).name,),
             core=build.is_core([feature.value]), result=result, duration=duration, message=message,
             artifacts=artifacts_of(name)))
@@ -116,8 +117,8 @@ def restart_timeline() -> timeline.Timeline:
                group(2.1, 1, "5d8f", False, 4), group(2.4, 1, "5d8f", False, 0),
                group(2.9, 1, "5d8f", False, 4, uid="b"), group(5.6, 1, "5d8f", True, 4, uid="b")]
     return timeline.Timeline("lws-ns", "demo", "GroupRestartOnWorkerCrash", samples,
-                             [LeaderSample(0.0, 2, 0, 1, "5d8f")], [Step(2.0, "container of demo-1-2 exited with code 137")],
-                             [], 6.8)
+                             [LeaderSample(0.0, 2, 0, 1, "5d8f")],
+                             [Step(2.0, "container of demo-1-2 exited with code 137")], [], 6.8)
 
 
 def scale_timeline() -> timeline.Timeline:

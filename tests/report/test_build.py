@@ -99,9 +99,11 @@ def test_an_interrupted_run_is_interrupted_whatever_finished_and_a_run_error_is_
     stopped = build.profile_report(profiles.LWS_CORE, tests, CORE_ALL, build.RunStop(True, "KeyboardInterrupt"))
     assert stopped.result is schema.Result.INTERRUPTED and stopped.interrupted_tests == ("C[x]",)
     assert stopped.statistics.interrupted == 1 and stopped.summary.startswith(
-        "Interrupted: the run stopped before it finished (KeyboardInterrupt); 1 of 3 passed (1 failed, 1 did not finish)")
+        "Interrupted: the run stopped before it finished (KeyboardInterrupt); "
+        "1 of 3 passed (1 failed, 1 did not finish)")
     broken = build.profile_report(profiles.LWS_CORE, tests[2:], CORE_ALL, build.RunStop(True, "boom", "boom"))
-    assert broken.result is schema.Result.FAILURE and broken.summary.startswith("Failed: the run failed as a whole: boom")
+    assert broken.result is schema.Result.FAILURE
+    assert broken.summary.startswith("Failed: the run failed as a whole: boom")
 
 
 def test_the_gate_fails_a_run_error_an_interruption_and_a_not_run_profile() -> None:

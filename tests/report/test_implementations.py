@@ -70,7 +70,8 @@ def runs(report: schema.Report) -> list[implementations.Run]:
 
 def test_the_table_rows_keep_their_lines_for_the_links() -> None:
     rows = implementations.read_divergences(TABLE)
-    assert [(r.test, r.klass, r.line) for r in rows] == [("ScaleDownHighestIndexFirst", "version", 3), ("Other", "c", 10)]
+    assert [(r.test, r.klass, r.line) for r in rows] == [("ScaleDownHighestIndexFirst", "version", 3),
+                                                         ("Other", "c", 10)]
     assert rows[0].evidence == "v0.9.0 adds groups backwards (pkg/x.go:1)."
     assert rows[0].versions == ("v0.9.0",)
 

@@ -93,7 +93,8 @@ def test_a_run_writes_every_report_file_with_the_right_results(suite: pytest.Pyt
     assert data["implementation"]["contact"] == ["@acme/lws", "ops@example.com"]
     assert data["environment"]["nodeImage"] == "sim" and data["environment"]["kubernetesVersion"].startswith("v")
     # LWS-EXTENDED is claimed, but its one test is NOT_SUPPORTED: nothing of it executed, so it is not-run
-    assert [(p["name"], p["result"]) for p in data["profiles"]] == [("LWS-CORE", "failure"), ("LWS-EXTENDED", "not-run")]
+    assert [(p["name"], p["result"]) for p in data["profiles"]] == [("LWS-CORE", "failure"),
+                                                                    ("LWS-EXTENDED", "not-run")]
 
     summary = (run_dir / "summary.md").read_text()
     assert "| `RollingOrder` | LWS-CORE | AssertionError: group 2 was updated before group 3 |" in summary

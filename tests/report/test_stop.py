@@ -28,7 +28,8 @@ def test_a_real_keyboard_interrupt_is_named_as_such_and_a_stop_request_by_its_re
     assert stop.reason_of(excinfo(KeyboardInterrupt("signal 15"))).endswith(": signal 15")
     from _pytest.main import Interrupted  # what pytest raises for session.shouldstop (xdist has its own)
 
-    assert stop.reason_of(excinfo(Interrupted("--fail-fast: t.py::test_a failed"))) == "--fail-fast: t.py::test_a failed"
+    reason = stop.reason_of(excinfo(Interrupted("--fail-fast: t.py::test_a failed")))
+    assert reason == "--fail-fast: t.py::test_a failed"
 
 
 def test_a_completed_run_is_not_interrupted_even_if_stopped_after_its_last_test() -> None:

@@ -64,7 +64,8 @@ def test_steps_are_vertical_lines_with_numbered_labels_and_a_legend_per_revision
 
 def test_the_leader_statefulset_has_its_own_lane_of_replicas_and_partition() -> None:
     root = ET.fromstring(timeline.svg(sample.rolling_timeline()))
-    rows = [(e.get("data-replicas"), e.get("data-partition")) for e in root.iter(f"{SVG}rect") if e.get("class") == "sts"]
+    rows = [(e.get("data-replicas"), e.get("data-partition"))
+            for e in root.iter(f"{SVG}rect") if e.get("class") == "sts"]
     assert rows == [("4", "0"), ("4", "3"), ("4", "2"), ("4", "1"), ("4", "0")]
     assert "leader sts" in "".join(root.itertext())
 
@@ -118,4 +119,5 @@ def test_requests_get_a_lane_failed_ones_red_and_a_phase_table() -> None:
     table = timeline.phase_table(tl)
     assert '<tr class="ok"><td>before: template updated</td><td>0.0-1.0s</td><td>1</td><td>0</td>' in table
     assert '<tr class="bad"><td>template updated</td><td>1.0-4.0s</td><td>2</td><td>1</td><td>40 ms</td>' in table
-    assert 'class="request' not in timeline.svg(Timeline("ns", "quiet")) and timeline.phase_table(Timeline("ns", "q")) == ""
+    assert 'class="request' not in timeline.svg(Timeline("ns", "quiet"))
+    assert timeline.phase_table(Timeline("ns", "q")) == ""

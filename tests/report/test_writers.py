@@ -91,7 +91,8 @@ def test_html_shows_profiles_tests_failures_with_artifact_links_and_timelines(re
     assert sample.FAIL_MESSAGE in failure and f'<figure id="timeline-6" data-test="{sample.ROLL}">' in failure
     assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="timeline"') == len(sample.TIMELINED)
     timelines = page[page.index('<section id="timelines">'):]
-    assert 'data-test="GroupRestartOnWorkerCrash"' in timelines and 'data-test="ScaleDownHighestIndexFirst"' in timelines
+    assert 'data-test="GroupRestartOnWorkerCrash"' in timelines
+    assert 'data-test="ScaleDownHighestIndexFirst"' in timelines
     assert '<option value="LWSRollingUpdate">' in page and '<option value="NOT_SUPPORTED">' in page
 
 
