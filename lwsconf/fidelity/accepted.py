@@ -15,7 +15,8 @@ _POD_SPEC_DIFF = ("kube-apiserver's 'pod updates may not change fields' message 
                   "internal (unversioned) core.PodSpec Go struct dumped as indented JSON: Go field names, the internal "
                   "type's field order and every zero value, with line numbers into that dump (ValidatePodUpdate). The "
                   "sim has no internal types, only the served JSON, so it ends the same message with the changed "
-                  "fields instead (validation_pods); code, reason, field and the sentence before the diff are identical")
+                  "fields instead (validation_pods); code, reason, field and the sentence before the diff are "
+                  "identical")
 
 ACCEPTED: dict[str, str] = {
     "patches/patch-strategic/bad-directive": _NO_5XX.replace("strconv.ParseUint's", "mergepatch.ErrBadPatchType's"),

@@ -169,7 +169,8 @@ _MESSAGE_NUMBERS = (
     (re.compile(r"(resourceVersion|resource version)( in precondition)?: \d+"), r"\1\2: N"),
     # rest.BeforeDelete's precondition Conflict
     (re.compile(r"the ResourceVersion in the precondition \(\d+\) does not match the ResourceVersion in record "
-                r"\(\d+\)"), "the ResourceVersion in the precondition (N) does not match the ResourceVersion in record (N)"),
+                r"\(\d+\)"),
+     "the ResourceVersion in the precondition (N) does not match the ResourceVersion in record (N)"),
     (re.compile(r"(continue|Continue) parameter is too old.*"), r"\1 parameter is too old"),
 )
 
@@ -208,7 +209,8 @@ def embedded_metadata(value: Any) -> Any:
 
 
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
-    object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip, list_metadata, condition_times)
+    object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip,
+    list_metadata, condition_times)
 
 
 def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:

@@ -16,7 +16,8 @@ KEPT_HEADING = "## Findings from running on real Kubernetes"
 MAX_ANSWER = 1500
 """Characters of each answer printed under a difference."""
 RULES = (normalise.saved_values, normalise.object_metadata, normalise.status_details_uid,
-         normalise.managed_fields_time, normalise.generated_name, normalise.cluster_ip, normalise.list_metadata, normalise.condition_times, normalise.message_numbers,
+         normalise.managed_fields_time, normalise.generated_name, normalise.cluster_ip, normalise.list_metadata,
+         normalise.condition_times, normalise.message_numbers,
          normalise.embedded_metadata,
          normalise.bookmarks, normalise.event_names)
 

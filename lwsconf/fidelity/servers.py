@@ -18,8 +18,8 @@ from lwsconf.controlplane.local import LocalControlPlane, StartError
 from lwsconf.fidelity.client import Endpoint
 
 SIM_CONTROLLERS = ("garbage-collector", "namespace-controller", "statefulset-controller", "deployment-controller",
-                   "replicaset-controller", "daemonset-controller", "endpointslice-controller", "endpoints-controller", "scheduler",
-                   "job-controller")
+                   "replicaset-controller", "daemonset-controller", "endpointslice-controller", "endpoints-controller",
+                   "scheduler", "job-controller")
 
 
 class NotBuilt(Exception):

@@ -53,5 +53,6 @@ def test_codes_and_reasons_agree_across_the_slice(crud_results: list[Result]) ->
         return body.get("reason") if isinstance(body, dict) else None
 
     mismatched = [(r.id, r.sim["code"], r.real["code"]) for r in crud_results
-                  if (r.sim["code"], reason(r.sim)) != (r.real["code"], reason(r.real)) and r.id not in accepted.ACCEPTED]
+                  if (r.sim["code"], reason(r.sim)) != (r.real["code"], reason(r.real))
+                  and r.id not in accepted.ACCEPTED]
     assert mismatched == [], mismatched

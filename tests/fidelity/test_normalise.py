@@ -124,15 +124,17 @@ def test_vary_paths_are_dropped_on_both_sides_only_where_named() -> None:
 
 
 def test_list_metadata_and_warnings() -> None:
-    a = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "5", "continue": "abc"},
-                                         "items": []}, ["299 a"]), Step("l"), {})
+    a = normalise.normalise(Answer(200, {"kind": "ConfigMapList",
+                                         "metadata": {"resourceVersion": "5", "continue": "abc"}, "items": []},
+                                   ["299 a"]), Step("l"), {})
     b = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "77",
                                                                                "continue": "zzz"}, "items": []},
                                    ["299 a"]), Step("l"), {})
     assert a == b
     c = normalise.normalise(Answer(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": "77"}, "items": []}),
                             Step("l"), {})
-    assert diff.differences(a, c) == ['body.metadata.continue: "<server>" != (absent)', 'warnings: ["299 a"] != (absent)']
+    assert diff.differences(a, c) == ['body.metadata.continue: "<server>" != (absent)',
+                                      'warnings: ["299 a"] != (absent)']
 
 
 def test_differ_summary_is_bounded() -> None:
@@ -154,8 +156,8 @@ def test_embedded_object_metadata_in_a_message_is_a_placeholder_and_the_rest_is_
     """Rule embedded-metadata: uid, resourceVersion and times quoted inside a message (a patch kube-apiserver
     could not decode) are the servers' own; a different data value in the same quote is still a difference."""
     def quoted(uid: str, rv: str, when: str, value: str) -> dict:
-        inner = ('{\\"data\\":{\\"a\\":' + value + '},\\"metadata\\":{\\"uid\\":\\"' + uid + '\\",\\"resourceVersion\\":\\"'
-                 + rv + '\\",\\"creationTimestamp\\":\\"' + when + '\\"}}')
+        inner = ('{\\"data\\":{\\"a\\":' + value + '},\\"metadata\\":{\\"uid\\":\\"' + uid
+                 + '\\",\\"resourceVersion\\":\\"' + rv + '\\",\\"creationTimestamp\\":\\"' + when + '\\"}}')
         return {"kind": "Status", "message": f'patch: Invalid value: "{inner}": json: cannot unmarshal number'}
     a = view(quoted("1111-aaaa", "5", "2026-01-01T00:00:00Z", "5"))
     b = view(quoted("2222-bbbb", "812", "2026-12-02T10:00:00Z", "5"))

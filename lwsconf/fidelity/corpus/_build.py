@@ -29,7 +29,8 @@ def meta(name: str, labels: dict[str, str] | None = None, **extra: Any) -> dict[
 
 def configmap(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None,
               **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, labels, **extra), "data": data or {"a": "1"}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, labels, **extra),
+            "data": data or {"a": "1"}}
 
 
 def container(name: str = "main", image: str = "busybox:1.36", **extra: Any) -> dict[str, Any]:

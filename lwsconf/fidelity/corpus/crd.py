@@ -85,7 +85,8 @@ VALIDATION = Scenario("crd", "lws-validation", (
                                                  "leaderWorkerTemplate"]["workerTemplate"]}}}),
     create("defaults-applied", LWS, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                                      "metadata": {"name": "defaults"}, "spec": {"leaderWorkerTemplate": {
-                                         "workerTemplate": lws("x")["spec"]["leaderWorkerTemplate"]["workerTemplate"]}}}),
+                                         "workerTemplate":
+                                             lws("x")["spec"]["leaderWorkerTemplate"]["workerTemplate"]}}}),
     patch("cel-on-update", f"{LWS}/defaults", {"spec": {"leaderWorkerTemplate": {"size": 0}}}, MERGE),
     create("wrong-kind", LWS, {**lws("wk"), "kind": "LeaderWorkerSetX"}),
     create("wrong-api-version", LWS, {**lws("wv"), "apiVersion": "leaderworkerset.x-k8s.io/v2"}),

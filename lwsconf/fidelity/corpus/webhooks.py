@@ -104,7 +104,8 @@ VALIDATION = Scenario("webhooks", "webhooks-validation", (
 
 DEFAULTS = Scenario("webhooks", "webhooks-defaults", (
     create("mutating-defaults", MWC, mutating("fid-defaults-m", webhook(
-        "m.example.com", clientConfig={"service": {"name": "webhook-service", "namespace": "system", "path": "/mutate--v1-pod"}},
+        "m.example.com",
+        clientConfig={"service": {"name": "webhook-service", "namespace": "system", "path": "/mutate--v1-pod"}},
         rules=[rule("pods", operations=("CREATE",))]))),
     create("validating-defaults", VWC, validating("fid-defaults-v", webhook("v.example.com"))),
     get("get-mutating", f"{MWC}/fid-defaults-m"),
