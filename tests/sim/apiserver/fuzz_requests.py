@@ -17,8 +17,9 @@ bytes) plus what a correct server must answer. Families, one per kind of bad inp
     pod_subresource   pods/binding, pods/eviction, namespaces/finalize bodies of the wrong shape; pods/log
 
 Requests name only the `fuzz` namespace (plus `..` escapes from it); the targets they write to
-(`TARGET` LWS, ConfigMap and pod, and the namespace itself) only ever receive payloads that must be refused, so both must read back
-unchanged, as must the sentinels in `SENTINEL_NS`, which no request names except through traversal.
+(`TARGET` LWS, ConfigMap and pod, and the namespace itself) only ever receive payloads that must be
+refused, so both must read back unchanged, as must the sentinels in `SENTINEL_NS`, which no request
+names except through traversal.
 """
 
 from __future__ import annotations
@@ -178,7 +179,8 @@ def dotted(path: tuple[str | int, ...]) -> str:
 names_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 collections = st.sampled_from(COLLECTIONS)
 targets = st.sampled_from(TARGETS)
-json_scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
+json_scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6))
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
 
@@ -254,10 +256,12 @@ def malformed_body(draw: st.DrawFn) -> FuzzRequest:
     elif variant == "yaml_tags":  # plain YAML timestamps are strings (as sigs.k8s.io/yaml reads them): not here
         body, ct = draw(st.sampled_from([
             b"metadata: {name: x}\ndata: {k: !!binary aGk=}", b"metadata: {name: x}\ndata: !!set {a, b}",
-            b"!!python/object:os.system {}", b"metadata: {name: x}\ndata: {k: .nan}", b"metadata: {name: x}\ndata: {k: -.inf}",
+            b"!!python/object:os.system {}", b"metadata: {name: x}\ndata: {k: .nan}",
+            b"metadata: {name: x}\ndata: {k: -.inf}",
         ])), yaml_ct
     elif variant == "yaml_keys":  # scalar keys become strings (as sigs.k8s.io/yaml does); collections cannot
-        body, ct = draw(st.sampled_from([b"metadata: {name: x, labels: {[a]: b}}", b"metadata: {name: x}\ndata: {{a: 1}: b}",
+        body, ct = draw(st.sampled_from([b"metadata: {name: x, labels: {[a]: b}}",
+                                         b"metadata: {name: x}\ndata: {{a: 1}: b}",
                                          b"? [a, b]\n: c\nmetadata: {name: x}"])), yaml_ct
     else:  # metadata_type
         obj = json.loads(valid)
@@ -353,7 +357,8 @@ def resource_version(draw: st.DrawFn) -> FuzzRequest:
         return FuzzRequest("resource_version/get", "GET", f"{path}?resourceVersion={q}", content_type=None,
                            names=("resourceVersion",))
     if where == "watch":
-        return FuzzRequest("resource_version/watch", "GET", f"{collection}?watch=true&timeoutSeconds=1&resourceVersion={q}",
+        return FuzzRequest("resource_version/watch", "GET",
+                           f"{collection}?watch=true&timeoutSeconds=1&resourceVersion={q}",
                            content_type=None, names=("resourceVersion",))
     if where == "match":
         match = draw(st.sampled_from(["Bogus", "exact", "Exact&continue=abc"]))
@@ -373,7 +378,8 @@ def resource_version(draw: st.DrawFn) -> FuzzRequest:
             {"metadata": {"resourceVersion": rv_value}, "spec": {"replicas": 3}}
         return FuzzRequest("resource_version/patch", "PATCH", path, dump(body), "application/merge-patch+json")
     return FuzzRequest("resource_version/delete", "DELETE", path,
-                       dump({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": rv_value}}))
+                       dump({"kind": "DeleteOptions", "apiVersion": "v1",
+                             "preconditions": {"resourceVersion": rv_value}}))
 
 
 BAD_MEDIA_TYPES = ["application/vnd.kubernetes.protobuf", "application/cbor", "application/xml", "text/plain",
@@ -428,34 +434,40 @@ def _bad_json_patch(draw: st.DrawFn, is_lws: bool) -> Any:
     replicas = "/spec/replicas" if is_lws else "/data/k"
     return draw(st.sampled_from([
         {"op": "add", "path": "/x"}, "ops", 3, None, [1, 2], [{}], [{"op": "frobnicate", "path": "/metadata"}],
-        [{"op": "add", "value": 1}], [{"op": "add", "path": 5, "value": 1}], [{"op": "add", "path": "metadata", "value": 1}],
+        [{"op": "add", "value": 1}], [{"op": "add", "path": 5, "value": 1}],
+        [{"op": "add", "path": "metadata", "value": 1}],
         [{"op": "move", "path": "/metadata/labels"}], [{"op": "copy", "from": "/nope", "path": "/metadata/labels"}],
         [{"op": "test", "path": "/metadata/name", "value": "other"}],
         [{"op": "remove", "path": "/spec/nope/deeper"}], [{"op": "replace", "path": "/nope/x", "value": 1}],
         [{"op": "add", "path": "/metadata/finalizers/99", "value": "a"}],
         [{"op": "add", "path": "/metadata/name/-", "value": "a"}],
         [{"op": "replace", "path": "", "value": [1]}], [{"op": "replace", "path": "", "value": "x"}],
-        [{"op": "replace", "path": "/metadata", "value": 5}], [{"op": "replace", "path": "/metadata/name", "value": "other"}],
+        [{"op": "replace", "path": "/metadata", "value": 5}],
+        [{"op": "replace", "path": "/metadata/name", "value": "other"}],
         [{"op": "replace", "path": replicas, "value": {"a": [1]}}], [{"op": "remove", "path": "/metadata/name"}],
         [{"op": "add", "path": "/metadata/resourceVersion", "value": "1"}],
         [{"op": "add", "path": "/metadata/uid", "value": "not-the-uid"}],
         [{"op": "add", "path": "/metadata/labels", "value": {"a": 5}}],
         [{"op": "add", "path": "/metadata/labels", "value": {"-bad-": "x"}}],
-        *([[{"op": "remove", "path": "/spec"}], [{"op": "replace", "path": "/spec/leaderWorkerTemplate/size", "value": 0}],
+        *([[{"op": "remove", "path": "/spec"}],
+           [{"op": "replace", "path": "/spec/leaderWorkerTemplate/size", "value": 0}],
            [{"op": "add", "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/-", "value": 5}]]
-          if is_lws else [[{"op": "add", "path": "/data/bad key!", "value": "x"}], [{"op": "add", "path": "/binaryData", "value": {"k": "@@"}}]]),
+          if is_lws else [[{"op": "add", "path": "/data/bad key!", "value": "x"}],
+                          [{"op": "add", "path": "/binaryData", "value": {"k": "@@"}}]]),
     ]))
 
 
 def _bad_merge(draw: st.DrawFn, is_lws: bool) -> Any:
     if is_lws and draw(st.booleans()):
-        path, kind = draw(st.sampled_from([f for f in LWS_FIELDS if 0 not in f[0] and f[0][:2] != ("metadata", "namespace")]))
+        path, kind = draw(st.sampled_from([f for f in LWS_FIELDS
+                                           if 0 not in f[0] and f[0][:2] != ("metadata", "namespace")]))
         doc: dict[str, Any] = {}
         set_path(doc, path, draw(st.sampled_from(WRONG_VALUES.get(kind, ["x"]))))
         return doc
     return draw(st.sampled_from([
         [1], "x", 5, {"metadata": 5}, {"metadata": {"name": "other"}}, {"metadata": {"uid": "other"}},
-        {"metadata": {"labels": {"a": {"b": 1}}}}, {"metadata": {"annotations": [1]}}, {"metadata": {"namespace": "other"}},
+        {"metadata": {"labels": {"a": {"b": 1}}}}, {"metadata": {"annotations": [1]}},
+        {"metadata": {"namespace": "other"}},
         {"metadata": {"finalizers": "x"}}, {"apiVersion": "v2"}, {"kind": "Pod"}, {"metadata": {"name": None}},
         {"metadata": {"generateName": 5}}, {"metadata": {"ownerReferences": [{"apiVersion": "v1"}]}},
         {"metadata": {"resourceVersion": "1"}},
@@ -624,7 +636,8 @@ def subresource(draw: st.DrawFn) -> FuzzRequest:
     if sub == "scale":
         doc = draw(st.sampled_from([
             {"spec": 5}, {"spec": {"replicas": "3"}}, {"spec": {"replicas": -1}}, {"spec": {"replicas": 2**40}},
-            {"spec": {"replicas": 1.5}}, {"spec": {"replicas": None}}, {"spec": []}, {"metadata": 5, "spec": {"replicas": 2}},
+            {"spec": {"replicas": 1.5}}, {"spec": {"replicas": None}}, {"spec": []},
+            {"metadata": 5, "spec": {"replicas": 2}},
             {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": TARGET, "resourceVersion": "1"},
              "spec": {"replicas": 2}}, [1], "x",
         ]))

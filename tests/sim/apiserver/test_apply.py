@@ -153,8 +153,9 @@ def test_apply_with_the_same_value_is_no_conflict() -> None:
 
 
 def test_custom_resources_replace_lists_and_own_them_atomically() -> None:
-    lws: dict[str, Any] = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "l"},
-           "spec": {"replicas": 2, "items": [{"name": "a"}, {"name": "b"}]}}
+    lws: dict[str, Any] = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                           "metadata": {"name": "l"},
+                           "spec": {"replicas": 2, "items": [{"name": "a"}, {"name": "b"}]}}
     first = _apply(None, lws, kind="LeaderWorkerSet", builtin=False)
     lws["spec"]["items"] = [{"name": "c"}]
     out = _apply(first, lws, kind="LeaderWorkerSet", builtin=False)

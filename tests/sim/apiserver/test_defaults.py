@@ -44,16 +44,19 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("", "persistentvolumeclaims"): ("V1PersistentVolumeClaim", {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _ns_meta("data"),
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
-    ("apps", "statefulsets"): ("V1StatefulSet", {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _ns_meta("web"),
+    ("apps", "statefulsets"): ("V1StatefulSet", {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                                 "metadata": _ns_meta("web"),
                                                  "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
     ("apps", "controllerrevisions"): ("V1ControllerRevision", {"apiVersion": "apps/v1", "kind": "ControllerRevision",
                                                                "metadata": _ns_meta("web-7d9f"), "data": {}}),
-    ("apps", "deployments"): ("V1Deployment", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _ns_meta("web"),
+    ("apps", "deployments"): ("V1Deployment", {"apiVersion": "apps/v1", "kind": "Deployment",
+                                               "metadata": _ns_meta("web"),
                                                "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
     ("apps", "replicasets"): ("V1ReplicaSet", {"apiVersion": "apps/v1", "kind": "ReplicaSet",
                                                "metadata": _ns_meta("web-7d9f"),
                                                "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
-    ("apps", "daemonsets"): ("V1DaemonSet", {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": _ns_meta("agent"),
+    ("apps", "daemonsets"): ("V1DaemonSet", {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                             "metadata": _ns_meta("agent"),
                                              "spec": {"selector": SELECTOR, "template": TEMPLATE}}),
     ("discovery.k8s.io", "endpointslices"): ("V1EndpointSlice", {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": _ns_meta("web-abc"),
@@ -251,7 +254,8 @@ def test_container_details_are_defaulted() -> None:
 def test_volumes_get_their_source_defaults() -> None:
     vols = [{"name": "scratch"}, {"name": "cfg", "configMap": {"name": "cfg"}}]
     out = _defaulted(("", "pods"), _pod(volumes=vols))["spec"]["volumes"]
-    assert out == [{"name": "scratch", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}}]
+    assert out == [{"name": "scratch", "emptyDir": {}},
+                   {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}}]
 
 
 # --- workloads ---------------------------------------------------------------------------------------
@@ -297,7 +301,8 @@ def test_deployment_and_daemonset_strategies() -> None:
     rs = _defaulted(("apps", "replicasets"), MINIMAL[("apps", "replicasets")][1])
     assert (rs["spec"]["replicas"], rs["status"]) == (1, {"replicas": 0})  # replicas has no omitempty
     ds = _defaulted(("apps", "daemonsets"), MINIMAL[("apps", "daemonsets")][1])
-    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
     assert ds["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
                             "numberReady": 0}
 

@@ -120,7 +120,8 @@ def test_delete_body_that_is_not_json_and_unknown_media_type(sim_api: SimAPI) ->
     reply = sim_api.request("POST", CMS, data=b"<xml/>", headers={"Content-Type": "application/xml"})
     assert reply.status_code == 415
     assert reply.json()["message"] == ("the body of the request was in an unknown format - accepted media types "
-                                       "include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+                                       "include: application/json, application/yaml, "
+                                       "application/vnd.kubernetes.protobuf")
 
 
 def test_continue_tokens_are_read_as_decode_continue_reads_them() -> None:
@@ -184,7 +185,8 @@ def test_an_unscheduled_pod_deleted_is_answered_at_the_delete_revision(sim_api: 
     deleted = sim_api.request("DELETE", f"{pods}/p")
     assert deleted.status_code == 200, deleted.text
     meta = deleted.json()["metadata"]
-    assert meta["deletionTimestamp"] and int(meta["resourceVersion"]) > int(created.json()["metadata"]["resourceVersion"])
+    assert meta["deletionTimestamp"]
+    assert int(meta["resourceVersion"]) > int(created.json()["metadata"]["resourceVersion"])
 
 
 def test_a_crd_create_answers_the_stored_crd_and_establishes_it_in_a_write_of_its_own(sim_api: SimAPI) -> None:
@@ -256,7 +258,8 @@ def test_a_merge_patch_its_type_cannot_hold_is_a_422_on_patch(sim_api: SimAPI) -
     assert body["message"].startswith(' "" is invalid: patch: Invalid value: "{\\"apiVersion\\":\\"v1\\",'
                                       '\\"data\\":{\\"a\\":5,\\"b\\":\\"2\\"},\\"kind\\":\\"ConfigMap\\",'
                                       '\\"metadata\\":{\\"name\\":\\"mp\\",\\"namespace\\":\\"default\\",')
-    assert body["message"].endswith(": json: cannot unmarshal number into Go struct field ConfigMap.data of type string")
+    assert body["message"].endswith(": json: cannot unmarshal number into Go struct field ConfigMap.data "
+                                    "of type string")
     assert [c["field"] for c in body["details"]["causes"]] == ["patch"] and "kind" not in body["details"]
     reply = sim_api.request("PATCH", f"{CMS}/mp?fieldValidation=Strict", data=b'{"colour": "red"}', headers=merge)
     assert reply.status_code == 422 and reply.json()["message"].endswith(
@@ -291,7 +294,8 @@ def test_an_exact_list_at_an_older_resource_version_answers_the_objects_as_they_
     a = sim_api.request("POST", f"{ns}/configmaps", json={"apiVersion": "v1", "kind": "ConfigMap",
                                                           "metadata": {"name": "a"}, "data": {"v": "1"}}).json()
     rv_a = a["metadata"]["resourceVersion"]
-    sim_api.request("POST", f"{ns}/configmaps", json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}})
+    sim_api.request("POST", f"{ns}/configmaps",
+                    json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}})
     sim_api.request("PATCH", f"{ns}/configmaps/a", data=b'{"data": {"v": "2"}}',
                     headers={"Content-Type": "application/merge-patch+json"})
     sim_api.request("DELETE", f"{ns}/configmaps/b")

@@ -147,7 +147,8 @@ def test_delete_preconditions_and_update_uid_are_worded_as_kube_apiserver(sim_ap
                                 f"({zero}) does not match the UID in record ({uid}). The object might have been "
                                 "deleted and then recreated")
     put = sim_api.request("PUT", f"{CMS}/cm", json={**_cm("cm"), "metadata": {"name": "cm", "uid": zero}}).json()
-    assert put["message"] == ('Operation cannot be fulfilled on configmaps "cm": StorageError: invalid object, Code: 4, '
+    assert put["message"] == ('Operation cannot be fulfilled on configmaps "cm": '
+                              "StorageError: invalid object, Code: 4, "
                               "Key: /registry/configmaps/default/cm, ResourceVersion: 0, AdditionalErrorMsg: "
                               f"Precondition failed: UID in precondition: {zero}, UID in object meta: {uid}")
     garbage = sim_api.request("GET", CMS, params={"resourceVersion": "abc"})

@@ -228,7 +228,8 @@ def test_a_repeated_key_merges_and_is_reported_per_field_validation(sim_api: Sim
     reply = sim_api.request("POST", CMS, data=body, params={"fieldValidation": "Strict"},
                             headers={"Content-Type": "application/json"})
     assert (reply.status_code, reply.json()["message"]) == (
-        400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data"')
+        400, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+             'strict decoding error: duplicate field "data"')
     reply = sim_api.request("POST", CMS, data=body, headers={"Content-Type": "application/json"})
     assert reply.status_code == 201 and reply.json()["data"] == {"a": "1", "b": "2"}
     assert reply.headers["Warning"] == '299 - "duplicate field \\"data\\""'

@@ -3,8 +3,9 @@
 The grammar of bad requests is `fuzz_requests` (twelve families: malformed bodies, wrong types in every
 LWS field, unknown fields under Strict/Warn/Ignore, bad selectors and resourceVersions, unknown media
 types, bad patches of every type, huge bodies, path traversal, bad query parameters, bad subresource
-bodies, bad pod binding/eviction/namespace finalize bodies); the judge is `fuzz_oracle`. Each drawn request is sent over TLS to a live server with the LWS CRD
-installed; then /readyz must answer and the targets and sentinels must read back byte-identical.
+bodies, bad pod binding/eviction/namespace finalize bodies); the judge is `fuzz_oracle`. Each drawn
+request is sent over TLS to a live server with the LWS CRD installed; then /readyz must answer and
+the targets and sentinels must read back byte-identical.
 
 This is the short, deterministic profile `make test` runs; `bench/fuzz_apiserver.py` runs the long one
 and records the figures in bench/results.json. Each `@example` is an input that once broke the server.
@@ -41,7 +42,8 @@ R = fr.FuzzRequest
 # that should refuse it).
 @example(req=R("malformed_body/deep_list", "PUT", fr.TARGETS[1], b"[" * 5000 + b"]" * 5000))
 @example(req=R("bad_query/limit", "GET", fr.CM + "?limit=-1", content_type=None, expect=fr.ACCEPT))
-@example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None, names=("limit|strconv.ParseInt",)))
+@example(req=R("bad_query/limit", "GET", fr.CM + "?limit=99999999999999999999", content_type=None,
+               names=("limit|strconv.ParseInt",)))
 @example(req=R("bad_query/timeoutSeconds", "GET", fr.LWS + "?watch=true&timeoutSeconds=inf", content_type=None,
                 names=("timeoutSeconds|strconv.ParseInt",)))
 @example(req=R("resource_version/watch", "GET", fr.CM + "?watch=true&timeoutSeconds=1&resourceVersion=%D9%A3",
@@ -52,13 +54,14 @@ R = fr.FuzzRequest
                 names=("resourceVersion",)))
 @example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[0], b'{"metadata": 5}', fr.MERGE))
 @example(req=R("subresource/scale", "PUT", fr.TARGETS[0] + "/scale", b'{"spec": 5}'))
-@example(req=R("subresource/scale", "PATCH", fr.TARGETS[0] + "/scale", b'{"metadata": 5, "spec": {"replicas": 2}}', fr.MERGE))
+@example(req=R("subresource/scale", "PATCH", fr.TARGETS[0] + "/scale", b'{"metadata": 5, "spec": {"replicas": 2}}',
+               fr.MERGE))
 @example(req=R("resource_version/delete", "DELETE", fr.TARGETS[1], b'{"preconditions": "x"}'))
 @example(req=R("bad_query/dryRun", "DELETE", fr.TARGETS[1] + "?dryRun=Bogus", content_type=None, names=("dryRun",)))
 @example(req=R("content_type/update", "PUT", fr.TARGETS[0], fr.dump(fr.target_body(fr.LWS)), "image/png",
                 names=("accepted media types include",)))
-@example(req=R("content_type/create", "POST", fr.LWS + "?dryRun=All", b"k8s\x00\n\x0c", "application/vnd.kubernetes.protobuf",
-                names=("application/vnd.kubernetes.protobuf",)))
+@example(req=R("content_type/create", "POST", fr.LWS + "?dryRun=All", b"k8s\x00\n\x0c",
+               "application/vnd.kubernetes.protobuf", names=("application/vnd.kubernetes.protobuf",)))
 @example(req=R("bad_query/fieldManager", "PATCH", fr.TARGETS[1] + "?fieldManager=" + "m" * 129,
                 b'{"metadata": {"labels": {"changed": "yes"}}}', fr.MERGE, names=("fieldManager",)))
 @example(req=R("bad_query/fieldManager", "POST", fr.LWS + "?fieldManager=bad%01manager", fr.dump(fr.lws("badquery")),
@@ -69,9 +72,10 @@ R = fr.FuzzRequest
 @example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"immutable": "yes"}', fr.MERGE))
 @example(req=R("bad_patch/strategic", "PATCH", fr.TARGETS[1], b'{"data": 5}', fr.STRATEGIC))
 @example(req=R("bad_patch/merge", "PATCH", fr.TARGETS[1], b'{"metadata": {"name": null}}', fr.MERGE))
-@example(req=R("malformed_body/yaml_deep", "PUT", fr.TARGETS[1], b"a: " + b"[" * 100000 + b"]" * 100000, "application/yaml"))
-@example(req=R("unknown_fields/strict", "POST", fr.LWS + "?dryRun=All&fieldValidation=Strict", fr.dump(fr.lws("uf", zzf=1)),
-                names=("strict decoding error", 'unknown field "metadata.zzf"')))
+@example(req=R("malformed_body/yaml_deep", "PUT", fr.TARGETS[1], b"a: " + b"[" * 100000 + b"]" * 100000,
+               "application/yaml"))
+@example(req=R("unknown_fields/strict", "POST", fr.LWS + "?dryRun=All&fieldValidation=Strict",
+               fr.dump(fr.lws("uf", zzf=1)), names=("strict decoding error", 'unknown field "metadata.zzf"')))
 @example(req=R("pod_subresource/binding", "POST", fr.POD_TARGET + "/binding", b'{"target": 5}'))
 @example(req=R("pod_subresource/finalize", "PUT", f"/api/v1/namespaces/{fr.NS}/finalize", b'{"spec": 5}'))
 @example(req=R("unknown_fields/strict", "POST", fr.CM + "?dryRun=All&fieldValidation=Strict",

@@ -215,7 +215,8 @@ def test_a_daemonsets_template_generation_is_owned_by_its_writer() -> None:
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {"selector": None}}
     sent = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}}
     [entry] = _record(None, ds, kind="DaemonSet", api_version="apps/v1", status_reset=True, sent=sent)
-    assert entry["fieldsV1"]["f:metadata"] == {"f:annotations": {".": {}, "f:deprecated.daemonset.template.generation": {}}}
+    assert entry["fieldsV1"]["f:metadata"] == {"f:annotations": {".": {},
+                                                                 "f:deprecated.daemonset.template.generation": {}}}
 
 
 def test_compare_skips_equal_subtrees_but_not_a_type_change() -> None:

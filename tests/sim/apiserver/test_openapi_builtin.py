@@ -87,7 +87,8 @@ def fixture_specs(docs: dict[str, dict[str, Any]] | None = None) -> tuple[Builti
 
 @pytest.mark.parametrize(("key", "name"), [("api/v1", "api__v1_openapi.json"),
                                            ("apis/apps/v1", "apis__apps__v1_openapi.json"),
-                                           ("apis/resource.k8s.io/v1beta2", "apis__resource.k8s.io__v1beta2_openapi.json")])
+                                           ("apis/resource.k8s.io/v1beta2",
+                                            "apis__resource.k8s.io__v1beta2_openapi.json")])
 def test_file_names_round_trip(key: str, name: str) -> None:
     assert openapi_builtin.file_name(key) == name
     assert openapi_builtin.key_of_file(name) == key

@@ -40,7 +40,8 @@ OBJECTS: list[tuple[str, dict[str, Any]]] = [
     ("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", {"metadata": {"name": "l"}, "spec": {
         "holderIdentity": "me", "leaseDurationSeconds": 15, "acquireTime": "2026-01-02T03:04:05.123456Z",
         "renewTime": "2026-01-02T03:04:06.000001Z"}}),
-    ("/apis/events.k8s.io/v1/namespaces/{ns}/events", {"metadata": {"name": "e"}, "eventTime": "2026-01-02T03:04:05.123456Z",
+    ("/apis/events.k8s.io/v1/namespaces/{ns}/events", {"metadata": {"name": "e"},
+                                                       "eventTime": "2026-01-02T03:04:05.123456Z",
                                                        "reportingController": "x/y", "reportingInstance": "i",
                                                        "action": "A", "reason": "R", "type": "Normal",
                                                        "regarding": {"kind": "Pod", "name": "p", "namespace": NS}}),

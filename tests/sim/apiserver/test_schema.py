@@ -547,14 +547,16 @@ def test_controller_gen_int_or_string_any_of_is_structural_and_validates() -> No
                 "type": "object",
                 "properties": {"a": {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}},
             },
-            "root.properties[a].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive",
+            "root.properties[a].additionalProperties: Forbidden: "
+            "additionalProperties and properties are mutual exclusive",
         ),
         (
             {
                 "type": "object",
                 "properties": {"a": {"type": "array", "items": {"type": "object"}, "x-kubernetes-list-type": "map"}},
             },
-            "root.properties[a].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map",
+            "root.properties[a].x-kubernetes-list-map-keys: Required value: "
+            "must not be empty if x-kubernetes-list-type is map",
         ),
         (
             {"type": "object", "properties": {"a": {"type": "integer", "x-kubernetes-int-or-string": True}}},
@@ -566,8 +568,8 @@ def test_controller_gen_int_or_string_any_of_is_structural_and_validates() -> No
         ),
         (
             {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "default": -1}}},
-            "root.properties[a].default: Invalid value: -1: root.properties[a].default in body should be greater than or "
-            "equal to 0",
+            "root.properties[a].default: Invalid value: -1: "
+            "root.properties[a].default in body should be greater than or equal to 0",
         ),
         (
             {

@@ -53,7 +53,8 @@ def test_policy_is_defaulted_and_given_a_status(pol: Policies) -> None:
 
 
 @pytest.mark.parametrize("validation, field, words", [
-    (check("object.data.x +"), "spec.validations[0].expression", "compilation failed: ERROR: <input>:1:16: Syntax error"),
+    (check("object.data.x +"), "spec.validations[0].expression",
+     "compilation failed: ERROR: <input>:1:16: Syntax error"),
     (check("object.data"), "spec.validations[0].expression", "must evaluate to bool but got dyn"),
     (check("'a' + 1 == 'b'"), "spec.validations[0].expression", "found no matching overload for '_+_'"),
     (check("authorizer.group('').check('get')"), "spec.validations[0].expression", "undeclared reference"),

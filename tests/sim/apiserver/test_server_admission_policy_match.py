@@ -211,7 +211,8 @@ def test_kubectl_applies_and_lists_the_policy_manifest(pol: Policies, tmp_path: 
     # The server defaults each rule's `scope` and `resourceRules` is an atomic list, so client-side apply re-sends
     # the policy's rules ("configured"), as against kube-apiserver; the binding has nothing defaulted.
     again = kubectl("apply", "-f", str(VAP_MANIFEST))
-    unchanged = "validatingadmissionpolicybinding.admissionregistration.k8s.io/" + applied.stdout.split("/")[-1].split()[0]
+    unchanged = ("validatingadmissionpolicybinding.admissionregistration.k8s.io/"
+                 + applied.stdout.split("/")[-1].split()[0])
     assert again.returncode == 0 and f"{unchanged} unchanged" in again.stdout, again.stderr + again.stdout
     header, row = kubectl("get", "validatingadmissionpolicies").stdout.splitlines()[:2]
     assert header.split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"], header

@@ -74,7 +74,8 @@ def test_event_created_through_events_api_is_read_and_listed_through_core(
     created = events.create_namespaced_event("default", new_style("e1", series=series, related=pod_ref("web-9")))
     got = core.read_namespaced_event("e1", "default")
     assert (got.api_version, got.kind) == ("v1", "Event")
-    assert (got.metadata.uid, got.metadata.resource_version) == (created.metadata.uid, created.metadata.resource_version)
+    assert (got.metadata.uid, got.metadata.resource_version) == (created.metadata.uid,
+                                                                 created.metadata.resource_version)
     assert (got.involved_object.name, got.involved_object.uid, got.message) == ("web-0", "uid-web-0", "created web-0")
     assert (got.reporting_component, got.reporting_instance) == ("example.com/ctl", "ctl-1")
     assert (got.action, got.reason, got.type, got.event_time) == ("Create", "Created", "Normal", EVENT_TIME)

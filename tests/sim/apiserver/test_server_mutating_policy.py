@@ -91,9 +91,11 @@ def test_kubectl_table_counts_mutations(pol: Mutating) -> None:
 
 
 @pytest.mark.parametrize("edit, field, words", [
-    (lambda s: s["mutations"][0]["jsonPatch"].update(expression="[JSONPatch{op: "), "spec.mutations[0].jsonPatch.expression",
+    (lambda s: s["mutations"][0]["jsonPatch"].update(expression="[JSONPatch{op: "),
+     "spec.mutations[0].jsonPatch.expression",
      "compilation failed: ERROR: <input>:1:15: Syntax error"),  # trimmed, as kube-apiserver 1.37.2
-    (lambda s: s["mutations"][0]["jsonPatch"].update(expression="object.data"), "spec.mutations[0].jsonPatch.expression",
+    (lambda s: s["mutations"][0]["jsonPatch"].update(expression="object.data"),
+     "spec.mutations[0].jsonPatch.expression",
      "must evaluate to list(JSONPatch) but got dyn"),
     (lambda s: s["mutations"][0]["jsonPatch"].update(expression="[1]"), "spec.mutations[0].jsonPatch.expression",
      "must evaluate to list(JSONPatch) but got list<int>"),

@@ -154,7 +154,8 @@ def test_patch_carrying_a_stale_resource_version_is_409(sim_api: SimAPI) -> None
     created = core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="c")))
     core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})
     with pytest.raises(ApiException) as err:
-        core.patch_namespaced_config_map("c", "default", {"metadata": {"resourceVersion": created.metadata.resource_version},
-                                                          "data": {"a": "2"}})
+        core.patch_namespaced_config_map("c", "default",
+                                         {"metadata": {"resourceVersion": created.metadata.resource_version},
+                                          "data": {"a": "2"}})
     assert err.value.status == 409
     assert core.read_namespaced_config_map("c", "default").data == {"a": "1"}

@@ -445,7 +445,8 @@ def test_a_service_reference_to_a_missing_service_fails_the_call(sim_api: SimAPI
     install(sim_api, VWC, "missing", hook("missing.example.com", config))
     reply = create_cm(sim_api, configmap("c18"))
     assert reply.status_code == 500, describe(reply)
-    assert reply.json()["message"].endswith('failed to call webhook: Post "https://nowhere.default.svc:443/x?timeout=10s": '
+    assert reply.json()["message"].endswith('failed to call webhook: '
+                                            'Post "https://nowhere.default.svc:443/x?timeout=10s": '
                                             'service "nowhere" not found'), reply.json()
 
 
@@ -569,7 +570,8 @@ def test_scale_and_binding_subresources_reach_validating_webhooks_with_their_own
     assert reply.status_code == 200, describe(reply)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod_spec}
     assert sim_api.request("POST", "/api/v1/namespaces/default/pods", json=pod).status_code == 201
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n"}}
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"kind": "Node", "name": "n"}}
     reply = sim_api.request("POST", "/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert reply.status_code == 201, describe(reply)
     seen = [(r["request"]["kind"]["kind"], r["request"]["subResource"], r["request"]["operation"])

@@ -211,7 +211,8 @@ def test_restart_policy_must_be_a_known_value() -> None:
 
 
 @pytest.mark.parametrize("resources, message", [
-    ({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}, 'Invalid value: "2": must be less than or equal to cpu limit of 1'),
+    ({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+     'Invalid value: "2": must be less than or equal to cpu limit of 1'),
     ({"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}},
      'Invalid value: "1": must be equal to example.com/gpu limit of 2'),
     ({"requests": {"memory": "lots"}}, "Invalid value: \"lots\": quantities must match the regular expression"),
@@ -302,7 +303,8 @@ def test_cluster_ip_may_not_change_once_set() -> None:
     moved = copy.deepcopy(old)
     moved["spec"].update(clusterIP="10.96.0.11", clusterIPs=["10.96.0.11"])
     cause = _one(_causes(SVC, moved, old))
-    assert (cause.field, cause.message) == ("spec.clusterIPs[0]", 'Invalid value: ["10.96.0.11"]: may not change once set')
+    assert (cause.field, cause.message) == ("spec.clusterIPs[0]",
+                                            'Invalid value: ["10.96.0.11"]: may not change once set')
 
 
 def test_cluster_ip_left_out_of_an_update_is_kept() -> None:
@@ -430,7 +432,8 @@ def test_secret_type_is_immutable() -> None:
 
 def test_namespace_finalizers_must_be_standard_or_qualified() -> None:
     cause = _one(_causes(("", "namespaces"), {"metadata": {"name": "x"}, "spec": {"finalizers": ["custom"]}}))
-    assert cause.message == 'Invalid value: "custom": name is neither a standard finalizer name nor is it fully qualified'
+    assert cause.message == ('Invalid value: "custom": '
+                             "name is neither a standard finalizer name nor is it fully qualified")
 
 
 def test_node_taints_need_an_effect_and_pod_cidrs_are_set_once() -> None:
@@ -483,7 +486,8 @@ def _core_event(**fields: Any) -> dict[str, Any]:
 def test_core_event_must_agree_with_its_object_namespace() -> None:
     assert _causes(("", "events"), _core_event()) == []
     cause = _one(_causes(("", "events"), _core_event(involvedObject={"kind": "Pod", "namespace": "other"})))
-    assert (cause.field, cause.message) == ("involvedObject.namespace", 'Invalid value: "other": does not match event.namespace')
+    assert (cause.field, cause.message) == ("involvedObject.namespace",
+                                            'Invalid value: "other": does not match event.namespace')
 
 
 def test_core_event_with_event_time_needs_reporting_fields() -> None:
@@ -578,8 +582,9 @@ RICH: dict[tuple[str, str], dict[str, Any]] = {
               tolerations=[{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]),
     SVC: _svc(ports=[{"port": 80, "name": "a", "targetPort": "http"}, {"port": 81, "name": "b"}],
               clusterIP="10.96.0.1", clusterIPs=["10.96.0.1"]),
-    STS: _sts(volumeClaimTemplates=[{"metadata": {"name": "d"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                                                                          "resources": {"requests": {"storage": "1Gi"}}}}]),
+    STS: _sts(volumeClaimTemplates=[{"metadata": {"name": "d"},
+                                     "spec": {"accessModes": ["ReadWriteOnce"],
+                                              "resources": {"requests": {"storage": "1Gi"}}}}]),
     ("apps", "daemonsets"): _sts(),
     ("", "nodes"): {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
                     "status": {"capacity": {"cpu": "1"}}},

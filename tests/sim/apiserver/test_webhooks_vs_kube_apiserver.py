@@ -5,8 +5,8 @@ runs a real HTTPS webhook server on loopback and builds corpus scenarios pointin
 sim and on the pinned kube-apiserver (etcd + kube-apiserver only, `lwsconf.fidelity.servers.real`) with the
 corpus' own runner, normaliser and differ. Compared: each answer (JSON-patched objects, denial Statuses,
 failed-call messages, Warning headers, reinvocation) and each AdmissionReview the webhook received (uid and
-userInfo dropped, server-stamped metadata compared for presence). managedFields are left out of the answers: the sim keeps none
-for Update writes, a general difference the corpus reports on its own.
+userInfo dropped, server-stamped metadata compared for presence). managedFields are left out of the
+answers: the sim keeps none for Update writes, a general difference the corpus reports on its own.
 
 Needs the control plane built (`lwsconf controlplane build`); skips saying so, unless LWSCONF_REQUIRE_GO=1.
 """

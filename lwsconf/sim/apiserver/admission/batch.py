@@ -98,7 +98,8 @@ def _per_index_limits(spec: dict[str, Any], path: str) -> list[errors.Cause]:
     if per_index is not None:
         causes += f.nonnegative(f.child(path, "backoffLimitPerIndex"), per_index)
         if spec.get("completionMode") != "Indexed":
-            causes.append(f.invalid(f.child(path, "backoffLimitPerIndex"), per_index, "requires indexed completion mode"))
+            causes.append(f.invalid(f.child(path, "backoffLimitPerIndex"), per_index,
+                                    "requires indexed completion mode"))
     if max_failed is not None:
         causes += f.nonnegative(f.child(path, "maxFailedIndexes"), max_failed)
         if per_index is None:

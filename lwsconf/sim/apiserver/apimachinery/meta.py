@@ -148,7 +148,8 @@ def _owner_reference(ref: dict[str, Any], path: str) -> list[errors.Cause]:
         if not isinstance(ref.get(field), str) or not ref[field]:
             causes.append(f.invalid(f.child(path, field), ref.get(field, ""), "must not be empty"))
     if (group, version, f.as_str(ref.get("kind"))) in BANNED_OWNERS:
-        causes.append(f.invalid(path, ref, f"{group}/{version}, Kind={ref.get('kind')} is disallowed from being an owner"))
+        causes.append(f.invalid(path, ref,
+                                f"{group}/{version}, Kind={ref.get('kind')} is disallowed from being an owner"))
     return causes
 
 

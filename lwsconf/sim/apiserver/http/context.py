@@ -1,8 +1,9 @@
 """The server's shared state, handed to every handler, and the plain responses and body reading they share.
 
 One `ServerContext` per API server instance: the store, the storage semantics over it, the
-registry of served types, admission, the request journal and the Service ClusterIP range. Handlers are plain functions of
-(context, request, target), which keeps each verb small and testable. Decoding a request's object is
+registry of served types, admission, the request journal and the Service ClusterIP range. Handlers
+are plain functions of (context, request, target), which keeps each verb small and testable.
+Decoding a request's object is
 `decoding`'s job, its query parameters `params`'s.
 """
 

@@ -183,7 +183,8 @@ async def _write_update(ctx: ServerContext, request: web.Request, target: routin
     decoding.check_namespace(info, new, target.namespace)
     if new["metadata"].get("name", target.name) != target.name:
         raise errors.bad_request(
-            f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL ({target.name})")
+            f"the name of the object ({new['metadata'].get('name')}) does not match the name on the URL "
+            f"({target.name})")
     new["metadata"]["name"] = target.name
     if new["metadata"].get("uid") and new["metadata"]["uid"] != old["metadata"]["uid"]:
         # the sent uid is a storage precondition; etcd3's StorageError reaches the client inside the Conflict
@@ -362,6 +363,7 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
             hooks.after_write(ctx, info, result)
         # a typed list's items carry no apiVersion/kind, as in a LIST (storage.encoded_list_item; lwsconf
         # fidelity deletion/delete-collection/deletecollection-selected)
-        deleted.append(result if info.is_custom else {k: v for k, v in result.items() if k not in ("apiVersion", "kind")})
+        deleted.append(result if info.is_custom
+                       else {k: v for k, v in result.items() if k not in ("apiVersion", "kind")})
     return json_response({"kind": info.list_kind_name, "apiVersion": info.api_version,
                           "metadata": {"resourceVersion": str(ctx.db.rv)}, "items": deleted})

@@ -20,7 +20,8 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 def int_query(request: web.Request, name: str) -> int | None:
     """An int64 query parameter (None when absent or empty); 400 otherwise, worded as the parameter
-    codec passes on strconv.ParseInt's error (apimachinery pkg/conversion/queryparams, runtime Convert_Slice_string_To_int64).
+    codec passes on strconv.ParseInt's error (apimachinery pkg/conversion/queryparams, runtime
+    Convert_Slice_string_To_int64).
 
     Decimal ASCII digits only, as Go's strconv.ParseInt reads them (Python's int() would also take
     " 7", "1_0" and non-ASCII digits).
@@ -50,7 +51,8 @@ def resource_version(request: web.Request, *, watch: bool = False) -> int | None
         # kube-apiserver 1.37.2's words (lwsconf fidelity versions/rv-lists/list-garbage-rv: the etcd3 store's
         # 400 "invalid resource version"; watch/watch-errors/garbage-rv: the watch cache's error unconverted)
         syntax = "value out of range" if value.isascii() and value.isdigit() else "invalid syntax"
-        why = f'resourceVersion: Invalid value: {json.dumps(value)}: strconv.ParseUint: parsing {json.dumps(value)}: {syntax}'
+        why = (f"resourceVersion: Invalid value: {json.dumps(value)}: "
+               f"strconv.ParseUint: parsing {json.dumps(value)}: {syntax}")
         # a watch gets the parse error as its message, but as a 400: kube-apiserver's unconverted 500 is not
         # emulated (the sim never answers a malformed request with a 5xx; tests/sim/apiserver/test_bad_input.py)
         raise errors.bad_request(why if watch else f"invalid resource version: {why}")

@@ -147,7 +147,8 @@ def _service_endpoint(ctx: ServerContext, namespace: str, name: str, port: str) 
     return _loopback_only(ip, f'an endpoint of service "{name}"'), target_port
 
 
-def _ready_endpoints(ctx: ServerContext, namespace: str, service: str, svc_port: dict[str, Any]) -> list[tuple[str, int]]:
+def _ready_endpoints(ctx: ServerContext, namespace: str, service: str,
+                     svc_port: dict[str, Any]) -> list[tuple[str, int]]:
     """(address, port) of ready endpoints, read from the Service's EndpointSlices."""
     table = ctx.db.table(("discovery.k8s.io", "endpointslices"))
     keys = table.by_label.get(("kubernetes.io/service-name", service), set())

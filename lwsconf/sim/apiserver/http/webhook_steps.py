@@ -45,7 +45,8 @@ async def mutate(ctx: ServerContext, target: routing.Target, operation: str, obj
     def reinvoke(current: dict[str, Any]) -> dict[str, Any] | None:
         return None if how is None else ctx.admission.run_policies(info, current, old, how, reinvocation=True)
 
-    new, warnings = await ctx.webhooks.mutate(ctx.db, ctx.registry, info, _request(target, operation, obj, old, dry_run),
+    new, warnings = await ctx.webhooks.mutate(ctx.db, ctx.registry, info,
+                                              _request(target, operation, obj, old, dry_run),
                                               normalize=ctx.admission.normalizer(info, old), reinvoke=reinvoke)
     if obj is not None and new is not None and new is not obj:
         obj.clear()

@@ -356,7 +356,8 @@ def _ordered(merged: list[Any], patch_order: list[Any], server_order: list[Any],
         # new container is listed before the existing ones (observed on kube-apiserver 1.37.2 by lwsconf
         # fidelity, patches/patch-strategic/add-container). Set lists keep the server's items first.
         patch_first = field.key is not None and not both_known
-        take_left = bool(left) and (not right or patch_first or (both_known and server[ids[left[0]]] < server[ids[right[0]]]))
+        take_left = bool(left) and (not right or patch_first
+                                    or (both_known and server[ids[left[0]]] < server[ids[right[0]]]))
         out.append(merged[(left if take_left else right).pop(0)])
     return out
 

@@ -87,12 +87,12 @@ def apply_patch(obj: dict[str, Any] | None, body: bytes, content_type: str, *, k
         expected = "[]handlers.jsonPatchOp" if media == JSON_PATCH else "map[string]interface {}"
         if media != STRATEGIC_MERGE_PATCH and not isinstance(doc, list if media == JSON_PATCH else dict):
             # the handler's strict decoding of the patch (fieldValidation Warn, the default, or Strict)
-            raise errors.bad_request(f"error decoding patch: json: cannot unmarshal {merge_patches.go_json_kind(doc)} into Go "
-                                     f"value of type {expected}")
+            raise errors.bad_request("error decoding patch: json: cannot unmarshal "
+                                     f"{merge_patches.go_json_kind(doc)} into Go value of type {expected}")
         if media == JSON_PATCH and not all(isinstance(op, dict) for op in doc):
             bad = next(op for op in doc if not isinstance(op, dict))
-            raise errors.bad_request(f"error decoding patch: json: cannot unmarshal {merge_patches.go_json_kind(bad)} into Go "
-                                     "value of type handlers.jsonPatchOp")
+            raise errors.bad_request("error decoding patch: json: cannot unmarshal "
+                                     f"{merge_patches.go_json_kind(bad)} into Go value of type handlers.jsonPatchOp")
         if media == JSON_PATCH:
             return json_patch(obj, doc)
         if media == MERGE_PATCH:

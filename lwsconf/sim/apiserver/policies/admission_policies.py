@@ -271,7 +271,8 @@ def activation(req: PolicyRequest, param: Any, namespace_object: dict[str, Any] 
         "uid": objects.new_uid(), "kind": req.gvk, "resource": req.gvr, "subResource": req.subresource,
         "requestKind": asked.gvk, "requestResource": asked.gvr, "requestSubResource": asked.subresource,
         "name": req.name, "namespace": req.namespace, "operation": req.operation, "userInfo": USER_INFO,
-        "dryRun": req.dry_run, "options": {"kind": _OPTIONS_KIND.get(req.operation, ""), "apiVersion": "meta.k8s.io/v1"},
+        "dryRun": req.dry_run,
+        "options": {"kind": _OPTIONS_KIND.get(req.operation, ""), "apiVersion": "meta.k8s.io/v1"},
     }
     return {"object": _value(req.obj), "oldObject": _value(req.old), "request": request,
             "params": _value(param), "namespaceObject": namespace_object}
@@ -341,7 +342,8 @@ def _denial(req: PolicyRequest, policy: str, binding: str | None, decision: Deci
     resource = f"{asked.resource}.{asked.group}" if asked.group else asked.resource
     name = asked.name or name_of(asked.obj) or "Unknown"
     reason = decision.reason if decision.reason in admission_policy.REASON_CODES else "Invalid"
-    return errors.StatusError(admission_policy.REASON_CODES[reason], reason, f'{resource} "{name}" is forbidden: {cause}',
+    return errors.StatusError(admission_policy.REASON_CODES[reason], reason,
+                              f'{resource} "{name}" is forbidden: {cause}',
                               kind=asked.resource, name=name, group=asked.group or None,
                               causes=[MessageCause("", cause, "")])
 

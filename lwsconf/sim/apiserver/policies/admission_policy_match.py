@@ -95,7 +95,8 @@ def _resource_matches(resources: Any, req: PolicyRequest) -> bool:
 
 def rule_matches(rule: Mapping[str, Any], req: PolicyRequest) -> bool:
     """One `NamedRuleWithOperations` against the request (name included)."""
-    if not (_scope_matches(f.as_str(rule.get("scope")) or "*", req) and _wildcard_or(rule.get("operations"), req.operation)
+    if not (_scope_matches(f.as_str(rule.get("scope")) or "*", req)
+            and _wildcard_or(rule.get("operations"), req.operation)
             and _wildcard_or(rule.get("apiGroups"), req.group) and _wildcard_or(rule.get("apiVersions"), req.version)
             and _resource_matches(rule.get("resources"), req)):
         return False

@@ -91,7 +91,8 @@ def _pool() -> descriptor_pool.DescriptorPool:
     patch_file = descriptor_pb2.FileDescriptorProto(name="lwsconf/jsonpatch.proto", syntax="proto3",
                                                    dependency=[struct_file.name])
     message = patch_file.message_type.add(name=JSON_PATCH)
-    string, optional = descriptor_pb2.FieldDescriptorProto.TYPE_STRING, descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+    string = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+    optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
     for number, name in enumerate(("op", "path", "from"), start=1):
         message.field.add(name=name, number=number, type=string, label=optional, json_name=name)
     message.field.add(name="value", number=4, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,

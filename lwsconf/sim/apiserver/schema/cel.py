@@ -328,8 +328,9 @@ def blocking_cause(schema_causes: Sequence[errors.Cause]) -> errors.Cause | None
     confusing evaluation errors); it adds this one cause instead.
     """
     if any(c.reason in BLOCKING_REASONS for c in schema_causes):
+        # field.Invalid(nil, nil, ...)
         return errors.Cause("<nil>", "Invalid value: null: some validation rules were not checked because the object "
-                            "was invalid; correct the existing errors to complete validation")  # field.Invalid(nil, nil, ...)
+                            "was invalid; correct the existing errors to complete validation")
     return None
 
 

@@ -65,9 +65,11 @@ def validate_container(ctr: dict[str, Any], path: str, *, template: bool, volume
         if ctr.get(probe) is None:
             continue
         if init and not sidecar:
-            causes.append(f.forbidden(f.child(path, probe), "may not be set for init containers without restartPolicy=Always"))
+            causes.append(f.forbidden(f.child(path, probe),
+                                      "may not be set for init containers without restartPolicy=Always"))
         else:
-            causes += _probe(f.as_dict(ctr.get(probe)), f.child(path, probe), must_succeed_once=probe != "readinessProbe")
+            causes += _probe(f.as_dict(ctr.get(probe)), f.child(path, probe),
+                             must_succeed_once=probe != "readinessProbe")
     return causes
 
 

@@ -31,7 +31,8 @@ SECRET_REQUIRED_KEYS = {
     "kubernetes.io/ssh-auth": ("ssh-privatekey",),
     "kubernetes.io/tls": ("tls.crt", "tls.key"),
 }
-PVC_IMMUTABLE_MESSAGE = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+PVC_IMMUTABLE_MESSAGE = ("spec is immutable after creation except resources.requests and volumeAttributesClassName "
+                         "for bound claims")
 
 
 # --- Service --------------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ def validate_tolerations(value: Any, path: str) -> list[errors.Cause]:
         if key:
             causes += f.invalid_each(f.child(at, "key"), key, names.qualified_name(key))
         elif op != "Exists":
-            causes.append(f.invalid(f.child(at, "operator"), tol.get("operator", ""), "operator must be Exists when `key` is empty, "
+            causes.append(f.invalid(f.child(at, "operator"), tol.get("operator", ""),
+                                    "operator must be Exists when `key` is empty, "
                                     'which means "match all values and all keys"'))
         if op == "Exists" and tol.get("value"):
             causes.append(f.invalid(f.child(at, "operator"), tol.get("value"),
@@ -149,7 +150,8 @@ def _tolerations_only_added(new: Any, old: Any) -> list[errors.Cause]:
     new_shapes = [shape(t) for t in f.as_list(new)]
     for tol in f.as_list(old):
         if shape(tol) not in new_shapes:
-            return [f.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds")]
+            return [f.forbidden("spec.tolerations",
+                                "existing toleration can not be modified except its tolerationSeconds")]
     return []
 
 
@@ -158,7 +160,8 @@ def _gates_only_removed(new: Any, old: Any) -> list[errors.Cause]:
     for gate in f.as_list(new):
         name = f.as_dict(gate).get("name")
         if f.fmt_value(name) not in old_names:
-            return [f.forbidden("spec.schedulingGates", f"only deletion is allowed, but found new scheduling gate '{name}'")]
+            return [f.forbidden("spec.schedulingGates",
+                                f"only deletion is allowed, but found new scheduling gate '{name}'")]
     return []
 
 

@@ -46,7 +46,8 @@ def _template(spec: dict[str, Any], owner: str, *, labels_path: str,
     labels, causes = tmeta.get("labels"), []
     selector = spec.get("selector")
     if selector is not None and not meta.selector_is_empty(selector) and not meta.selector_matches(selector, labels):
-        causes.append(f.invalid("spec.template.metadata.labels", labels or {}, "`selector` does not match template `labels`"))
+        causes.append(f.invalid("spec.template.metadata.labels", labels or {},
+                                "`selector` does not match template `labels`"))
     causes += meta.validate_labels(labels, labels_path)
     causes += meta.validate_annotations(tmeta.get("annotations"), labels_path.rsplit(".", 1)[0] + ".annotations")
     tspec = template.get("spec")
@@ -176,14 +177,16 @@ def _deployment_strategy(strategy: dict[str, Any]) -> list[errors.Cause]:
     if kind in (None, ""):
         return []
     if kind == "Recreate":
-        return [f.forbidden(f.child(path, "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'")] \
+        return [f.forbidden(f.child(path, "rollingUpdate"),
+                            "may not be specified when strategy `type` is 'Recreate'")] \
             if strategy.get("rollingUpdate") is not None else []
     if kind != "RollingUpdate":
         return [f.not_supported(path, strategy, ["Recreate", "RollingUpdate"])]
     if strategy.get("rollingUpdate") is None:
         return [f.required(f.child(path, "rollingUpdate"), "this should be defaulted and never be nil")]
     rolling = f.as_dict(strategy["rollingUpdate"])
-    unavailable, causes = _int_or_percent(rolling.get("maxUnavailable", 0), f.child(path, "rollingUpdate.maxUnavailable"))
+    unavailable, causes = _int_or_percent(rolling.get("maxUnavailable", 0),
+                                          f.child(path, "rollingUpdate.maxUnavailable"))
     surge, more = _int_or_percent(rolling.get("maxSurge", 0), f.child(path, "rollingUpdate.maxSurge"))
     if unavailable == 0 and surge == 0:
         causes.append(f.invalid(f.child(path, "rollingUpdate.maxUnavailable"), rolling.get("maxUnavailable"),
@@ -230,7 +233,8 @@ def _daemonset_strategy(strategy: dict[str, Any]) -> list[errors.Cause]:
     if strategy.get("rollingUpdate") is None:
         return [f.required(f.child(path, "rollingUpdate"))]
     rolling = f.as_dict(strategy["rollingUpdate"])
-    unavailable, causes = _int_or_percent(rolling.get("maxUnavailable", 0), f.child(path, "rollingUpdate.maxUnavailable"))
+    unavailable, causes = _int_or_percent(rolling.get("maxUnavailable", 0),
+                                          f.child(path, "rollingUpdate.maxUnavailable"))
     surge, more = _int_or_percent(rolling.get("maxSurge", 0), f.child(path, "rollingUpdate.maxSurge"))
     causes += more
     if unavailable and surge:

@@ -89,8 +89,8 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
 }
 _ROOTS = {"ValidatingAdmissionPolicy": "AdmissionPolicy", "MutatingAdmissionPolicy": "AdmissionPolicy",
           "ValidatingAdmissionPolicyBinding": "AdmissionPolicyBinding",
-          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD", "Event": "Event",
-          "PodDisruptionBudget": "PDB"}
+          "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD",
+          "Event": "Event", "PodDisruptionBudget": "PDB"}
 """Kinds whose facts live only in `_OVERLAY`, under a struct name of their own."""
 _KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 """Key fields with a schema default (core/v1 `protocol` of container and Service ports)."""
@@ -132,7 +132,8 @@ class FieldType:
             return FieldType(struct=facts.struct, keys=(facts.key,) if facts.key else (), as_set=facts.as_set,
                              key_defaults=_KEY_DEFAULTS)
         return FieldType(struct=overlay.struct or facts.struct, atomic=overlay.atomic,
-                         keys=overlay.keys or ((facts.key,) if facts.key else ()), as_set=overlay.as_set or facts.as_set,
+                         keys=overlay.keys or ((facts.key,) if facts.key else ()),
+                         as_set=overlay.as_set or facts.as_set,
                          item_atomic=overlay.item_atomic, key_defaults=_KEY_DEFAULTS)
 
     def item(self) -> FieldType:

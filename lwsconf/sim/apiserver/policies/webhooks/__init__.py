@@ -1,4 +1,5 @@
-"""Admission webhooks in the sim API server: Mutating- and ValidatingWebhookConfiguration (admissionregistration.k8s.io/v1).
+"""Admission webhooks in the sim API server: Mutating- and ValidatingWebhookConfiguration
+(admissionregistration.k8s.io/v1).
 
 kube-apiserver calls webhooks from two admission plugins, MutatingAdmissionWebhook and
 ValidatingAdmissionWebhook (kubernetes/kubernetes `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/`),

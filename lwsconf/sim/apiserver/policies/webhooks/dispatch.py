@@ -156,7 +156,8 @@ class _Mutating:
             for hook in hooks:
                 current = dataclasses.replace(self.req, obj=state.obj)
                 candidates = admission_policies.equivalent_forms(self.registry, self.info, current)
-                form = matching.should_call(hook, candidates, functools.partial(matching.namespace_labels, self.db, current))
+                form = matching.should_call(hook, candidates,
+                                            functools.partial(matching.namespace_labels, self.db, current))
                 if form is None or (reinvoking and hook.uid not in state.due):
                     continue
                 await self._one(hook, form, state)

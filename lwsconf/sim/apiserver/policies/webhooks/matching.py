@@ -51,7 +51,8 @@ class Webhook:
 
     @property
     def uid(self) -> str:
-        """What reinvocation remembers a webhook by (`webhook.NewMutatingWebhookAccessor`: `<config>/<name>/<index>`)."""
+        """What reinvocation remembers a webhook by (`webhook.NewMutatingWebhookAccessor`:
+        `<config>/<name>/<index>`)."""
         return f"{self.configuration}/{self.name}/{self.index}"
 
     @property
@@ -127,7 +128,8 @@ def calls(db: store.Store, registry: resources.Registry, webhooks: list[Webhook]
     return out
 
 
-def should_call(hook: Webhook, candidates: list[PolicyRequest], labels: Callable[[], match.Labels]) -> PolicyRequest | None:
+def should_call(hook: Webhook, candidates: list[PolicyRequest],
+                labels: Callable[[], match.Labels]) -> PolicyRequest | None:
     """`ShouldCallHook`: the request form the webhook is called with, or None."""
     req = candidates[0]
     if not match.selectors_match(hook.spec, req, labels):

@@ -117,9 +117,11 @@ def _patch(response: dict[str, Any], version: str, mutating: bool) -> list[Any] 
             raise CallFailed("received invalid webhook response: validating webhook may not return response.patchType")
         return None
     if version == "v1" and raw and patch_type is None:
-        raise CallFailed("received invalid webhook response: webhook returned response.patch but not response.patchType")
+        raise CallFailed("received invalid webhook response: "
+                         "webhook returned response.patch but not response.patchType")
     if version == "v1" and not raw and patch_type is not None:
-        raise CallFailed("received invalid webhook response: webhook returned response.patchType but not response.patch")
+        raise CallFailed("received invalid webhook response: "
+                         "webhook returned response.patchType but not response.patch")
     if not raw:
         return None
     if (patch_type or "JSONPatch") != "JSONPatch":
