@@ -173,7 +173,8 @@ JOURNEY: tuple[Step, ...] = (
          expect=r"^pod/box created$"),
     step("wait", "--for=condition=Ready", "pod/box", WAIT, expect=r"^pod/box condition met$"),
     step("describe", "pod", "box", expect=r"^Status:\s+Running$.*^Events:\n.*\n.*"
-                                          r"(?=.*Scheduled\s+\S+\s+default-scheduler\s+Successfully assigned journey/box)"
+                                          r"(?=.*Scheduled\s+\S+\s+default-scheduler\s+"
+                                          r"Successfully assigned journey/box)"
                                           r"(?=.*Pulled\s+\S+\s+kubelet\s)(?=.*Started\s+\S+\s+kubelet\s)"),
     step("exec", "box", "--", "python", "-c", "import os, socket; print(socket.gethostname(), os.getcwd())",
          expect=r"\Abox /\n\Z"),

@@ -305,7 +305,8 @@ def test_deleted_node_has_its_pods_removed_and_recreated_elsewhere(own: Sim) -> 
     assert fleet is not None and fleet.agents[node].node_gone.is_set()
 
     def lease_gone() -> None:
-        names = [x.metadata.name for x in client.CoordinationV1Api(own.api).list_namespaced_lease("kube-node-lease").items]
+        leases = client.CoordinationV1Api(own.api).list_namespaced_lease("kube-node-lease").items
+        names = [x.metadata.name for x in leases]
         if node in names:
             raise core.NotYet(f"leases: {names}")
     own.wait(lease_gone, f"the Lease of {node} to be collected with its Node")

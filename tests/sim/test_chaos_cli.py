@@ -149,7 +149,8 @@ def test_cli_switches_node_faults_on_and_off_and_deletes_a_node(sim_up: SimUp,
 
 def test_cli_bad_targets_say_what_to_do(sim_up: SimUp, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cases = [
-        (["crash-container", "default/ghost"], "pod default/ghost not found; list pods with `kubectl get pods -n default`"),
+        (["crash-container", "default/ghost"],
+         "pod default/ghost not found; list pods with `kubectl get pods -n default`"),
         (["fail-pod", "a/b/c"], "bad pod 'a/b/c'; write it as NAMESPACE/POD"),
         (["node-not-ready", "gpu-7"], "node gpu-7 not found; list nodes with `kubectl get nodes`"),
         (["slow-kubelet", "cpu-0", "--seconds", "nan"], "the delay must be a number of seconds >= 0"),

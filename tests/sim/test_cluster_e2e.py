@@ -175,7 +175,8 @@ def test_a_pod_reaches_a_clusterip_service_by_its_dns_name(sim: sim_e2e.Sim, web
     forwards each connection to the next ready pod, so repeated calls reach all three."""
     namespace, found = web
     client.CoreV1Api(sim.api).create_namespaced_service(namespace, {
-        "metadata": {"name": "all-web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": PORT}]}})
+        "metadata": {"name": "all-web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": PORT}]}})
     services.service_endpoints_must_be(sim.api, namespace, "all-web", set(found), sim.t)
     answered: set[str] = set()
 
@@ -262,7 +263,8 @@ def pod_must_be_unschedulable(sim: sim_e2e.Sim, namespace: str, name: str) -> Ob
             raise core.NotYet(f"PodScheduled is {cond}")
         return cond
     return core.wait_until(check, what=f"pod {namespace}/{name} to be Unschedulable", timeout=sim.t.create,
-                           poll=sim.t.poll_interval, describe=lambda: observe.describe_namespace(sim.api, namespace, None))
+                           poll=sim.t.poll_interval,
+                           describe=lambda: observe.describe_namespace(sim.api, namespace, None))
 
 
 def pod_stays_pending(sim: sim_e2e.Sim, namespace: str, name: str) -> None:

@@ -71,7 +71,8 @@ class NodeFleet:
             else podnet.IDENTITY
         """How the agents show pod IPs to the API (and read them back)."""
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("nodes")))
+        self.workdir = (Path(workdir) if workdir is not None
+                        else Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("nodes"))))
         self.stage_sets = stage_sets(stage_set)
         self.lifecycle = lifecycle.load_sets(self.stage_sets)
         self.settings = settings.load_settings(self.stage_sets)

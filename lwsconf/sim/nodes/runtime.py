@@ -258,7 +258,8 @@ class Process:
 
     def __repr__(self) -> str:
         state = "running" if self.returncode is None else f"exited {self.returncode}"
-        return f"Process({self.launch.namespace}/{self.launch.pod_name}/{self.launch.container}, pid {self.pid}, {state})"
+        return (f"Process({self.launch.namespace}/{self.launch.pod_name}/{self.launch.container}, "
+                f"pid {self.pid}, {state})")
 
     @property
     def returncode(self) -> int | None:

@@ -11,8 +11,9 @@ Once the WebSocket is up, a request that cannot be served (no such pod or contai
 sim emulates without a process, a command the sim will not run) ends with a `Failure` on the error
 channel, which kubectl prints as it is. Attach follows the container's output from now on and, when
 the container has `stdin: true`, writes the client's stdin to it (closing it at the end with
-`stdinOnce`); without one the client's stdin is dropped, as container runtimes drop it. A SPDY upgrade (kubectl before 1.30, or a client-go SPDY
-executor) is refused before upgrading, with the same error when there is one and otherwise a message
+`stdinOnce`); without one the client's stdin is dropped, as container runtimes drop it. A SPDY
+upgrade (kubectl before 1.30, or a client-go SPDY executor) is refused before upgrading, with the
+same error when there is one and otherwise a message
 naming the fix; a request without any upgrade gets 400 `Upgrade request required` as from a kubelet.
 """
 

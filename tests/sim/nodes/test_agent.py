@@ -121,8 +121,8 @@ def test_chaos_crash_under_restart_policy_never_fails_the_pod(tmp_path: Path) ->
     async def scenario() -> None:
         async with ks.sim_with_nodes(tmp_path) as sim:
             await ks.create_bound(sim.client, body, "cpu-0")
-            pod = await ks.pod_until(sim.client, "never", lambda p: (p or {}).get("status", {}).get("phase") == "Failed",
-                                     "phase Failed")
+            pod = await ks.pod_until(sim.client, "never",
+                                     lambda p: (p or {}).get("status", {}).get("phase") == "Failed", "phase Failed")
             status = ks.container(pod)
             assert status["state"]["terminated"]["exitCode"] == 3 and status["restartCount"] == 0
             assert ks.condition(pod, "Ready") == "False"

@@ -239,7 +239,8 @@ SERVICES = [
     {"metadata": {"name": "my-db", "namespace": "team"},
      "spec": {"clusterIP": "127.96.0.9", "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}]}},
     {"metadata": {"name": "headless", "namespace": "team"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
-    {"metadata": {"name": "elsewhere", "namespace": "other"}, "spec": {"clusterIP": "127.96.0.8", "ports": [{"port": 2}]}},
+    {"metadata": {"name": "elsewhere", "namespace": "other"},
+     "spec": {"clusterIP": "127.96.0.8", "ports": [{"port": 2}]}},
     {"metadata": {"name": "kubernetes", "namespace": "default"},
      "spec": {"clusterIP": "127.96.0.1", "ports": [{"name": "https", "port": 443}]}},
 ]

@@ -22,7 +22,8 @@ from lwsconf.sim.nodes import probes, runtime
 
 
 def loopback_ip() -> str:
-    return f"127.{random.choice([x for x in range(100, 250) if x != 96])}.{random.randint(1, 250)}.{random.randint(2, 254)}"
+    second = random.choice([x for x in range(100, 250) if x != 96])
+    return f"127.{second}.{random.randint(1, 250)}.{random.randint(2, 254)}"
 
 
 @contextlib.asynccontextmanager

@@ -166,7 +166,8 @@ def test_environment_and_argv_arrive_expanded(tmp_path: Path, mode: str) -> None
                              {"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                              {"name": "GREETING", "value": "hello $(NAME) on $(MY_NODE)"},
                              {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}
-        spec = {"metadata": {"name": "web-0", "namespace": "team"}, "spec": {"nodeName": "n1", "containers": [container]}}
+        spec = {"metadata": {"name": "web-0", "namespace": "team"},
+                "spec": {"nodeName": "n1", "containers": [container]}}
         environ = env.resolve_env(spec, container, node_name="n1", host_ip="127.9.0.1", pod_ip=pod.ip,
                                   configmaps={}, secrets={})
         assert pod.runtime.runnable(container)

@@ -12,7 +12,8 @@ from lwsconf.sim.nodes import state as st
 NOW = "2026-01-01T00:00:00Z"
 
 
-def _pod(policy: str = "Always", gates: tuple[str, ...] = (), conditions: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+def _pod(policy: str = "Always", gates: tuple[str, ...] = (),
+         conditions: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     spec: dict[str, Any] = {"restartPolicy": policy, "containers": [{"name": "a"}, {"name": "b"}]}
     if gates:
         spec["readinessGates"] = [{"conditionType": g} for g in gates]
@@ -87,7 +88,8 @@ def test_effective_requests_and_fit_follow_the_scheduler_formula() -> None:
     assert requests["cpu"] == admission.parse_quantity("3.1") and requests["memory"] == 2**30
     assert requests["nvidia.com/gpu"] == 2 and requests["pods"] == 1
     assert admission.fit(pod, [], {"cpu": "4", "memory": "2Gi", "pods": "10", "nvidia.com/gpu": "2"}) is None
-    reason, message = admission.fit(pod, [pod], {"cpu": "8", "memory": "4Gi", "pods": "10", "nvidia.com/gpu": "3"}) or ("", "")
+    reason, message = admission.fit(pod, [pod], {"cpu": "8", "memory": "4Gi", "pods": "10",
+                                                 "nvidia.com/gpu": "3"}) or ("", "")
     assert reason == "OutOfnvidia.com/gpu" and "requested: 2, used: 2, capacity: 3" in message
     with pytest.raises(admission.QuantityError, match="not a Kubernetes quantity"):
         admission.parse_quantity("2 cores")
