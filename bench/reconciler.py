@@ -223,7 +223,8 @@ def create_to_available(bench: Bench, runs: int, *, probe: bool) -> Obj:
 def _crash_probe(bench: Bench, namespace: str, pod: str) -> None:
     reply = proxy.pod_get(bench.api, namespace, pod, workloads.PROBE_PORT, "/exit", query={"code": "1"})
     if not reply.ok:
-        raise BenchError(f"could not crash {namespace}/{pod} through pods/proxy /exit: HTTP {reply.status} {reply.body}")
+        raise BenchError(f"could not crash {namespace}/{pod} through pods/proxy /exit: "
+                         f"HTTP {reply.status} {reply.body}")
 
 
 def _crash_emulated(bench: Bench, namespace: str, pod: str) -> None:

@@ -1,8 +1,9 @@
 """Admission webhook cost on the sim API server: ConfigMap creates per second with 0, 1 and 2 webhooks.
 
 The API server runs on a background loop in this process and one client creates ConfigMaps one after
-another (after an unmeasured warm-up); the webhooks are a keep-alive HTTPS server on loopback (a thread here) answering at once, a JSON
-patch from the mutating one, an allow from the validating one. So each figure is the sim's own cost of
+another (after an unmeasured warm-up); the webhooks are a keep-alive HTTPS server on loopback (a
+thread here) answering at once, a JSON patch from the mutating one, an allow from the validating
+one. So each figure is the sim's own cost of
 calling webhooks (review, TLS, patch, decode) plus a minimal server's, not a webhook's work. Results go
 to a JSON file under "webhooks"; no assertions (figures, not verdicts).
 

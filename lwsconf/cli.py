@@ -13,7 +13,8 @@
     lwsconf local up | down                         the real control plane with simulated nodes on loopback
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
     lwsconf protobuf generate                       regenerate the sim's Kubernetes protobuf schema (Go, grpcio-tools)
-    lwsconf doctor [--node-image IMAGE]             is this machine ready for --cluster=kind (and local)? exit 1 on a FAIL
+    lwsconf doctor [--node-image IMAGE]             is this machine ready for --cluster=kind (and local)?
+                                                    exit 1 on a FAIL
 
 Errors a user can fix (a busy port, an unwritable kubeconfig path) are printed as one line saying
 what to do, with exit status 2; Ctrl-C or SIGTERM stop everything cleanly with status 0.
@@ -43,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("sim", help="the embedded simulated Kubernetes cluster")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True)
-    sim_sub.add_parser("chaos", help="inject faults into a running simulated cluster (sim only; see lwsconf sim chaos -h)",
-                       add_help=False)
+    sim_sub.add_parser("chaos", help="inject faults into a running simulated cluster "
+                       "(sim only; see lwsconf sim chaos -h)", add_help=False)
     sim_sub.add_parser("openapi", help="install Kubernetes' OpenAPI v3 documents for the sim's built-in kinds "
                        "(see lwsconf sim openapi -h)", add_help=False)
     up = sim_sub.add_parser("up", help="run the simulated cluster in the foreground until Ctrl-C")
@@ -78,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(see lwsconf protobuf -h)", add_help=False)
     sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
                    "kube-apiserver (see lwsconf fidelity -h)", add_help=False)
-    sub.add_parser("local", help="the real control plane with simulated nodes on loopback (see lwsconf local -h)", add_help=False)
+    sub.add_parser("local", help="the real control plane with simulated nodes on loopback "
+                   "(see lwsconf local -h)", add_help=False)
     sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
                    add_help=False)
     sub.add_parser("doctor", help="check Docker, kind, kubectl, the node image, disk, inotify and Go for "
@@ -188,8 +190,9 @@ async def _sim_up(args: argparse.Namespace) -> int:
         print(f"kubeconfig written to {path}", flush=True)
         print(f"try: KUBECONFIG={path} kubectl get namespaces   (Ctrl-C to stop)", flush=True)
         # what a first-time user would otherwise have to guess from kubectl's bare answers
-        print("note: one user with every permission and no authorizer (kubectl auth can-i says yes to everything); no metrics API, so "
-              "kubectl top answers 'Metrics API not available': the sim measures no CPU or memory use", flush=True)
+        print("note: one user with every permission and no authorizer (kubectl auth can-i says yes to everything); "
+              "no metrics API, so kubectl top answers 'Metrics API not available': "
+              "the sim measures no CPU or memory use", flush=True)
         await stop.wait()
         print("stopping the simulated cluster", flush=True)
     finally:

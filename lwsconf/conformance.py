@@ -68,15 +68,16 @@ class TestSpec:
     profiles: tuple[str, ...] = field(default=())
 
 
-def conformance(*, short_name: str, description: str, features: Iterable[Feature], slow: bool = False, serial: bool = False, disruptive: bool = False,
-                provisional: bool = False) -> Callable[[F], F]:
+def conformance(*, short_name: str, description: str, features: Iterable[Feature], slow: bool = False,
+                serial: bool = False, disruptive: bool = False, provisional: bool = False) -> Callable[[F], F]:
     """Mark a test function as a conformance test with the given metadata."""
     feats = frozenset(features)
     if not _SHORT_NAME.match(short_name):
         raise ValueError(f"short_name {short_name!r} must be UpperCamelCase letters and digits")
     if not feats:
         raise ValueError(f"conformance test {short_name} must declare at least one feature")
-    spec = TestSpec(short_name=short_name, description=description, features=feats, slow=slow, serial=serial, disruptive=disruptive, provisional=provisional,
+    spec = TestSpec(short_name=short_name, description=description, features=feats, slow=slow, serial=serial,
+                    disruptive=disruptive, provisional=provisional,
                     profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))
 
     def decorate(fn: F) -> F:

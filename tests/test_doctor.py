@@ -79,7 +79,8 @@ def test_docker_missing_fails_with_the_install_link(tools: fakes.FakeTools, tmp_
     (tools.bin / "docker").unlink()
     status, lines = run(machine(tools, tmp_path), capsys)
     assert status == 1
-    assert lines["docker"].startswith("FAIL docker: not on PATH") and "docs.docker.com/engine/install" in lines["docker"]
+    assert lines["docker"].startswith("FAIL docker: not on PATH")
+    assert "docs.docker.com/engine/install" in lines["docker"]
     assert lines["node image"].startswith("WARN node image: not checked")
 
 

@@ -45,5 +45,6 @@ def test_the_check_finds_a_second_definition(tmp_path: Path) -> None:
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "conformance").mkdir()
     (tmp_path / "conformance" / "x.py").write_text('A, B = 1, "leaderworkerset.sigs.k8s.io/name"\n')
-    (tmp_path / "lwsconf" / "y.py").write_text('G = "leaderworkerset.x-k8s.io"\nDOC = "mentions leaderworkerset.sigs"\n')
+    (tmp_path / "lwsconf" / "y.py").write_text('G = "leaderworkerset.x-k8s.io"\n'
+                                               'DOC = "mentions leaderworkerset.sigs"\n')
     assert second_definitions(tmp_path) == ["lwsconf/y.py:1", "conformance/x.py:1"]

@@ -26,7 +26,8 @@ def test_timeout_message_names_the_wait_the_last_reason_and_the_state() -> None:
         raise core.NotYet("group 1 still on revision abc")
 
     with pytest.raises(core.WaitTimeout) as err:
-        core.wait_until(never, what="LWS demo Available", timeout=0.05, poll=0.01, describe=lambda: "pods: demo-0 Pending")
+        core.wait_until(never, what="LWS demo Available", timeout=0.05, poll=0.01,
+                        describe=lambda: "pods: demo-0 Pending")
     text = str(err.value)
     assert "waiting for LWS demo Available" in text and "group 1 still on revision abc" in text
     assert "pods: demo-0 Pending" in text and err.value.attempts >= 2

@@ -57,7 +57,8 @@ def resolve(version: str | None) -> Release:
 
 
 def source_root() -> Path:
-    """The `controlplane/` folder of Go modules: $LWSCONF_CONTROLPLANE_SRC, else the checkout's (or an installed wheel's copy)."""
+    """The `controlplane/` folder of Go modules: $LWSCONF_CONTROLPLANE_SRC, else the checkout's (or an
+    installed wheel's copy)."""
     override = os.environ.get(SOURCE_ENV)
     if override:
         return Path(override)

@@ -36,7 +36,8 @@ DOWN_TIMEOUT = 60.0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lwsconf local", description="a real control plane with simulated nodes on loopback")
+    parser = argparse.ArgumentParser(prog="lwsconf local",
+                                     description="a real control plane with simulated nodes on loopback")
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start it and stay in the foreground until Ctrl-C or `lwsconf local down`")
     up.add_argument("--kubernetes-version", default=None,

@@ -48,14 +48,16 @@ def volume_for(claim: Obj) -> Obj | None:
         return None
     size = ((spec.get("resources") or {}).get("requests") or {}).get("storage") or "1Gi"
     return {"apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": f"pvc-{meta.get('uid')}", "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+            "metadata": {"name": f"pvc-{meta.get('uid')}",
+                         "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
             "spec": {"capacity": {"storage": size}, "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                      "persistentVolumeReclaimPolicy": "Delete", "storageClassName": CLASS,
                      "volumeMode": spec.get("volumeMode") or "Filesystem",
                      "hostPath": {"path": f"/var/lib/lwsconf/local-path/pvc-{meta.get('uid')}",
                                   "type": "DirectoryOrCreate"},
-                     "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": meta.get("namespace"),
-                                  "name": meta.get("name"), "uid": meta.get("uid")}}}
+                     "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                  "namespace": meta.get("namespace"), "name": meta.get("name"),
+                                  "uid": meta.get("uid")}}}
 
 
 class Provisioner:

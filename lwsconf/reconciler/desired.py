@@ -99,7 +99,8 @@ def leader_statefulset(lws: Mapping[str, Any], *, revision_key: str, partition: 
     }
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {
         "name": view.name, "namespace": view.namespace,
-        "labels": podtemplate.overlay(view.labels, {labels.NAME: view.name, labels.TEMPLATE_REVISION_HASH: revision_key}),
+        "labels": podtemplate.overlay(view.labels,
+                                      {labels.NAME: view.name, labels.TEMPLATE_REVISION_HASH: revision_key}),
         "annotations": podtemplate.overlay(view.annotations, {labels.REPLICAS: str(view.replicas)}),
         "ownerReferences": [spec.owner_reference(lws, api_version=spec.API_VERSION, kind=spec.KIND)],
     }, "spec": body}

@@ -110,7 +110,8 @@ def make_condition(kind: str, generation: int, now: str) -> Obj:
 
 def set_conditions(existing: Sequence[Mapping[str, Any]], kinds: Sequence[str], *, generation: int,
                    now: str) -> tuple[list[Obj], bool]:
-    """Apply upstream's setCondition for each True kind, then align observedGeneration; returns (conditions, changed)."""
+    """Apply upstream's setCondition for each True kind, then align observedGeneration; returns
+    (conditions, changed)."""
     conditions = [copy.deepcopy(dict(c)) for c in existing]
     changed = False
     for kind in kinds:

@@ -96,12 +96,13 @@ def delete_lease(api: client.ApiClient, namespace: str, name: str) -> None:
 
 def install_webhooks(api: client.ApiClient, configurations: list[dict[str, Any]]) -> None:
     adm = client.AdmissionregistrationV1Api(api)
-    verbs: dict[str, tuple[Callable[..., Any], ...]] = {"MutatingWebhookConfiguration": (adm.create_mutating_webhook_configuration,
-                                              adm.read_mutating_webhook_configuration,
-                                              adm.replace_mutating_webhook_configuration),
-             "ValidatingWebhookConfiguration": (adm.create_validating_webhook_configuration,
-                                                adm.read_validating_webhook_configuration,
-                                                adm.replace_validating_webhook_configuration)}
+    verbs: dict[str, tuple[Callable[..., Any], ...]] = {
+        "MutatingWebhookConfiguration": (adm.create_mutating_webhook_configuration,
+                                         adm.read_mutating_webhook_configuration,
+                                         adm.replace_mutating_webhook_configuration),
+        "ValidatingWebhookConfiguration": (adm.create_validating_webhook_configuration,
+                                           adm.read_validating_webhook_configuration,
+                                           adm.replace_validating_webhook_configuration)}
     for body in configurations:
         create, read, replace = verbs[body["kind"]]
         _create_or_replace(create, read, replace, body)

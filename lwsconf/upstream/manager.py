@@ -6,8 +6,9 @@ configured certDir), a kubeconfig (the one under test, its context made current)
 configuration file (kind Configuration, config.lws.x-k8s.io/v1alpha1) with internal certificate
 management off, the webhook server, metrics and health probes on free 127.0.0.1 ports, leader election
 on with generous durations (`LEADER_ELECTION`; the Lease goes to `lws-system`, which upstream's
-utils.GetOperatorNamespace falls back to out of cluster). It then waits, with a named timeout, for /readyz; a manager that exits fails at once with its
-log tail. The process runs in its own session with PR_SET_PDEATHSIG (`controlplane.process`), so it
+utils.GetOperatorNamespace falls back to out of cluster). It then waits, with a named timeout, for
+/readyz; a manager that exits fails at once with its log tail. The process runs in its own session
+with PR_SET_PDEATHSIG (`controlplane.process`), so it
 dies with us however we die; `stop()` (SIGTERM, then SIGKILL) and the exit hook remove the folder.
 `restart()` is the LWSControllerRestart tests' stop-and-start; `halt()` and `launch()` are its halves, for
 a caller that releases the old process's Lease in between (`run.Running.restart`).

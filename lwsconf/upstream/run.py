@@ -50,7 +50,8 @@ class Running:
             install.calls_webhooks(self.api, PROBE_NAMESPACE, self.timeouts.request_timeout)
 
         try:
-            core.wait_until(check, what="upstream's webhooks to admit a dry-run LeaderWorkerSet create and refuse an invalid one",
+            core.wait_until(check, what="upstream's webhooks to admit a dry-run LeaderWorkerSet create "
+                            "and refuse an invalid one",
                             timeout=timeout, poll=0.25, describe=self.manager.describe)
         except (core.WaitTimeout, core.Terminal) as exc:
             raise UpstreamError(f"{exc}\nRaise the limit with --timeout-overrides LwsAvailable:SECONDS.") from None

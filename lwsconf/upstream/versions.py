@@ -99,7 +99,8 @@ def describe(source: Source) -> str:
 
 
 def source_root() -> Path:
-    """The `upstream/` folder of Go modules: $LWSCONF_UPSTREAM_SRC, else the checkout's (or an installed wheel's copy)."""
+    """The `upstream/` folder of Go modules: $LWSCONF_UPSTREAM_SRC, else the checkout's (or an installed
+    wheel's copy)."""
     override = os.environ.get(SOURCE_ENV)
     if override:
         return Path(override)

@@ -89,10 +89,12 @@ def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: P
     """Stopped by `lwsconf local down` (SIGTERM) or by Ctrl-C (SIGINT, as a terminal sends it to `up`)."""
     _binaries_or_skip(release)
     # A short TMPDIR of its own: the GPU nodes' device-plugin sockets live under it (107-byte path limit).
-    rid, tmpdir, kubeconfig = secrets.token_hex(6), Path(tempfile.mkdtemp(prefix="lt")), tmp_path / "local" / "kubeconfig"
+    rid, tmpdir = secrets.token_hex(6), Path(tempfile.mkdtemp(prefix="lt"))
+    kubeconfig = tmp_path / "local" / "kubeconfig"
     env = {**os.environ, shutdown.RUN_ID_ENV: rid, "TMPDIR": str(tmpdir)}
     up = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "local", "up", "--kubeconfig", str(kubeconfig),
-                           "--kubernetes-version", release.kubernetes], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           "--kubernetes-version", release.kubernetes], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
     threading.Thread(target=lambda: [lines.put(line) for line in up.stdout or ()], daemon=True).start()

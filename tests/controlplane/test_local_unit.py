@@ -122,7 +122,8 @@ def test_the_egress_selector_sends_cluster_traffic_to_a_unix_socket_proxy_only_w
     config = flags.egress_selector_configuration(tmp_path / "cluster.sock")
     assert config == {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
                       "egressSelections": [{"name": "cluster", "connection": {
-                          "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(tmp_path / "cluster.sock")}}}}]}
+                          "proxyProtocol": "HTTPConnect",
+                          "transport": {"uds": {"udsName": str(tmp_path / "cluster.sock")}}}}]}
     plain = flags.apiserver_argv(Path("/bin/kube-apiserver"), tmp_path, 2379, 6443, pair, pair, pair, pair,
                                  service_range="127.77.128.0/17")
     assert not [a for a in plain if a.startswith("--egress-selector-config-file")]

@@ -96,7 +96,8 @@ class Kubectl:
         cache = f"--cache-dir={self.home / f'cache-{self.calls}'}"
         proc = subprocess.run([KUBECTL, cache, *args], input=stdin, capture_output=True, text=True, env=self.env,
                               timeout=60)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
+        assert proc.returncode == 0, (f"kubectl {' '.join(args)} failed ({proc.returncode}):\n"
+                                      f"{proc.stderr}\n{proc.stdout}")
         return proc.stdout + proc.stderr
 
 

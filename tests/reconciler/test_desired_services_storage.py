@@ -146,7 +146,8 @@ def test_merged_for_update_keeps_foreign_metadata_and_replaces_our_spec_fields()
 
 def _full_lws() -> Obj:
     return f.lws(size=5, subGroupPolicy={"subGroupSize": 2}, volumeClaimTemplates=[PVC],
-                 persistentVolumeClaimRetentionPolicy=RETENTION, leader={"spec": {"containers": [f.container("leader")]}},
+                 persistentVolumeClaimRetentionPolicy=RETENTION,
+                 leader={"spec": {"containers": [f.container("leader")]}},
                  annotations={labels.EXCLUSIVE_TOPOLOGY: "zone"},
                  worker={"spec": {"containers": [f.container(env=[{"name": "X", "value": "$(LWS_LEADER_ADDRESS)"}])],
                                   "initContainers": [f.container("init")]}})

@@ -40,7 +40,8 @@ def test_leader_ready_waits_for_the_ready_condition_only() -> None:
 
 def test_unique_per_replica_service_comes_before_any_gate_and_for_size_1() -> None:
     for lws in (f.with_spec(f.lws(size=1), networkConfig={"subdomainPolicy": "UniquePerReplica"}),
-                f.with_spec(f.lws(), networkConfig={"subdomainPolicy": "UniquePerReplica"}, startupPolicy="LeaderReady")):
+                f.with_spec(f.lws(), networkConfig={"subdomainPolicy": "UniquePerReplica"},
+                            startupPolicy="LeaderReady")):
         pod, revs = _setup(lws, ready=False)
         plan = groups.plan(lws, pod, revisions=revs, node=None)
         assert plan.service is not None and plan.service["metadata"]["name"] == "test-sample-0"

@@ -115,7 +115,9 @@ def test_ready_and_running_and_ready() -> None:
 def test_group_index_uses_the_label_then_the_leader_name() -> None:
     assert pods.group_index(pod("test-sample-4", worker_index="0"), "test-sample") == 4
     assert pods.group_index(pod("test-sample-4", worker_index="0", extra={labels.GROUP_INDEX: "2"}), "test-sample") == 2
-    assert pods.group_index(pod("test-sample-4-1"), "test-sample") is None, "workers carry the label from their template"
+    assert pods.group_index(pod("test-sample-4-1"), "test-sample") is None, \
+        "workers carry the label from their template"
     group = [pod("test-sample-4", worker_index="0"), pod("test-sample-4-1", extra={labels.GROUP_INDEX: "4"}),
              pod("test-sample-5-1", extra={labels.GROUP_INDEX: "5"})]
-    assert [p["metadata"]["name"] for p in pods.in_group(group, "test-sample", 4)] == ["test-sample-4", "test-sample-4-1"]
+    assert [p["metadata"]["name"] for p in pods.in_group(group, "test-sample", 4)] == ["test-sample-4",
+                                                                                       "test-sample-4-1"]

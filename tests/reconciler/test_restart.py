@@ -48,7 +48,8 @@ def test_deleted_worker_recreates_the_group_with_upstreams_event() -> None:
     got = decide(lws, deleted, leader, sts, [leader, deleted, workers[1]])
     assert (got.action, got.leader_name, got.leader_uid) == ("delete-leader", "test-sample-0", "uid-test-sample-0")
     assert got.event is not None and (got.event.type, got.event.reason, got.event.note) == (
-        "Normal", "RecreateGroup", "Worker pod test-sample-0-1 failed, deleted leader pod test-sample-0 to recreate group 0")
+        "Normal", "RecreateGroup",
+        "Worker pod test-sample-0-1 failed, deleted leader pod test-sample-0 to recreate group 0")
 
 
 def test_leader_restart_recreates_its_own_group_and_the_text_still_says_worker() -> None:

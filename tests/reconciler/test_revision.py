@@ -102,8 +102,8 @@ def _revision_of(lws: Obj, mutate_data: Any = None) -> Obj:
 
 
 DRIFT = {
-    "creationTimestamp null (old client-go)": lambda t: t.replace('"spec": {"containers"',
-                                                                  '"metadata": {"creationTimestamp": null}, "spec": {"containers"'),
+    "creationTimestamp null (old client-go)": lambda t: t.replace(
+        '"spec": {"containers"', '"metadata": {"creationTimestamp": null}, "spec": {"containers"'),
     "empty resources map": lambda t: t.replace('"image": "registry.example/app:1"',
                                                '"image": "registry.example/app:1", "resources": {}'),
     "nil vs Shared subdomain": lambda t: t.replace('"subdomainPolicy": "Shared", ', ""),
@@ -115,7 +115,8 @@ DRIFT = {
 def test_serialization_drift_is_not_an_update(name: str) -> None:
     lws = f.lws()
     rev = _revision_of(lws, DRIFT[name])
-    assert rev["data"] != revision.snapshot(lws), "the drifted data must differ byte-wise for this test to mean anything"
+    assert rev["data"] != revision.snapshot(lws), \
+        "the drifted data must differ byte-wise for this test to mean anything"
     assert revision.lws_matches(lws, rev)
 
 
@@ -261,7 +262,8 @@ def test_plan_creates_the_next_revision_on_a_spec_change() -> None:
     plan = revision.plan(new, _sts(revision.key_of(rev1)), [rev1])
     assert plan.updated_now and plan.create is not None and plan.create["revision"] == 2
     assert plan.current_key == revision.snapshot_key(new) != revision.key_of(rev1)
-    assert plan.event is not None and plan.event.note == f"Creating revision with key {plan.current_key} for updated LWS"
+    assert plan.event is not None
+    assert plan.event.note == f"Creating revision with key {plan.current_key} for updated LWS"
 
 
 def test_plan_ignores_drift_in_the_stored_revision() -> None:

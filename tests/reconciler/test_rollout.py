@@ -278,7 +278,8 @@ SURGE_CASES = [  # upstream's calculateRollingUpdateReplicas unit cases (contrac
 
 @pytest.mark.parametrize("case", SURGE_CASES, ids=lambda c: c.id)
 def test_rolling_update_replicas(case: SurgeCase) -> None:
-    assert rollout.rolling_update_replicas(case.replicas, case.max_surge, case.max_unavailable, case.unready) == case.want
+    got = rollout.rolling_update_replicas(case.replicas, case.max_surge, case.max_unavailable, case.unready)
+    assert got == case.want
 
 
 def _decide(replicas: int, sts: rollout.LeaderSet | None, *, updated_now: bool, max_unavailable: int = 1,

@@ -77,7 +77,8 @@ def find(cache: Path | None = None, shared: Path = SHARED_DIR) -> Examples | Non
 
 def missing_reason(cache: Path | None = None, shared: Path = SHARED_DIR) -> str:
     cache = cache if cache is not None else module_cache()
-    return (f"upstream LWS examples not found: neither in the Go module cache ({cache}/{MODULE}@{VERSION}/docs/examples;"
+    return ("upstream LWS examples not found: neither in the Go module cache "
+            f"({cache}/{MODULE}@{VERSION}/docs/examples;"
             f" fetch it with `go mod download -json {MODULE}@{VERSION}`) nor in {shared}")
 
 

@@ -113,4 +113,5 @@ def controller_ref(obj: Obj) -> Obj:
 def lws_revisions(sim: sim_e2e.Sim, ns: str) -> list[Obj]:
     """The LWS's own ControllerRevisions (the StatefulSet controller keeps revisions of each StatefulSet too)."""
     items = raw_get(client.AppsV1Api(sim.api).list_namespaced_controller_revision, ns)["items"]
-    return [r for r in items if any(o.get("kind") == "LeaderWorkerSet" for o in r["metadata"].get("ownerReferences") or [])]
+    return [r for r in items
+            if any(o.get("kind") == "LeaderWorkerSet" for o in r["metadata"].get("ownerReferences") or [])]

@@ -20,7 +20,8 @@ webhooks:
 - name: mlws.kb.io
   clientConfig:
     service: {name: webhook-service, namespace: system, path: /mutate-lws}
-  rules: [{apiGroups: [leaderworkerset.x-k8s.io], apiVersions: [v1], operations: [CREATE], resources: [leaderworkersets]}]
+  rules: [{apiGroups: [leaderworkerset.x-k8s.io], apiVersions: [v1], operations: [CREATE], \
+resources: [leaderworkersets]}]
 - name: mpod.kb.io
   clientConfig:
     service: {name: webhook-service, namespace: system, path: /mutate--v1-pod}
