@@ -141,7 +141,8 @@ def test_rolling_update_surges_new_pods_before_deleting_old_ones_then_rolls_back
             rss = await replicasets(client)
             assert {n: (r["spec"]["replicas"], r["metadata"]["annotations"][du.REVISION]) for n, r in rss.items()} \
                 == {f"ctl-{old_hash}": (0, "1"), f"ctl-{new_hash}": (2, "2")}
-            # rollout undo, as kubectl does it: the old ReplicaSet's template (hash label dropped) back on the Deployment
+            # rollout undo, as kubectl does it: the old ReplicaSet's template (hash label dropped) back on the
+            # Deployment
             template = du.without_hash(rss[f"ctl-{old_hash}"]["spec"]["template"])
             await client.patch(DEPLOYMENTS, "ctl", [{"op": "replace", "path": "/spec/template", "value": template}],
                                namespace=NS, patch_type="json")
@@ -289,7 +290,8 @@ def test_a_budget_expects_the_deployments_replicas_not_its_replicasets_sum() -> 
             await client.patch(DEPLOYMENTS, "ctl", NEW_IMAGE, namespace=NS, patch_type="strategic")
             await ws.pods_until(client, lambda p: len(p) == 3, "the surge pod")
             assert len(await replicasets(client)) == 2
-            pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "ctl", "namespace": NS},
+            pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                   "metadata": {"name": "ctl", "namespace": NS},
                    "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "ctl"}}}}
             await client.create(disruption.PDBS, pdb)
 
@@ -351,6 +353,6 @@ def test_no_progress_for_progress_deadline_seconds_is_progress_deadline_exceeded
             found = await ws.object_until(client, DEPLOYMENTS, "ctl", exceeded, "ProgressDeadlineExceeded")
             assert found is not None
             cond = condition(found, "Progressing")
-            assert (cond["status"], cond["message"]) == ("False", f'ReplicaSet "{next(iter(await replicasets(client)))}" '
-                                                                  "has timed out progressing.")
+            name = next(iter(await replicasets(client)))
+            assert (cond["status"], cond["message"]) == ("False", f'ReplicaSet "{name}" has timed out progressing.')
     ws.run(scenario)

@@ -151,7 +151,8 @@ def test_dependent_of_an_owner_that_never_existed_or_was_replaced_is_collected()
         async with sim_with_gc() as client:
             current = await make(client, CM, "current")
             stale = dict(ref(current), uid="00000000-0000-0000-0000-000000000000")
-            ghost = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "11111111-2222-3333-4444-555555555555"}
+            ghost = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost",
+                     "uid": "11111111-2222-3333-4444-555555555555"}
             await make(client, SECRET, "owned-by-old-uid", owners=[stale])
             await make(client, SECRET, "owned-by-ghost", owners=[ghost])
             await make(client, SECRET, "owned-by-current", owners=[ref(current)])

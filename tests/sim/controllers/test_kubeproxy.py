@@ -181,7 +181,8 @@ def test_a_clusterip_held_by_another_process_is_warned_about_and_served_once_fre
             await kps.until(lambda: _at_least(env.proxy.bind_failures, 3), "two more tries to bind")
             assert not env.proxy.forwarder.addresses() and not env.task.done()
             squatter.close()
-            assert await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer once the address is free") == "a"
+            answered = await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer once the address is free")
+            assert answered == "a"
     with caplog.at_level(logging.WARNING, logger="lwsconf.sim.controllers.kubeproxy.kubeproxy"):
         es.run(scenario)
     assert len([r for r in caplog.records if "cannot listen" in r.getMessage()]) == 1  # warned once, not per retry

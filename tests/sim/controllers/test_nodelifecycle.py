@@ -201,7 +201,8 @@ def test_silent_node_goes_unknown_tainted_and_its_pods_not_ready_then_recovers()
             await ws.pods_until(client, lambda pods: ws.pod_table(pods).count("ready=False") == 1,
                                 "the pod marked NotReady")
             alive = await client.get(NODES, "alive")
-            assert ready_of(alive) == "True" and not alive.get("spec", {}).get("taints"), "a renewing node stays healthy"
+            assert ready_of(alive) == "True" and not alive.get("spec", {}).get("taints"), \
+                "a renewing node stays healthy"
             await set_ready(client, "quiet", "True")
             await renew(client, "quiet")
             heart_quiet = asyncio.create_task(keep_renewing(client, "quiet", stop))

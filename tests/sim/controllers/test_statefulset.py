@@ -107,7 +107,8 @@ def test_a_set_larger_than_the_sim_can_run_is_left_alone_with_a_warning_until_sc
         async with ws.sim_with(controller) as client:
             await client.create(STS, statefulset(replicas=1_000_001))
             [message] = await ws.events_until(client, "web", sts_mod.TOO_MANY_REPLICAS, 1)
-            assert message.startswith(f"spec.replicas 1000001 is more than the {sts_mod.MAX_SIMULATED_REPLICAS} "), message
+            assert message.startswith(f"spec.replicas 1000001 is more than the {sts_mod.MAX_SIMULATED_REPLICAS} "), \
+                message
             await ws.pods_stay(client, lambda p: not p, "no pod for a set the sim declines")
             await client.patch(STS, "web", {"spec": {"replicas": 2}}, namespace=NS, subresource="scale")
             await ws.pods_until(client, lambda p: names(p) == {"web-0", "web-1"}, "2 pods once scaled down")
