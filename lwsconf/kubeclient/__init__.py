@@ -8,6 +8,8 @@ they need what client-go gives a Go controller, and nothing more:
 * `errors` - `KubeClientError`, split into `ApiError` (a failure `Status`) and `TransportError`;
 * `informer` - `Informer`, a LIST+WATCH cache with add/update/delete callbacks that survives 410s and
   dropped connections by relisting;
+* `shared` - `SharedInformers`, one informer per resource for all the controllers of a component, as
+  kube-controller-manager's SharedInformerFactory;
 * `dynamic` - `DynamicInformers`, one informer per discovered resource type, following discovery
   as CRDs come and go;
 * `workqueue` - `WorkQueue`, a de-duplicating key queue with rate-limited retries, and `run_worker`;
@@ -21,6 +23,7 @@ from lwsconf.kubeclient.client import GVR, Client, WatchEvent
 from lwsconf.kubeclient.dynamic import DynamicInformers
 from lwsconf.kubeclient.errors import ApiError, KubeClientError, TransportError
 from lwsconf.kubeclient.informer import Informer
+from lwsconf.kubeclient.shared import SharedInformer, SharedInformers
 from lwsconf.kubeclient.workqueue import ShutDown, WorkQueue, run_worker, run_workers
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "DynamicInformers",
     "Informer",
     "KubeClientError",
+    "SharedInformer",
+    "SharedInformers",
     "ShutDown",
     "TransportError",
     "WatchEvent",

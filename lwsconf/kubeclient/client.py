@@ -13,6 +13,7 @@ harness may send traffic elsewhere. Errors come in two kinds, both `KubeClientEr
 from __future__ import annotations
 
 import asyncio
+import copy
 import ipaddress
 import os
 import pathlib
@@ -198,6 +199,13 @@ class Client:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def with_user_agent(self, user_agent: str) -> Client:
+        """A client of the same server with the same credentials, sending another User-Agent (its own session)."""
+        other = copy.copy(self)
+        other._headers = {**self._headers, "User-Agent": user_agent}
+        other._session = None
+        return other
 
     async def close(self) -> None:
         if self._session is not None:

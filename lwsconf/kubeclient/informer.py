@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from lwsconf.kubeclient import backoff as backoff_mod
 from lwsconf.kubeclient import client as client_mod
@@ -68,6 +68,21 @@ def _uid(obj: Obj | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("uid") or "")
 
 
+class Cache(Protocol):
+    """What a controller uses of an informer: its own `Informer`, or its view of a shared one (`shared`)."""
+
+    def add_handler(self, handler: Handler) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    async def join(self) -> None: ...
+    @property
+    def has_synced(self) -> bool: ...
+    async def wait_synced(self, timeout: float | None = None) -> None: ...
+    def get(self, name: str, namespace: str | None = None) -> Obj | None: ...
+    def list(self, namespace: str | None = None) -> list[Obj]: ...
+    def keys(self) -> ObjKeys: ...
+
+
 class Informer:
     """A cache of one resource type, kept current by LIST+WATCH, with change callbacks.
 
@@ -113,6 +128,11 @@ class Informer:
     def add_handler(self, handler: Handler) -> None:
         """Register a callback; add handlers before `start()` to see the initial ADDED events."""
         self._handlers.append(handler)
+
+    def remove_handler(self, handler: Handler) -> None:
+        """Unregister a callback (a shared informer's controller that stopped: `kubeclient.shared`)."""
+        if handler in self._handlers:
+            self._handlers.remove(handler)
 
     def start(self) -> None:
         """Run the LIST+WATCH loop in a background task (idempotent)."""

@@ -52,20 +52,23 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
     from lwsconf.sim.controllers.scheduler import scheduler
     from lwsconf.sim.controllers.statefulset import statefulset
 
+    # kube-controller-manager's controllers share one informer per resource (its SharedInformerFactory); the
+    # scheduler and kube-proxy are other binaries with informers of their own.
+    kcm = kubeclient.SharedInformers(user_agent("shared-informers"))
     return [
         ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),
-        ("namespace-controller", lambda c: namespace_controller.NamespaceController(c).run),
-        ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c).run),
-        ("endpoints-controller", lambda c: endpoints.EndpointsController(c).run),
+        ("namespace-controller", lambda c: namespace_controller.NamespaceController(c, informers=kcm).run),
+        ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c, informers=kcm).run),
+        ("endpoints-controller", lambda c: endpoints.EndpointsController(c, informers=kcm).run),
         ("scheduler", lambda c: scheduler.Scheduler(c).run),
-        ("statefulset-controller", lambda c: statefulset.StatefulSetController(c).run),
-        ("deployment-controller", lambda c: deployment.DeploymentController(c).run),
-        ("replicaset-controller", lambda c: replicaset.ReplicaSetController(c).run),
-        ("daemonset-controller", lambda c: daemonset.DaemonSetController(c).run),
-        ("job-controller", lambda c: job.JobController(c).run),
-        ("cronjob-controller", lambda c: cronjob.CronJobController(c).run),
-        ("disruption-controller", lambda c: disruption.DisruptionController(c).run),
-        ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c).run),
+        ("statefulset-controller", lambda c: statefulset.StatefulSetController(c, informers=kcm).run),
+        ("deployment-controller", lambda c: deployment.DeploymentController(c, informers=kcm).run),
+        ("replicaset-controller", lambda c: replicaset.ReplicaSetController(c, informers=kcm).run),
+        ("daemonset-controller", lambda c: daemonset.DaemonSetController(c, informers=kcm).run),
+        ("job-controller", lambda c: job.JobController(c, informers=kcm).run),
+        ("cronjob-controller", lambda c: cronjob.CronJobController(c, informers=kcm).run),
+        ("disruption-controller", lambda c: disruption.DisruptionController(c, informers=kcm).run),
+        ("node-lifecycle-controller", lambda c: nodelifecycle.NodeLifecycleController(c, informers=kcm).run),
         ("kube-proxy", lambda c: kubeproxy.KubeProxy(c).run),
     ]
 

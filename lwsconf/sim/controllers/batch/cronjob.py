@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.sim import cron
 from lwsconf.sim.controllers.batch import job_sync
 from lwsconf.sim.controllers.common import workload_tracking as tracking
@@ -74,13 +74,14 @@ class CronJobController:
         workers: CronJobs synced concurrently.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 1) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 1) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="CronJob", api_version="batch/v1")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="cronjob")
-        self.cronjobs = kubeclient.Informer(client, CRONJOBS)
+        self.cronjobs = shared.informer(informers, client, CRONJOBS)
         self.cronjobs.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
-        self.jobs = kubeclient.Informer(client, JOBS)
+        self.jobs = shared.informer(informers, client, JOBS)
         self.job_index = wl.OwnerIndex("CronJob", lambda key, et, obj, old: self.queue.add(key))
         self.jobs.add_handler(self.job_index)
         self._workers = workers

@@ -20,7 +20,7 @@ import time
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.sim.controllers.batch import job_sync as sync
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.common import workloads as wl
@@ -42,15 +42,16 @@ class JobController:
         backoff_base: seconds before the first failed pod is replaced (doubling per failure, as upstream).
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2, expectation_ttl: float = 60.0,
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2, expectation_ttl: float = 60.0,
                  backoff_base: float = sync.BACKOFF_BASE) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="Job", api_version="batch/v1")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="job")
         self.expectations = tracking.Expectations(expectation_ttl)
-        self.jobs = kubeclient.Informer(client, JOBS)
+        self.jobs = shared.informer(informers, client, JOBS)
         self.jobs.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
-        self.pods = kubeclient.Informer(client, wl.PODS)
+        self.pods = shared.informer(informers, client, wl.PODS)
         self.pod_index = wl.OwnerIndex("Job", self._on_owned)
         self.pods.add_handler(self.pod_index)
         self.backoff_base = backoff_base

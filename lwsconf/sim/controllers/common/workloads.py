@@ -307,7 +307,7 @@ async def delete_pod(client: kc.Client, pod: Obj) -> bool:
 
 # --- the controller loop ---------------------------------------------------------------------------
 
-async def run_controller(stop: asyncio.Event, *, name: str, informers: Iterable[kubeclient.Informer],
+async def run_controller(stop: asyncio.Event, *, name: str, informers: Iterable[informer_mod.Cache],
                          queue: kubeclient.WorkQueue[Key], reconcile: Callable[[Key], Awaitable[float | None]],
                          workers: int, recorder: tracking.EventRecorder | None = None) -> None:
     """Start the informers, run `workers` reconcile workers once they synced, until `stop` is set."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.common import workloads as wl
 from lwsconf.sim.controllers.daemonset import nodes as nodes_mod
@@ -160,17 +160,18 @@ class DaemonSetController:
         expectation_ttl: seconds after which unobserved creations/deletions stop blocking a pass.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2, expectation_ttl: float = 60.0) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2, expectation_ttl: float = 60.0) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="DaemonSet")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="daemonset")
         self.expectations = tracking.Expectations(expectation_ttl)
-        self.daemonsets = kubeclient.Informer(client, wl.DAEMONSETS)
+        self.daemonsets = shared.informer(informers, client, wl.DAEMONSETS)
         self.daemonsets.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
-        self.pods = kubeclient.Informer(client, wl.PODS)
+        self.pods = shared.informer(informers, client, wl.PODS)
         self.pod_index = wl.OwnerIndex("DaemonSet", self._on_owned)
         self.pods.add_handler(self.pod_index)
-        self.nodes = kubeclient.Informer(client, wl.NODES)
+        self.nodes = shared.informer(informers, client, wl.NODES)
         self.nodes.add_handler(self._on_node)
         self._workers = workers
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.common import workloads as wl
@@ -59,17 +59,18 @@ class DeploymentController:
         workers: Deployments synced concurrently.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="Deployment")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="deployment")
-        self.deployments = kubeclient.Informer(client, wl.DEPLOYMENTS)
+        self.deployments = shared.informer(informers, client, wl.DEPLOYMENTS)
         self.deployments.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
-        self.replicasets = kubeclient.Informer(client, REPLICASETS)
+        self.replicasets = shared.informer(informers, client, REPLICASETS)
         self.rs_index = wl.OwnerIndex("Deployment", lambda key, *_: self.queue.add(key))
         self.replicasets.add_handler(self.rs_index)
         self.replicasets.add_handler(self._on_orphan_rs)
-        self.pods = kubeclient.Informer(client, wl.PODS)
+        self.pods = shared.informer(informers, client, wl.PODS)
         self.pod_index = wl.OwnerIndex("ReplicaSet", self._on_rs_pod)
         self.pods.add_handler(self.pod_index)
         self._workers = workers

@@ -29,7 +29,7 @@ from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.common import workloads as wl
@@ -118,14 +118,15 @@ class ReplicaSetController:
         expectation_ttl: seconds after which unobserved creations/deletions stop blocking a pass.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2, expectation_ttl: float = 60.0) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2, expectation_ttl: float = 60.0) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="ReplicaSet")
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="replicaset")
         self.expectations = tracking.Expectations(expectation_ttl)
-        self.replicasets = kubeclient.Informer(client, REPLICASETS)
+        self.replicasets = shared.informer(informers, client, REPLICASETS)
         self.replicasets.add_handler(lambda et, obj, old: self.queue.add(wl.key_of(obj)))
-        self.pods = kubeclient.Informer(client, wl.PODS)
+        self.pods = shared.informer(informers, client, wl.PODS)
         self.pod_index = wl.OwnerIndex("ReplicaSet", self._on_owned)
         self.pods.add_handler(self.pod_index)
         self.pods.add_handler(self._on_pod)

@@ -32,8 +32,9 @@ import json
 import logging
 from typing import Any
 
+from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers.endpoints import service_endpoints as se
 
@@ -181,9 +182,10 @@ class EndpointsController(se.ServiceEndpointsController):
     Start it with `await EndpointsController(client).run(stop)`; it returns after `stop` is set.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 4) -> None:
-        super().__init__(client, name="endpoints", workers=workers)
-        self.endpoints = informer_mod.Informer(client, se.ENDPOINTS)
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 4) -> None:
+        super().__init__(client, informers=informers, name="endpoints", workers=workers)
+        self.endpoints = shared.informer(informers, client, se.ENDPOINTS)
         self.endpoints.add_handler(self._on_endpoints)
         self.add_informer(self.endpoints)
 

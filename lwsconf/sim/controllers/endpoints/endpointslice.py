@@ -45,8 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers.endpoints import service_endpoints as se
 
@@ -299,15 +300,15 @@ class EndpointSliceController(se.ServiceEndpointsController):
     Start it with `await EndpointSliceController(client).run(stop)`; it returns after `stop` is set.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 4,
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None, workers: int = 4,
                  max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE) -> None:
-        super().__init__(client, name="endpointslice", workers=workers)
+        super().__init__(client, informers=informers, name="endpointslice", workers=workers)
         self.max_endpoints_per_slice = max_endpoints_per_slice
-        self.slices = informer_mod.Informer(client, se.ENDPOINTSLICES,
+        self.slices = shared.informer(informers, client, se.ENDPOINTSLICES,
                                             label_selector=f"{LABEL_MANAGED_BY}={CONTROLLER_NAME}")
         self.slices.add_handler(self._on_slice)
         self.add_informer(self.slices)
-        self.nodes = informer_mod.Informer(client, NODES, transform=_node_name_only)
+        self.nodes = shared.informer(informers, client, NODES, transform=_node_name_only)
         self.nodes.add_handler(self._on_node)
         self.add_informer(self.nodes)
 

@@ -42,6 +42,7 @@ from typing import Any
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.kubeclient import shared
 
 log = logging.getLogger(__name__)
 
@@ -248,12 +249,13 @@ class ServiceEndpointsController(abc.ABC):
             it ended before the Service is synced again (0: at once, after every change).
     """
 
-    def __init__(self, client: kc.Client, *, name: str, workers: int = 4, spacing: float = 4.0) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 name: str, workers: int = 4, spacing: float = 4.0) -> None:
         self.client = client
         self.queue: kubeclient.WorkQueue[ServiceKey] = kubeclient.WorkQueue(name=name)
-        self.services = kubeclient.Informer(client, kc.SERVICES)
+        self.services = shared.informer(informers, client, kc.SERVICES)
         self.services.add_handler(self._on_service)
-        self.pods = kubeclient.Informer(client, kc.PODS, transform=slim_pod)
+        self.pods = shared.informer(informers, client, kc.PODS, transform=slim_pod)
         self.pods.add_handler(self._on_pod)
         self.tracker = WriteTracker()
         self._waiting: set[ServiceKey] = set()
@@ -265,7 +267,7 @@ class ServiceEndpointsController(abc.ABC):
         """Service -> when pod changes may sync it again (monotonic time)."""
         self._changed_during_sync: set[ServiceKey] = set()
 
-    def add_informer(self, informer: kubeclient.Informer) -> None:
+    def add_informer(self, informer: informer_mod.Cache) -> None:
         """Another informer the workers must wait for (the one on what the subclass writes)."""
         self._informers.append(informer)
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from lwsconf import kubeclient, lwsapi
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.controllers.scheduler import filters as sf
 from lwsconf.sim.pdbcondition import CONDITION, set_condition
@@ -160,12 +160,13 @@ def desired_status(pdb: Obj, pods: list[Obj], scales: dict[str, int], now: float
 class DisruptionController:
     """PDB and pod informers, a queue of budget keys; `run(stop)` as every sim controller."""
 
-    def __init__(self, client: kc.Client, *, workers: int = 2) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2) -> None:
         self.client = client
         self.queue: kubeclient.WorkQueue[Key] = kubeclient.WorkQueue(name="disruption")
-        self.pdbs = kubeclient.Informer(client, PDBS)
+        self.pdbs = shared.informer(informers, client, PDBS)
         self.pdbs.add_handler(self._on_pdb)
-        self.pods = kubeclient.Informer(client, kc.PODS)
+        self.pods = shared.informer(informers, client, kc.PODS)
         self.pods.add_handler(self._on_pod)
         self.workers = workers
 

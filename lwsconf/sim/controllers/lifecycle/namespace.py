@@ -22,7 +22,7 @@ from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
+from lwsconf.kubeclient import errors, shared
 from lwsconf.kubeclient import informer as informer_mod
 
 log = logging.getLogger(__name__)
@@ -51,11 +51,12 @@ class NamespaceController:
     Start it with `await NamespaceController(client).run(stop)`; it returns after `stop` is set.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 2, recheck_interval: float = 2.0,
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 2, recheck_interval: float = 2.0,
                  rediscover_interval: float = 2.0) -> None:
         self.client = client
         self.queue: kubeclient.WorkQueue[str] = kubeclient.WorkQueue(name="namespace")
-        self.namespaces = kubeclient.Informer(client, kc.NAMESPACES)
+        self.namespaces = shared.informer(informers, client, kc.NAMESPACES)
         self.namespaces.add_handler(self._on_namespace)
         self.contents = kubeclient.DynamicInformers(client, handler=self._on_content,
                                                     include=lambda r: r.gvr.namespaced,

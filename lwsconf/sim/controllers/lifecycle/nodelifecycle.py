@@ -45,9 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors
-from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.kubeclient import errors, shared
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.lifecycle import podgc, taint_eviction
 
@@ -191,7 +191,8 @@ class NodeLifecycleController:
         clock: monotonic seconds (tests may pass their own).
     """
 
-    def __init__(self, client: kc.Client, *, monitor_period: float = 0.5, grace_period: float = 5.0,
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 monitor_period: float = 0.5, grace_period: float = 5.0,
                  startup_grace_period: float = 10.0, unhealthy_zone_threshold: float = 0.55,
                  large_cluster_threshold: int = 50, orphan_quarantine: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -207,9 +208,9 @@ class NodeLifecycleController:
         self.podgc = podgc.OrphanPodGC(client, quarantine=orphan_quarantine)
         self.health: dict[str, _Health] = {}
         self.all_disrupted = False
-        self.nodes = informer_mod.Informer(client, NODES, watch_timeout=60.0)
-        self.leases = informer_mod.Informer(client, LEASES, namespace=LEASE_NAMESPACE, watch_timeout=60.0)
-        self.pods = informer_mod.Informer(client, kc.PODS, watch_timeout=60.0)
+        self.nodes = shared.informer(informers, client, NODES, watch_timeout=60.0)
+        self.leases = shared.informer(informers, client, LEASES, namespace=LEASE_NAMESPACE, watch_timeout=60.0)
+        self.pods = shared.informer(informers, client, kc.PODS, watch_timeout=60.0)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch nodes, leases and pods and act on them every `monitor_period` until `stop` is set."""

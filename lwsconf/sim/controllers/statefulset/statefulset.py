@@ -36,6 +36,8 @@ from typing import Any
 
 from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
+from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.kubeclient import shared
 from lwsconf.sim.controllers.common import workload_tracking as tracking
 from lwsconf.sim.controllers.common import workloads as wl
 from lwsconf.sim.controllers.statefulset import pods as sp
@@ -65,17 +67,18 @@ class StatefulSetController:
     Start it with `await StatefulSetController(client).run(stop)`; it returns after `stop` is set.
     """
 
-    def __init__(self, client: kc.Client, *, workers: int = 4) -> None:
+    def __init__(self, client: kc.Client, *, informers: kubeclient.SharedInformers | None = None,
+                 workers: int = 4) -> None:
         self.client = client
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="StatefulSet")
         self.control = update_mod.PodControl(client, self.recorder)
         self.queue: kubeclient.WorkQueue[wl.Key] = kubeclient.WorkQueue(name="statefulset")
-        self.sets = kubeclient.Informer(client, wl.STATEFULSETS)
+        self.sets = shared.informer(informers, client, wl.STATEFULSETS)
         self.sets.add_handler(self._on_set)
-        self.pods = kubeclient.Informer(client, wl.PODS)
+        self.pods = shared.informer(informers, client, wl.PODS)
         self.pod_index = wl.OwnerIndex("StatefulSet", self._on_owned)
         self.pods.add_handler(self.pod_index)
-        self.revisions = kubeclient.Informer(client, wl.CONTROLLERREVISIONS)
+        self.revisions = shared.informer(informers, client, wl.CONTROLLERREVISIONS)
         self.revision_index = wl.OwnerIndex("StatefulSet")
         self.revisions.add_handler(self.revision_index)
         self._workers = workers
@@ -129,7 +132,7 @@ class StatefulSetController:
         return result.requeue_after
 
     @staticmethod
-    def _owned(informer: kubeclient.Informer, index: wl.OwnerIndex, uid: str, *,
+    def _owned(informer: informer_mod.Cache, index: wl.OwnerIndex, uid: str, *,
                copy_objects: bool = True) -> list[Obj]:
         found = (informer.get(name, namespace) for namespace, name in index.owned(uid))
         return [copy.deepcopy(obj) if copy_objects else obj for obj in found if obj is not None]
