@@ -12,6 +12,7 @@ of the API server, exactly as kube-controller-manager is, and share no Python st
 
 from __future__ import annotations
 
+import gc
 import logging
 import tempfile
 import time
@@ -29,6 +30,14 @@ log = logging.getLogger("lwsconf.sim")
 
 STOP_GRACE = 30.0
 """Seconds `SimCluster.stop` waits for controllers and node agents before leaving them behind."""
+
+GC_THRESHOLDS = (50_000, 20, 20)
+"""Python's cyclic-GC thresholds while a simulated cluster runs in the process (the default is 700, 10, 10).
+A running sim allocates fast (every watch event decoded by each informer) over a large, long-lived heap, so
+the default ran 24 full collections in 12 rollout tests where these ran 2. Measured with `python -m
+bench.cluster` (sim in its own process, 2 cores, alternating runs): whole bench 59.0/56.7 s -> 46.7/43.9 s,
+sim CPU per pod 22.6 -> 18.6 ms (800 emulated pods) and 73.4 -> 50.0 ms (100 probe processes), RSS unchanged.
+Reference cycles are still collected; memory grows by at most the larger first generation."""
 
 Runner = supervisor.Runner
 ControllerFactory = supervisor.ControllerFactory
@@ -112,6 +121,7 @@ class SimCluster:
         self._reservation: ipam.PodNetworkReservation | None = None
         self.fleet: fleet_mod.NodeFleet | None = None
         self._supervisor: supervisor.Supervisor | None = None
+        self._gc_before: tuple[int, int, int] | None = None
 
     @property
     def url(self) -> str:
@@ -132,6 +142,8 @@ class SimCluster:
         except BaseException:
             self._release_network()
             raise
+        self._gc_before = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
         controllers = list(self._controllers)
         if self._node_specs:
             self.fleet = fleet_mod.NodeFleet(self._node_specs, pod_network=self.pod_network,
@@ -150,6 +162,9 @@ class SimCluster:
         loop's final cancellation (and the runtime's exit hook), so a stuck one cannot hang the run.
         """
         started = time.monotonic()
+        if self._gc_before is not None:
+            gc.set_threshold(*self._gc_before)
+            self._gc_before = None
         if self._supervisor is not None:
             await self._supervisor.stop(STOP_GRACE)
             self._supervisor = None
