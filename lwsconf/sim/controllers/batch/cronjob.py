@@ -128,7 +128,8 @@ class CronJobController:
         return active, finished
 
     async def _trim_history(self, cj: Obj, spec: Obj, finished: list[Obj]) -> None:
-        for condition, limit_field in (("Complete", "successfulJobsHistoryLimit"), ("Failed", "failedJobsHistoryLimit")):
+        for condition, limit_field in (("Complete", "successfulJobsHistoryLimit"),
+                                       ("Failed", "failedJobsHistoryLimit")):
             limit = spec.get(limit_field)
             if limit is None:
                 continue

@@ -121,7 +121,8 @@ class JobController:
         if decision.create:
             self.expectations.expect(key, adds=decision.create)
             indexes: list[int | None] = [*decision.create_indexes] or [None] * decision.create
-            results = await asyncio.gather(*(self._create(key, job, i, decision.create_annotations.get(i) if i is not None else None)
+            results = await asyncio.gather(*(self._create(key, job, i,
+                                                          decision.create_annotations.get(i) if i is not None else None)
                                              for i in indexes), return_exceptions=True)
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:

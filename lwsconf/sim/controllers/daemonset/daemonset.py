@@ -217,7 +217,8 @@ class DaemonSetController:
             self.expectations.expect(key, delete_uids=[str(wl.meta(p)["uid"]) for p in delete])
             for pod in delete:
                 if await wl.delete_pod(self.client, pod):
-                    self.recorder.event(placement.ds, "Normal", "SuccessfulDelete", f"Deleted pod: {wl.meta(pod)['name']}")
+                    self.recorder.event(placement.ds, "Normal", "SuccessfulDelete",
+                                        f"Deleted pod: {wl.meta(pod)['name']}")
                 else:
                     self.expectations.deletion_observed(key, str(wl.meta(pod)["uid"]))
         if create:

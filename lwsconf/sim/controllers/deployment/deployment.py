@@ -232,7 +232,8 @@ class DeploymentController:
     async def _sync_annotations(self, d: Obj, rs: Obj, new_revision: int) -> Obj:
         annotations = du.synced_annotations(d, rs, new_revision)
         min_ready = du.spec(d).get("minReadySeconds") or 0
-        if annotations == (wl.meta(rs).get("annotations") or {}) and (du.spec(rs).get("minReadySeconds") or 0) == min_ready:
+        if (annotations == (wl.meta(rs).get("annotations") or {})
+                and (du.spec(rs).get("minReadySeconds") or 0) == min_ready):
             return rs
         body = copy.deepcopy(rs)
         body["metadata"]["annotations"] = annotations
@@ -276,7 +277,8 @@ class DeploymentController:
         for rs in du.cleanable(d, old_rss):
             m = wl.meta(rs)
             try:
-                await self.client.delete(REPLICASETS, m["name"], namespace=m["namespace"], preconditions={"uid": m["uid"]})
+                await self.client.delete(REPLICASETS, m["name"], namespace=m["namespace"],
+                                         preconditions={"uid": m["uid"]})
             except errors.ApiError as exc:
                 if not (exc.is_not_found or exc.is_conflict):
                     raise

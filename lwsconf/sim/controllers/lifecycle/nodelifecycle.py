@@ -204,7 +204,8 @@ class NodeLifecycleController:
         self.large_cluster_threshold = large_cluster_threshold
         self.clock = clock
         self.recorder = tracking.EventRecorder(client, COMPONENT, kind="Node", api_version="v1")
-        self.eviction = taint_eviction.TaintEviction(client, tracking.EventRecorder(client, "taint-eviction-controller"))
+        self.eviction = taint_eviction.TaintEviction(client,
+                                                     tracking.EventRecorder(client, "taint-eviction-controller"))
         self.podgc = podgc.OrphanPodGC(client, quarantine=orphan_quarantine)
         self.health: dict[str, _Health] = {}
         self.all_disrupted = False

@@ -80,7 +80,8 @@ def new_revision(sts: Obj, number: int, collision_count: int) -> Obj:
     template_labels = dict(((sts.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
     template_labels[wl.REVISION_LABEL] = hash_
     rev_meta: Obj = {"name": revision_name(m["name"], hash_), "namespace": m["namespace"],
-                     "labels": template_labels, "ownerReferences": [wl.new_controller_ref(sts, "apps/v1", "StatefulSet")]}
+                     "labels": template_labels,
+                     "ownerReferences": [wl.new_controller_ref(sts, "apps/v1", "StatefulSet")]}
     if m.get("annotations"):
         rev_meta["annotations"] = dict(m["annotations"])
     return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": rev_meta,
