@@ -3,7 +3,8 @@
 `.importlinter` checks that each package imports only the layers below it (`apiserver-layers`,
 `controllers-layers`); these tests hold the rest of that shape, which a layers contract cannot see: no
 module creeps back into the flat folders, every package says what it may import, and no import cycle
-forms between modules anywhere in lwsconf, fixtures or conformance (a cycle inside one package is invisible to a layers contract).
+forms between modules anywhere in lwsconf, fixtures or conformance (a cycle inside one package is
+invisible to a layers contract).
 """
 
 from __future__ import annotations
