@@ -17,7 +17,8 @@ REV_LABEL = lwsapi.TEMPLATE_REVISION_HASH
 
 
 def _rows(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)] if rows else [len(h) for h in header]
+    widths = ([max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)] if rows
+              else [len(h) for h in header])
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) for row in [header, *rows]]
     return "\n".join("  " + line.rstrip() for line in lines)
 
@@ -84,7 +85,8 @@ def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | No
                          (meta.get("labels") or {}).get(REV_LABEL, ""), meta.get("uid", "")[:8]])
     parts.append("Pods:\n" + _rows(["NAME", "PHASE", "READY", "RESTARTS", "NODE", "REVISION", "UID"], pod_rows))
     events = raw(client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False))["items"]
-    events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")))
+    events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime")
+                                  or e["metadata"].get("creationTimestamp")))
     ev_rows = [[e.get("type", ""), e.get("reason", ""),
                 f"{(e.get('involvedObject') or {}).get('kind')}/{(e.get('involvedObject') or {}).get('name')}",
                 (e.get("message") or "")[:100]] for e in events[-12:]]

@@ -32,7 +32,8 @@ def rollout_must_complete(api: client.ApiClient, namespace: str, name: str, *, o
         obj = observe.get_lws(api, namespace, name)
         status = obj.get("status") or {}
         if status.get("observedGeneration") != obj["metadata"].get("generation"):
-            raise core.NotYet(f"observedGeneration {status.get('observedGeneration')} != {obj['metadata'].get('generation')}")
+            raise core.NotYet(f"observedGeneration {status.get('observedGeneration')} != "
+                              f"{obj['metadata'].get('generation')}")
         found = lws.groups(api, namespace, name)
         revs = {r for g in found.values() for r in g.revisions()}
         if len(revs) != 1 or revs & old:
