@@ -151,7 +151,15 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
         return render_object(ctx, request, target, answer, status=201, warnings=repeated)
     if info.has_status:
         obj.pop("status", None)  # status is written through /status; strategies reset it on create
-    warnings = repeated + await admit(ctx, request, target, "CREATE", obj, None)
+    return await _admit_and_create(ctx, request, target, obj, repeated)
+
+
+async def _admit_and_create(ctx: ServerContext, request: web.Request, target: routing.Target, obj: dict[str, Any],
+                            warnings: list[str]) -> web.Response:
+    """The create path after decoding, shared by POST and by server-side apply to a missing object: mutating
+    admission, the create hooks, stamping, validating admission, storage, the after-write hooks, the 201."""
+    info = target.info
+    warnings = warnings + await admit(ctx, request, target, "CREATE", obj, None)
     dry = params.dry_run(request)
     hooks.before_create(ctx, info, obj, dry_run=dry)
     ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
@@ -274,15 +282,7 @@ async def _create_from_apply(ctx: ServerContext, request: web.Request, target: r
     decoding.check_type_meta(info, obj)
     decoding.check_namespace(info, obj, target.namespace)
     obj["metadata"]["name"] = target.name
-    warnings = await admit(ctx, request, target, "CREATE", obj, None)
-    dry = params.dry_run(request)
-    hooks.before_create(ctx, info, obj, dry_run=dry)
-    ctx.storage.stamp_for_create(info, obj)  # validating admission sees uid, creationTimestamp, generated name
-    warnings += await validating_admission(ctx, target, "CREATE", obj, None, dry_run=dry)
-    stored = ctx.storage.create(info, obj, dry_run=dry, stamped=True)
-    if not dry:
-        hooks.after_write(ctx, info, stored)
-    return render_object(ctx, request, target, stored, status=201, warnings=warnings)
+    return await _admit_and_create(ctx, request, target, obj, [])
 
 
 async def delete(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.Response:
