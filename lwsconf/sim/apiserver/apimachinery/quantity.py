@@ -7,6 +7,7 @@ would make `0.1 + 0.2` differ from `300m`, so values are `fractions.Fraction`. N
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Any
@@ -28,8 +29,8 @@ def parse(value: Any) -> Fraction | None:
         return None
     if isinstance(value, int):
         return Fraction(value)
-    if isinstance(value, float):
-        return Fraction(str(value))
+    if isinstance(value, float):  # NaN and infinities are no quantity (JSON cannot carry them; the fuzz test can)
+        return Fraction(str(value)) if math.isfinite(value) else None
     if not isinstance(value, str):
         return None
     match = _NUMBER.match(value)
@@ -68,7 +69,8 @@ def to_string(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     amount = parse(value)
-    assert amount is not None
+    if amount is None:  # NaN or an infinity: left for validation to refuse
+        return value
     for suffix, scale in (("", 1), ("m", 1000), ("u", 10**6), ("n", 10**9)):
         scaled = amount * scale
         if scaled.denominator == 1:
