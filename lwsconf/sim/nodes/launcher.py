@@ -20,8 +20,10 @@ Inner stage, PID 1 of a fresh PID, mount and UTS namespace, like a container's i
    hosts file on /etc/hosts. A mountPath whose directory does not exist on the host is created
    on a tmpfs that shadows its parent (the parent's entries are bind-mounted back), never on the
    host;
-3. chroot there, fork the workload and reap every orphan until the workload ends, then exit with
-   its code (128+N for signal N, as container runtimes report). When PID 1 exits the kernel kills
+3. chroot there, fork the workload, write its pid to the spec's `started` file (the runtime holds a
+   SIGTERM until then: before it, the signal would reach no process that acts on it), and reap every
+   orphan until the workload ends, then exit with its code (128+N for signal N, as container runtimes
+   report). When PID 1 exits the kernel kills
    whatever is left in the namespace: no process escapes, not even one that left its group.
 
 A failure before the workload runs prints why to the container log and exits 128 (StartError).
@@ -211,6 +213,9 @@ def outer(spec: dict[str, Any], spec_path: str) -> int:
 
 
 def inner(spec: dict[str, Any]) -> int:
+    # Opened before the chroot hides the host path; written once the workload's process exists (see `forked`).
+    started = os.open(spec["started"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600) \
+        if spec.get("started") else None
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     hostname = spec.get("hostname", "").encode()
     _check(_libc.sethostname(hostname, len(hostname)), "sethostname")
@@ -223,7 +228,21 @@ def inner(spec: dict[str, Any]) -> int:
         except BaseException as exc:  # noqa: BLE001 - report any failure to start, then leave
             print(f"lwsconf runtime: cannot exec {spec['argv'][0]!r}: {exc}", file=sys.stderr, flush=True)
         os._exit(START_ERROR)
+    if started is not None:
+        forked(started, child)
     return reap(child)
+
+
+def forked(fd: int, child: int) -> None:
+    """Tell the runtime the workload's process exists: from now on a SIGTERM to the container's group reaches it.
+
+    Until then a SIGTERM to the group reaches only `unshare`, which waits with it blocked, and this stage, the
+    PID namespace's init, for which the kernel drops a signal it has no handler for: a container stopped while
+    starting kept running until the grace period's SIGKILL. The runtime holds such a SIGTERM until this file
+    has the workload's pid (`runtime.Process.stop`).
+    """
+    os.write(fd, str(child).encode())
+    os.close(fd)
 
 
 def reap(child: int) -> int:

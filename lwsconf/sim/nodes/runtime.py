@@ -51,6 +51,10 @@ MODE_NAMESPACES, MODE_SHIM = "namespaces", "shim"
 MODE_ENV = "LWSCONF_SIM_RUNTIME_MODE"
 LAUNCHER = Path(launcher.__file__).resolve()
 PYSHIM = Path(__file__).resolve().parent / "pyshim"
+STARTED_MARKER = "started"
+"""The file (in a start's scratch folder) where the namespaces-mode launcher writes the workload's pid once it
+has forked it (`launcher.forked`); until then a SIGTERM would be lost, so `Process.stop` waits for it."""
+_STARTED_POLL = 0.005
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EXEC_COMMANDS = ("cat", "ls", "test", "[", "true", "false", "echo", "stat", "grep", "head", "tail")
 """Exec-probe commands run besides Python: harmless readers of the container's own files."""
@@ -199,7 +203,8 @@ def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, ho
     return {"mode": mode, "argv": list(argv), "env": dict(env), "hostname": hostname, "mounts": mounts,
             "hosts": str(hosts) if hosts else None, "cwd": cwd, "rootfs": str(cdir / "rootfs"),
             "tmp": str(cdir / "tmp"), "python": sys.executable, "parent_pid": os.getpid(),
-            "unshare": shutil.which("unshare") or "unshare"}
+            "unshare": shutil.which("unshare") or "unshare",
+            "started": str(cdir / STARTED_MARKER) if mode == MODE_NAMESPACES else None}
 
 
 def _host_paths_under_tmp() -> list[tuple[str, str, bool]]:
@@ -254,6 +259,8 @@ class Process:
         self.pid = proc.pid
         self.started_at = datetime.now(UTC)
         self.finished_at: datetime | None = None
+        self._workload_exists = mode != MODE_NAMESPACES
+        """In shim mode the launcher execs the workload itself: a signal to the group always reaches it."""
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -278,14 +285,33 @@ class Process:
         return exit_code(code)
 
     async def stop(self, grace_seconds: float) -> int:
-        """SIGTERM the group, SIGKILL it after `grace_seconds`; the exit code."""
+        """SIGTERM the group, SIGKILL it after `grace_seconds`; the exit code.
+
+        A container still starting gets its SIGTERM once its workload process exists (within the grace period),
+        as a runtime stops a task: the signal reaches the workload, or kills it before its handlers are set.
+        """
         if self._proc.returncode is None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + max(grace_seconds, 0.0)
+            await self._until_workload_exists(deadline)
             self._signal(signal.SIGTERM)
             try:
-                return await asyncio.wait_for(self.wait(), max(grace_seconds, 0.0))
+                return await asyncio.wait_for(self.wait(), max(deadline - loop.time(), 0.0))
             except TimeoutError:
                 self._signal(signal.SIGKILL)
         return await self.wait()
+
+    async def _until_workload_exists(self, deadline: float) -> None:
+        if self._workload_exists:
+            return
+        marker = self.workdir / STARTED_MARKER
+        loop = asyncio.get_running_loop()
+        while self._proc.returncode is None and loop.time() < deadline:
+            with contextlib.suppress(OSError):
+                if marker.stat().st_size > 0:
+                    break
+            await asyncio.sleep(_STARTED_POLL)
+        self._workload_exists = True
 
     def kill(self) -> None:
         """SIGKILL the whole group now (synchronous; `wait()` collects the status)."""

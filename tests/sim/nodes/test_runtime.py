@@ -261,6 +261,27 @@ def test_graceful_stop_returns_the_workload_exit_code(tmp_path: Path, mode: str)
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_sigterm_sent_while_the_container_starts_is_not_lost(tmp_path: Path, mode: str) -> None:
+    """A pod deleted while its container is still starting: the SIGTERM must reach the workload (or the
+    workload must not start), never be swallowed by the launcher on its way to exec, which left the workload
+    running until SIGKILL at the end of the grace period (a 30 s serving test, 2026-12-03). Stopped at once
+    after start, several times, since the window is short: each stop ends by SIGTERM (143: the workload had
+    no handler yet; 0: hello_http's handler), never by the grace period's SIGKILL (137). The stops sweep the
+    first 300 ms of the start, where the launcher stages run."""
+    async def scenario() -> None:
+        pod = Pod(tmp_path, mode)
+        codes = []
+        for step in range(25):
+            process = await pod.runtime.start(pod.launch(["python3", "/app/hello_http.py", "--port", str(pod.port)]))
+            await asyncio.sleep(step * 0.012)
+            codes.append(await process.stop(3))
+        assert all(code in (0, 143) for code in codes), f"exit codes {codes} (137: SIGTERM lost, killed at the end " \
+            f"of the grace period) after stops 0.012 s apart; log:\n{pod.log_text()[-2000:]}"
+        await pod.runtime.close()
+    run(scenario, timeout=60)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_no_process_survives_the_runtime_close(tmp_path: Path, mode: str) -> None:
     async def scenario() -> None:
         pod = Pod(tmp_path, mode)
