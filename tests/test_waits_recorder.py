@@ -107,3 +107,17 @@ def test_leader_statefulset_samples_track_replicas_and_partition(sim_api: SimAPI
         wait_for(rec.timeline, lambda tl: analysis.peak_leader_replicas(tl) == 3)
     assert [s.replicas for s in rec.timeline.leader_sts] == [2, 3]
     assert rec.timeline.leader_sts[0].partition == 2 and rec.timeline.leader_sts[0].revision == "r1"
+
+
+def test_stop_ends_the_watches_at_once(sim_api: SimAPI, monkeypatch: Any) -> None:
+    """stop() ends the open watch reads instead of waiting for the server to close them: with watches of 60 s,
+    the threads are gone when it returns (it joins them for at most 10 s)."""
+    monkeypatch.setattr(recorder, "WATCH_SECONDS", 60)
+    rec = recorder.TimelineRecorder(sim_api.api, NS, "demo")
+    rec.start()
+    make_group(sim_api.api, "r1", "r1")
+    wait_for(rec.timeline, lambda tl: any(s.ready for s in tl.samples))
+    rec.stop()
+    alive = [t.name for t in rec._threads if t.is_alive()]
+    assert alive == [], f"watch threads still reading after stop(): {alive}"
+    assert rec.timeline.errors == [], "ending the reads is no watch error"
