@@ -220,8 +220,12 @@ def emulator_lws(name: str, *, replicas: int = 2, size: int = 2, env: dict[str, 
 
     `env` adds literal LWSCONF_* settings (model, delays, heartbeat timeouts) to leader and workers alike;
     `leader_labels` go on the leader template only (what a leader-only Service selects); `prestop_seconds`
-    puts a preStop sleep on every container, and the emulator then drains on SIGTERM for at most what is
-    left of `grace_seconds` less one second. Optional fields are left to the server.
+    puts a preStop sleep on the leader's container, and the emulator then drains on SIGTERM for at most what
+    is left of `grace_seconds` less one second. Optional fields are left to the server.
+
+    Workers get no preStop sleep: they are behind no Service, and a group's workers are deleted only once its
+    leader pod is gone (their StatefulSet is owned by it), when there is nothing left to keep serving for; a
+    sleep there only held every replaced group another `prestop_seconds` (3 s per rollout wave on the sim).
     """
     drain = grace_seconds - prestop_seconds - 1
     if drain < 1:
@@ -234,8 +238,7 @@ def emulator_lws(name: str, *, replicas: int = 2, size: int = 2, env: dict[str, 
             emulator_container("leader", leader=True, drain_seconds=drain, extra_env=extra), prestop_seconds),
             grace_seconds, leader_labels),
         "workerTemplate": _emulator_template(_with_prestop(
-            emulator_container("worker", leader=False, drain_seconds=drain, extra_env=extra), prestop_seconds),
-            grace_seconds),
+            emulator_container("worker", leader=False, drain_seconds=drain, extra_env=extra), 0), grace_seconds),
     }
     if restart_policy is not None:
         lwt["restartPolicy"] = restart_policy

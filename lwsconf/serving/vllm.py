@@ -188,7 +188,7 @@ def gpu_lws(name: str, cfg: VLLMConfig, rt: Runtime, *, replicas: int | None = N
     leader = _container("vllm-leader", cfg, rt, rt.leader_command, extra, prestop_seconds)
     leader["ports"] = copy.deepcopy(rt.leader_ports)
     leader["readinessProbe"] = copy.deepcopy(rt.readiness)
-    worker = _container("vllm-worker", cfg, rt, rt.worker_command, extra, prestop_seconds)
+    worker = _container("vllm-worker", cfg, rt, rt.worker_command, extra, 0)  # preStop: leaders only, as emulator_lws
     spec: Obj = {"replicas": cfg.replicas if replicas is None else replicas, "leaderWorkerTemplate": {
         "size": cfg.size if size is None else size, "restartPolicy": "RecreateGroupOnPodRestart",
         "leaderTemplate": {"metadata": {"labels": {LEADER_ROLE_LABEL: "leader"}},

@@ -69,6 +69,13 @@ def test_only_the_leader_is_probed_on_health_and_only_it_exposes_the_rendezvous_
         assert "lifecycle" not in c, "preStop is left to the tests that want one"
 
 
+def test_a_prestop_sleep_goes_on_the_leader_only() -> None:
+    """Only leaders are behind the Service; workers are deleted after their leader pod is gone."""
+    leader, worker = containers(workloads.emulator_lws("x", prestop_seconds=3, grace_seconds=20)).values()
+    assert leader["lifecycle"] == {"preStop": {"sleep": {"seconds": 3}}}
+    assert "lifecycle" not in worker
+
+
 def test_drain_finishes_inside_the_grace_period() -> None:
     lws = workloads.emulator_lws("x", grace_seconds=7)
     for c in containers(lws).values():
