@@ -33,6 +33,7 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
 from lwsconf.sim.nodes import (
     agentlogs,
+    dns,
     events,
     ipam,
     layout,
@@ -82,6 +83,8 @@ class NodeAgent:
         seed: seeds the stages' jitter.
         launcher: what starts process containers (default: built from `runtime` when it is given).
         addresses: how pod IPs appear in the API (`podnet`; default the identity, as on the sim).
+        cluster_dns: the cluster's one DNS, shared by every node's launcher (`NodeFleet` runs it);
+            default: the default launcher runs one of its own.
     """
 
     def __init__(self, client: kc.Client, spec: layout.NodeSpec, *, index: int,
@@ -90,9 +93,11 @@ class NodeAgent:
                  runtime: nodectx.Runtime | None = None, device_manager: nodectx.DeviceManager | None = None,
                  kubelet_settings: settings.KubeletSettings | None = None, seed: int = 0,
                  launcher: nodectx.Launcher | None = None,
-                 addresses: podnet.PodAddressMap = podnet.IDENTITY) -> None:
+                 addresses: podnet.PodAddressMap = podnet.IDENTITY,
+                 cluster_dns: dns.SharedClusterDNS | None = None) -> None:
         self.client = client
         self.addresses = addresses
+        self.cluster_dns = cluster_dns
         self.spec = spec
         self.name = spec.name
         self.network = ipam.PodNetwork.parse(pod_network)
@@ -362,7 +367,8 @@ def _default_launcher(agent: NodeAgent) -> nodectx.Launcher | None:
     return cast(nodectx.Launcher, processes.ProcessLauncher(agent.client, agent.runtime, agent.workdir / "pods",
                                                             node_name=agent.name, host_ip=agent.host_ip,
                                                             allocatable=agent.allocatable(),
-                                                            addresses=agent.addresses))
+                                                            addresses=agent.addresses,
+                                                            cluster_dns=agent.cluster_dns))
 
 
 def _now() -> str:

@@ -19,9 +19,15 @@ only) the bare `<svc>` / `<hostname>.<svc>`.
 
 Each running pod gets a hosts file (`open_hosts_file`) that starts with the kubelet's own managed
 content (`managedHostsFileContent` in kubelet_pods.go: localhost lines, the pod's IP with its
-hostname, hostAliases) and is rewritten IN PLACE (same inode) whenever the records change, so a
+hostname, hostAliases) and is rewritten IN PLACE (same inode) whenever its content changes, so a
 bind mount of it over /etc/hosts sees every update. Writes are coalesced: many informer events in
-one loop turn give one rewrite.
+one loop turn give one rewrite, and events that change no record rewrite nothing.
+
+A cluster has ONE DNS (CoreDNS, a Deployment every node's pods query), and so has the sim:
+`SharedClusterDNS` is that one, run by `NodeFleet` as the controller "coredns/cluster-dns" with its
+own client. Its single pair of pod and service informers feeds one `ClusterDNS`, so records are
+computed once per change for the whole cluster; each node's launcher (`processes.ProcessLauncher`)
+registers the hosts files of its own pods with it and reads Services from its cache.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from lwsconf.kubeclient import client as kc
+from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.nodes import podnet
 
 log = logging.getLogger(__name__)
@@ -148,24 +156,32 @@ def managed_hosts(pod: Obj, pod_ips: Iterable[str], domain: str = CLUSTER_DOMAIN
     return "".join(lines)
 
 
+def records_section(records: Iterable[Record], namespace: str, domain: str = CLUSTER_DOMAIN) -> str:
+    """The cluster records part of a hosts file, as a pod in `namespace` sees them (sorted lines)."""
+    lines = sorted({f"{r.ip}\t" + "\t".join(names_for(r, namespace, domain)) + "\n" for r in records})
+    return "\n# Cluster DNS (lwsconf sim: what CoreDNS answers, with this pod's search path).\n" + "".join(lines)
+
+
 class HostsFile:
     """A hosts file kept current for one pod; rewritten in place, never replaced."""
 
     def __init__(self, owner: ClusterDNS, path: Path, pod: Obj, pod_ip: str) -> None:
         self.owner, self.path, self.pod, self.pod_ip = owner, path, pod, pod_ip
         self.namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        self.head = managed_hosts(pod, [pod_ip] if pod_ip else [], owner.cluster_domain)
+        """The kubelet's managed part: fixed for the pod's life."""
         self.writes = 0
 
     def render(self, records: Iterable[Record]) -> str:
-        head = managed_hosts(self.pod, [self.pod_ip] if self.pod_ip else [], self.owner.cluster_domain)
-        lines = sorted({f"{r.ip}\t" + "\t".join(names_for(r, self.namespace, self.owner.cluster_domain)) + "\n"
-                        for r in records})
-        return head + "\n# Cluster DNS (lwsconf sim: what CoreDNS answers, with this pod's search path).\n" + \
-            "".join(lines)
+        return self.head + records_section(records, self.namespace, self.owner.cluster_domain)
 
     def sync(self, records: Iterable[Record]) -> bool:
         """Write the current content if it changed (same inode); True when written."""
-        data = self.render(records).encode()
+        return self.write(self.render(records))
+
+    def write(self, text: str) -> bool:
+        """Write `text` if the file holds something else (same inode); True when written."""
+        data = text.encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -188,7 +204,8 @@ class ClusterDNS:
     """Name -> IP records of a simulated cluster, and the hosts files that publish them.
 
     Feed it with `attach(pods_informer, services_informer)` (all namespaces) or call `on_pod` /
-    `on_service` (informer handler signature) yourself.
+    `on_service` (informer handler signature) yourself. Records are computed once per change,
+    whatever the number of hosts files; a flush after events that changed no record writes nothing.
     """
 
     def __init__(self, *, cluster_domain: str = CLUSTER_DOMAIN, flush_delay: float = 0.02,
@@ -200,12 +217,20 @@ class ClusterDNS:
         self._services: dict[tuple[str, str], Obj] = {}
         self._files: dict[Path, HostsFile] = {}
         self._records: list[Record] | None = None
+        self._flushed: frozenset[Record] | None = None
+        """The records every open hosts file was last synced with (None: sync them all at the next flush)."""
         self._scheduled: asyncio.TimerHandle | None = None
 
     def attach(self, pods: _Informer, services: _Informer) -> None:
         """Follow these informers (add before they start to see the initial objects)."""
         pods.add_handler(self.on_pod)
         services.add_handler(self.on_service)
+
+    def forget_objects(self) -> None:
+        """Drop every pod and service seen (before informers that list them afresh are attached)."""
+        self._pods.clear()
+        self._services.clear()
+        self._records = None
 
     def on_pod(self, event_type: str, obj: Obj, old: Obj | None = None) -> None:
         self._apply(self._pods, event_type, obj)
@@ -235,11 +260,26 @@ class ClusterDNS:
 
     # --- hosts files ---------------------------------------------------------------------------
 
+    @property
+    def hosts_files(self) -> int:
+        """How many hosts files are kept current."""
+        return len(self._files)
+
     def open_hosts_file(self, path: Path, pod: Obj, pod_ip: str) -> HostsFile:
         """Write `path` for `pod` now and keep it current until closed (re-opening replaces)."""
         hosts = HostsFile(self, Path(path), pod, pod_ip)
+        records = self.records()
+        current = frozenset(records)
+        if not self._files:
+            self._flushed = current
+        elif self._flushed != current:
+            self._flushed = None  # the others still show older records: the next flush looks at every file
         self._files[hosts.path] = hosts
-        hosts.sync(self.records())
+        try:
+            hosts.sync(records)
+        except OSError:
+            self._flushed = None
+            raise
         return hosts
 
     def close_hosts_file(self, path: Path) -> None:
@@ -251,12 +291,21 @@ class ClusterDNS:
             self._scheduled.cancel()
             self._scheduled = None
         records = self.records()
-        written = 0
+        current = frozenset(records)
+        if current == self._flushed:
+            return 0  # no record changed: no file's content did (a new file was written when opened)
+        sections: dict[str, str] = {}  # the records part depends only on the pod's namespace
+        written, failed = 0, False
         for hosts in list(self._files.values()):
+            section = sections.get(hosts.namespace)
+            if section is None:
+                section = sections[hosts.namespace] = records_section(records, hosts.namespace, self.cluster_domain)
             try:
-                written += hosts.sync(records)
+                written += hosts.write(hosts.head + section)
             except OSError as exc:  # the pod directory went away under us
+                failed = True
                 log.warning("cannot update hosts file %s: %s", hosts.path, exc)
+        self._flushed = None if failed else current
         return written
 
     def _schedule_flush(self) -> None:
@@ -269,3 +318,88 @@ class ClusterDNS:
             return
         if self._scheduled is None:
             self._scheduled = loop.call_later(self.flush_delay, self.flush)
+
+
+class SharedClusterDNS:
+    """The cluster's one DNS, as the CoreDNS Deployment every node's pods query: one `ClusterDNS` for all nodes.
+
+    Run it as a controller, with its own client: `run(client, stop)` (`NodeFleet.controllers()` names it
+    "coredns/cluster-dns"). Its pod and service informers (all namespaces) start when a launcher first
+    needs them (`wait_synced`: a cluster that runs no process container opens no watch for DNS) and stop,
+    joined, when `run` ends. Launchers of every node open and close their pods' hosts files on `table`.
+
+    Args:
+        addresses: how pod IPs appear in the API (`podnet`); hosts files get the loopback addresses.
+        flush_delay: how long events are gathered before the hosts files are synced.
+    """
+
+    def __init__(self, *, addresses: podnet.PodAddressMap = podnet.IDENTITY, flush_delay: float = 0.02) -> None:
+        self.table = ClusterDNS(addresses=addresses, flush_delay=flush_delay)
+        self.pods: informer_mod.Informer | None = None
+        self.services: informer_mod.Informer | None = None
+        self._wanted = asyncio.Event()
+        """Set by the first launcher that needs records or Services."""
+        self._started = asyncio.Event()
+        """Set while `run` has its informers running."""
+
+    async def run(self, client: kc.Client, stop: asyncio.Event) -> None:
+        """Serve until `stop`: start the informers once wanted, stop and join them on the way out."""
+        await _first(stop, self._wanted)
+        if stop.is_set():
+            return
+        pods = informer_mod.Informer(client, kc.PODS, watch_timeout=60.0)
+        services = informer_mod.Informer(client, kc.SERVICES, watch_timeout=60.0)
+        self.table.forget_objects()  # a restarted controller lists everything afresh
+        self.table.attach(pods, services)
+        self.pods, self.services = pods, services
+        try:
+            pods.start()
+            services.start()
+            self._started.set()
+            await stop.wait()
+        finally:
+            self._started.clear()
+            for inf in (pods, services):
+                inf.stop()
+            for inf in (pods, services):
+                await inf.join()
+
+    async def wait_synced(self, timeout: float = 10.0) -> None:
+        """Ask for the informers (the first call starts them) and wait until both listed.
+
+        Raises:
+            TimeoutError: not synced within `timeout` seconds (is the fleet's controller running?).
+        """
+        self._wanted.set()
+        if self._started.is_set() and self._synced():
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._started.wait()
+                assert self.pods is not None and self.services is not None
+                await asyncio.gather(self.pods.wait_synced(), self.services.wait_synced())
+        except TimeoutError:
+            raise TimeoutError(f"the cluster DNS did not sync within {timeout}s: is its controller running "
+                               "and the API server up?") from None
+
+    def _synced(self) -> bool:
+        return self.pods is not None and self.pods.has_synced and self.services is not None \
+            and self.services.has_synced
+
+    def services_of(self, namespace: str) -> list[Obj]:
+        """The cached Services of `namespace` and of "default" (for service-link env vars)."""
+        if self.services is None:
+            return []
+        found = self.services.list(namespace)
+        return found if namespace == "default" else found + self.services.list("default")
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Until any of `events` is set."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)

@@ -2,7 +2,9 @@
 
 `NodeFleet` holds the cluster-wide choices (layout, pod network, work folder, stage sets, seed,
 whether containers may run as processes, whether fake GPU device plugins run) and hands out one
-runner per node agent, plus one per fake device plugin (the DaemonSet a real GPU cluster runs):
+runner per node agent, plus one per fake device plugin (the DaemonSet a real GPU cluster runs) and,
+when containers may run as processes, the cluster's one DNS ("coredns/cluster-dns",
+`dns.SharedClusterDNS`: the hosts files of every node's pods, fed by one pod and one service watch):
 
     fleet = NodeFleet(layout.default_layout(), workdir=tmp)      # reserves a 127.X.0.0/16
     SimCluster(controllers=default_controllers() + fleet.controllers(), nodes=[],
@@ -27,13 +29,15 @@ from typing import Any
 from lwsconf import shutdown
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.nodes import agent as agent_mod
-from lwsconf.sim.nodes import ipam, layout, lifecycle, nodectx, podnet, settings
+from lwsconf.sim.nodes import dns, ipam, layout, lifecycle, nodectx, podnet, settings
 
 log = logging.getLogger(__name__)
 Runner = Callable[[asyncio.Event], Awaitable[None]]
 ControllerFactory = Callable[[kc.Client], Runner]
 ClientFactory = Callable[[str], kc.Client]
 """client_factory(user_agent) -> a new client of the API server (the caller of `run` closes none)."""
+DNS_CONTROLLER = "coredns/cluster-dns"
+"""The cluster DNS's controller name, also its User-Agent (the component first, as `kubelet/<node>`)."""
 _MAX_SOCKET_DIR = 70
 """Unix socket paths are limited to 107 bytes; long work folders get a short socket folder instead."""
 
@@ -84,16 +88,24 @@ class NodeFleet:
         """The most recent agent per node name (for tests and diagnostics)."""
         self.plugins: dict[str, Any] = {}
         """The most recent fake GPU plugin per node name."""
+        self.dns = dns.SharedClusterDNS(addresses=self.addresses)
+        """The cluster's DNS, shared by every agent's process launcher (its watches open at the first launch)."""
         shutdown.at_exit(self.close)  # should the process end without close(): no folder or lock left
 
     def controllers(self) -> list[tuple[str, ControllerFactory]]:
-        """(name, factory) pairs in SimCluster's format: one kubelet per node, one plugin per GPU node."""
+        """(name, factory) pairs in SimCluster's format: the cluster DNS (when containers may run as processes),
+        one kubelet per node, one plugin per GPU node."""
         out: list[tuple[str, ControllerFactory]] = []
+        if self.processes and _optional("lwsconf.sim.nodes.runtime") is not None:
+            out.append((DNS_CONTROLLER, self._dns_factory))
         for index, spec in enumerate(self.specs):
             out.append((f"kubelet/{spec.name}", self._agent_factory(index)))
             if self._with_devices(spec):
                 out.append((f"nvidia-device-plugin/{spec.name}", self._plugin_factory(spec)))
         return out
+
+    def _dns_factory(self, client: kc.Client) -> Runner:
+        return lambda stop: self.dns.run(client, stop)
 
     def _agent_factory(self, index: int) -> ControllerFactory:
         return lambda client: self.agent(client, index).run
@@ -108,7 +120,7 @@ class NodeFleet:
         made = agent_mod.NodeAgent(client, spec, index=index, pod_network=self.pod_network, workdir=node_dir,
                                    stages=self.lifecycle, runtime=self._runtime(node_dir),
                                    device_manager=self._device_manager(spec), kubelet_settings=self.settings,
-                                   seed=self.seed, addresses=self.addresses)
+                                   seed=self.seed, addresses=self.addresses, cluster_dns=self.dns)
         self.agents[spec.name] = made
         return made
 

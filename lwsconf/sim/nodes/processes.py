@@ -2,11 +2,15 @@
 
 For a runnable container (`runtime.runnable`) it reads the pod's ConfigMaps, Secrets and Services
 from the API, builds the environment (`env.resolve_env`, with the device plugin's envs last), writes
-the volumes (`volumes.materialize`), keeps the pod's hosts file current (`dns.ClusterDNS`, fed by
-its own pod and service informers over all namespaces, started at the first launch), expands the
-command (`env.expand_argv`) and hands a `runtime.ContainerLaunch` to the runtime. A missing
-ConfigMap/Secret or a bad volume becomes a `LaunchError` the pod worker reports as the kubelet does
-(waiting `CreateContainerConfigError`, retried).
+the volumes (`volumes.materialize`), keeps the pod's hosts file current, expands the command
+(`env.expand_argv`) and hands a `runtime.ContainerLaunch` to the runtime. A missing ConfigMap/Secret
+or a bad volume becomes a `LaunchError` the pod worker reports as the kubelet does (waiting
+`CreateContainerConfigError`, retried).
+
+Records and Services come from the cluster's one DNS (`dns.SharedClusterDNS`, which the fleet runs
+for all nodes, as a cluster runs one CoreDNS): the launcher registers its own pods' hosts files with
+it and reads the Services for service-link env vars from its cache. A launcher given none (a node
+agent outside a fleet) runs a DNS of its own on its client, started at the first launch.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.kubeclient import errors, informer
+from lwsconf.kubeclient import errors
 from lwsconf.sim.nodes import dns, env, nodectx, podnet, runtime, satoken, volumes
 
 log = logging.getLogger(__name__)
@@ -36,30 +40,31 @@ class ProcessLauncher:
         node_name, host_ip: the node, for the downward API.
         allocatable: the node's allocatable (defaults for unset limits in resourceFieldRef).
         addresses: how pod IPs appear in the API; hosts files get their loopback addresses (`podnet`).
+        cluster_dns: the cluster's DNS (default: one of this launcher's own, run on `client`).
     """
 
     def __init__(self, client: kc.Client, rt: runtime.ProcessRuntime, pods_root: Path, *, node_name: str,
                  host_ip: str, allocatable: dict[str, str] | None = None,
-                 addresses: podnet.PodAddressMap = podnet.IDENTITY) -> None:
+                 addresses: podnet.PodAddressMap = podnet.IDENTITY,
+                 cluster_dns: dns.SharedClusterDNS | None = None) -> None:
         self.client = client
         self.runtime = rt
         self.pods_root = Path(pods_root)
         self.node_name = node_name
         self.host_ip = host_ip
         self.allocatable = allocatable or {}
-        self.dns = dns.ClusterDNS(addresses=addresses)
-        self._informers: list[informer.Informer] = []
+        self.cluster_dns = cluster_dns or dns.SharedClusterDNS(addresses=addresses)
+        self.dns = self.cluster_dns.table
+        self._owns_dns = cluster_dns is None
+        self._dns_task: tuple[asyncio.Task[None], asyncio.Event] | None = None
         self._hosts: dict[str, dns.HostsFile] = {}
 
     async def _ensure_dns(self) -> None:
-        if not self._informers:
-            pods = informer.Informer(self.client, kc.PODS, watch_timeout=60.0)
-            services = informer.Informer(self.client, kc.SERVICES, watch_timeout=60.0)
-            self.dns.attach(pods, services)
-            self._informers = [pods, services]
-            for inf in self._informers:
-                inf.start()
-        await asyncio.gather(*(inf.wait_synced(timeout=10) for inf in self._informers))
+        if self._owns_dns and self._dns_task is None:
+            stop = asyncio.Event()
+            task = asyncio.create_task(self.cluster_dns.run(self.client, stop), name=f"cluster-dns {self.node_name}")
+            self._dns_task = (task, stop)
+        await self.cluster_dns.wait_synced(timeout=10)
 
     async def launch(self, pod: Obj, container: Obj, *, pod_ip: str, log_path: Path,
                      extra_env: dict[str, str]) -> nodectx.Process:
@@ -102,8 +107,7 @@ class ProcessLauncher:
         except errors.KubeClientError as exc:
             raise nodectx.LaunchError("CreateContainerConfigError", f"cannot read ConfigMaps/Secrets: {exc}",
                                       retry=True) from None
-        services = [s for s in self._informers[1].list() if (s.get("metadata") or {}).get("namespace")
-                    in (namespace, "default")] if len(self._informers) > 1 else []
+        services = self.cluster_dns.services_of(namespace)
         return ({c["metadata"]["name"]: c for c in cms}, {s["metadata"]["name"]: s for s in secrets}, services)
 
     def _hosts_file(self, pod: Obj, pod_ip: str) -> Path:
@@ -121,12 +125,15 @@ class ProcessLauncher:
         shutil.rmtree(self.pods_root / pod_uid, ignore_errors=True)
 
     async def close(self) -> None:
-        """Stop the DNS informers and make sure no process of this node is left."""
-        for inf in self._informers:
-            inf.stop()
-        for inf in self._informers:
-            await inf.join()
-        self._informers = []
+        """Stop a DNS of its own, stop updating its pods' hosts files, make sure no process of this node is left."""
+        if self._dns_task is not None:
+            task, stop = self._dns_task
+            self._dns_task = None
+            stop.set()
+            await task
+        for hosts in self._hosts.values():
+            hosts.close()
+        self._hosts.clear()
         try:
             await self.runtime.close()
         except Exception as exc:  # processes that refuse to die are logged, never silently kept

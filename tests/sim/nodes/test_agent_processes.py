@@ -7,6 +7,7 @@ pods/NAME/log, so these tests see what a conformance test sees.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -99,6 +100,34 @@ def test_deleting_or_stopping_leaves_no_process_behind(tmp_path: Path) -> None:
             await ks.pod_until(sim.client, "gone", lambda p: p is None, "deleted by its kubelet", timeout=10)
             assert sum(alive(p) for p in pids) == 1
         assert [p for p in pids if alive(p)] == [], "processes survived the agent"
+    ks.run(scenario, timeout=90)
+
+
+def pod_watches(sim: ks.Sim) -> int:
+    return sum(len(t.watchers) for t in sim.server.ctx.db.tables() if t.key == ("", "pods"))
+
+
+def test_every_node_shares_the_one_cluster_dns_and_its_watches_end_with_the_fleet(tmp_path: Path) -> None:
+    """As a cluster runs one CoreDNS: one pod watch for DNS whatever the number of nodes running processes
+    (each agent keeps its own, scoped to its node), and the hosts files of both nodes' pods on one table."""
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await create_script(sim.client)
+            for name, node in (("on-gpu", "gpu-0"), ("on-cpu", "cpu-0")):
+                await ks.create_bound(sim.client, hello_pod(name), node)
+            for name in ("on-gpu", "on-cpu"):
+                await ks.pod_until(sim.client, name, ks.is_ready, "Ready", timeout=20)
+            nodes = len(sim.running.fleet.specs)
+
+            async def watches() -> int:
+                return pod_watches(sim)
+            await ks.until(watches, lambda n: n == nodes + 1, f"{nodes} kubelet pod watches and one for DNS")
+            fleet = sim.running.fleet
+            launchers = [fleet.agents[node].ctx.launcher for node in ("gpu-0", "cpu-0")]  # type: ignore[union-attr]
+            assert launchers[0].dns is launchers[1].dns is fleet.dns.table  # type: ignore[union-attr]
+            assert fleet.dns.table.hosts_files == 2
+        left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("informer") and not t.done()]
+        assert left == [], left
     ks.run(scenario, timeout=90)
 
 

@@ -1,4 +1,4 @@
-"""Cluster DNS records and the per-pod hosts files that publish them.
+"""Cluster DNS records, the per-pod hosts files that publish them, and the one DNS all nodes share.
 
 Sources: the Kubernetes DNS specification (https://github.com/kubernetes/dns/blob/master/docs/specification.md,
 sections 2.3.1 ClusterIP A records, 2.4.1 headless A records and hostname records),
@@ -22,7 +22,7 @@ from typing import Any
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.apiserver.http import app
-from lwsconf.sim.nodes import dns
+from lwsconf.sim.nodes import dns, processes
 
 Obj = dict[str, Any]
 
@@ -207,3 +207,64 @@ def test_hosts_file_survives_its_directory_vanishing(tmp_path: Path) -> None:
     path.parent.write_text("not a directory")          # the next write fails: logged, not raised
     table.on_service("ADDED", service("api", cluster_ip="127.96.0.5"))
     assert table.flush() == 0
+
+
+def test_a_flush_after_events_that_change_no_record_touches_no_file(tmp_path: Path) -> None:
+    table = dns.ClusterDNS()
+    first = table.open_hosts_file(tmp_path / "a", pod("web-0", "127.9.1.2"), "127.9.1.2")
+    table.on_service("ADDED", service("api", cluster_ip="127.96.0.5"))
+    second = table.open_hosts_file(tmp_path / "b", pod("web-1", "127.9.1.3", ns="other"), "127.9.1.3")
+    (tmp_path / "b").write_text("changed behind our back\n")
+    table.on_pod("ADDED", pod("unrelated", "127.9.1.9"))          # records as when "b" was opened
+    assert (first.writes, second.writes) == (2, 1)
+    table.on_service("ADDED", service("db", cluster_ip="127.96.0.6"))
+    assert (first.writes, second.writes) == (3, 2)
+    assert "\tapi.team\n" in (tmp_path / "b").read_text() and "\tapi\n" not in (tmp_path / "b").read_text()
+
+
+def pod_and_service_watches(server: app.APIServer) -> int:
+    return sum(len(t.watchers) for t in server.ctx.db.tables() if t.key in (("", "pods"), ("", "services")))
+
+
+def test_shared_cluster_dns_watches_only_once_asked_and_stops_with_its_run(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        server = app.APIServer()
+        await server.start()
+        client = kc.Client(server.url, server.token, ca_pem=server.ca_pem, user_agent="coredns/cluster-dns")
+        try:
+            await client.create(kc.SERVICES, {"metadata": {"name": "api"}, "spec": {
+                "clusterIP": "127.96.0.7", "ports": [{"port": 80}]}}, namespace="default")
+            shared, stop = dns.SharedClusterDNS(flush_delay=0.01), asyncio.Event()
+            task = asyncio.create_task(shared.run(client, stop))
+            await asyncio.sleep(0)
+            assert shared.pods is None and pod_and_service_watches(server) == 0, "no watch before a launcher asks"
+            await asyncio.gather(shared.wait_synced(5), shared.wait_synced(5))   # two nodes' launchers
+            assert [s["metadata"]["name"] for s in shared.services_of("team")] == ["api"]   # default/ too
+            hosts = [shared.table.open_hosts_file(tmp_path / n, pod(n, "127.9.1.2"), "127.9.1.2")
+                     for n in ("on-node-a", "on-node-b")]
+            assert all("127.96.0.7\tapi.default.svc.cluster.local" in h.path.read_text() for h in hosts)
+            stop.set()
+            await task
+            assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("informer") and not t.done()]
+        finally:
+            await client.close()
+            await server.stop()
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+
+
+class _NoRuntime:
+    async def close(self) -> None:
+        return None
+
+
+def test_a_launcher_outside_a_fleet_runs_a_dns_of_its_own_and_stops_it_on_close(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with api_server() as client:
+            launcher = processes.ProcessLauncher(client, _NoRuntime(), tmp_path,  # type: ignore[arg-type]
+                                                 node_name="alone", host_ip="127.9.0.1")
+            await launcher._ensure_dns()
+            assert launcher.cluster_dns.pods is not None and launcher.cluster_dns.pods.has_synced
+            await launcher.close()
+            assert not [t for t in asyncio.all_tasks() if t.get_name().startswith(("informer", "cluster-dns"))
+                        and not t.done()]
+    asyncio.run(asyncio.wait_for(scenario(), 20))
