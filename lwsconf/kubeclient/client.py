@@ -156,6 +156,8 @@ class Client:
             the system trust store, which does not know the sim's self-signed certificate.
         user_agent: how this controller appears in the server's request journal.
         request_timeout: seconds allowed for any non-watch request.
+        unix_socket: talk plain HTTP over this Unix socket instead (`base_url` then only names the host in
+            URLs): the sim's own components reach its API server this way (`APIServer.internal_socket`).
     """
 
     def __init__(self, base_url: str, token: str | None, *,
@@ -164,8 +166,12 @@ class Client:
                  request_timeout: float = 30.0,
                  client_cert: tuple[bytes, bytes] | None = None,
                  insecure: bool = False,
-                 loopback_only: bool = True) -> None:
+                 loopback_only: bool = True,
+                 unix_socket: str | None = None) -> None:
+        if unix_socket is not None:
+            base_url = "http://localhost"
         self.base_url = (str(_check_loopback(base_url)) if loopback_only else base_url).rstrip("/")
+        self._unix_socket = unix_socket
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -215,7 +221,9 @@ class Client:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # limit=0: watches hold a connection each, and a pool limit would starve plain requests.
-            connector = aiohttp.TCPConnector(limit=0, ssl=self._ssl)
+            connector: aiohttp.BaseConnector = (aiohttp.UnixConnector(self._unix_socket, limit=0)
+                                                if self._unix_socket is not None
+                                                else aiohttp.TCPConnector(limit=0, ssl=self._ssl))
             self._session = aiohttp.ClientSession(headers=self._headers, connector=connector)
         return self._session
 

@@ -151,7 +151,7 @@ class SimCluster:
             controllers += self.fleet.controllers()
         self._supervisor = supervisor.Supervisor(
             lambda name: kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem,
-                                           user_agent=user_agent(name)))
+                                           user_agent=user_agent(name), unix_socket=self.apiserver.internal_socket))
         self._supervisor.start(controllers)
 
     async def stop(self) -> None:
