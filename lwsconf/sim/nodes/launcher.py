@@ -3,6 +3,9 @@
     python -I -S launcher.py SPEC.json            (outer stage, started by the runtime)
     python -I -S launcher.py SPEC.json inner      (inner stage, started by unshare)
 
+In namespaces mode the runtime skips the outer stage when util-linux's `setpriv` is there: it starts
+`setpriv --pdeathsig KILL -- unshare ... launcher.py SPEC.json inner` itself (`runtime.launch_command`).
+
 Outer stage: asks the kernel to SIGKILL this process when the sim's thread that started it dies
 (PR_SET_PDEATHSIG, which survives exec), so nothing outlives a crashed sim. Then:
 
@@ -204,12 +207,18 @@ def outer(spec: dict[str, Any], spec_path: str) -> int:
     if os.getppid() != spec["parent_pid"]:
         return START_ERROR  # the sim died between fork and prctl
     if spec["mode"] == "namespaces":
-        os.execv(spec["unshare"], ["unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--",
-                                   sys.executable, "-I", "-S", os.path.abspath(__file__), spec_path, "inner"])
+        argv = unshare_argv(spec, spec_path)
+        os.execv(argv[0], argv)
     if spec.get("cwd"):
         os.chdir(spec["cwd"])
     exec_workload(spec)
     return START_ERROR
+
+
+def unshare_argv(spec: dict[str, Any], spec_path: str) -> list[str]:
+    """`unshare` running this script's inner stage in fresh mount, UTS and PID namespaces."""
+    return [spec["unshare"], "--mount", "--uts", "--pid", "--fork", "--kill-child", "--",
+            spec["python"], "-I", "-S", os.path.abspath(__file__), spec_path, "inner"]
 
 
 def inner(spec: dict[str, Any]) -> int:

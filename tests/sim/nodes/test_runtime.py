@@ -281,6 +281,31 @@ def test_sigterm_sent_while_the_container_starts_is_not_lost(tmp_path: Path, mod
     run(scenario, timeout=60)
 
 
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="namespaces mode needs root and unshare")
+@pytest.mark.parametrize("setpriv", [True, False], ids=["setpriv", "launcher-outer-stage"])
+def test_namespaces_mode_starts_through_setpriv_or_the_launcher_outer_stage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setpriv: bool) -> None:
+    """With util-linux's setpriv the runtime execs `setpriv --pdeathsig KILL unshare ...` itself; without it the
+    launcher's outer Python stage does the same. Both run the workload in its namespaces and stop it cleanly."""
+    if not setpriv:
+        which = shutil.which
+        monkeypatch.setattr(runtime.shutil, "which", lambda name: None if name == "setpriv" else which(name))
+    elif shutil.which("setpriv") is None:
+        pytest.skip("no setpriv on this machine")
+
+    async def scenario() -> None:
+        spec = runtime._spec(runtime.MODE_NAMESPACES, ["python3"], {}, tmp_path / "check", "h", [], None, "")
+        first = Path(runtime.launch_command(spec)[0]).name
+        assert first == ("setpriv" if setpriv else Path(sys.executable).name), runtime.launch_command(spec)
+        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
+        process = await pod.start_hello()
+        info = await get(pod.ip, pod.port)
+        assert info["hostname"] == "web-0", "the workload runs in its own UTS namespace"
+        assert await process.stop(5) == 0
+        await pod.runtime.close()
+    run(scenario)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_no_process_survives_the_runtime_close(tmp_path: Path, mode: str) -> None:
     async def scenario() -> None:
