@@ -18,10 +18,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import secrets
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -183,9 +180,8 @@ class APIServer:
         if service_range is not None:
             self.ctx.service_range = ipaddress.IPv4Network(service_range)
         self._runner: web.AppRunner | None = None
-        self._internal_dir: str | None = None
         self.internal_socket: str | None = None
-        """The plain-HTTP Unix socket the sim's own components use (set by `start`); see `start`."""
+        """The plain-HTTP abstract Unix socket the sim's own components use (set by `start`); see `start`."""
         self.identity = tls.self_signed()
         self._openapi_auto = openapi_specs == "auto"
         if not isinstance(openapi_specs, str):
@@ -224,14 +220,14 @@ class APIServer:
         await site.start()
         self.ctx.port = int(self._runner.addresses[0][1])
         # The sim's controllers, scheduler and kubelets share this process: they reach the same app over a Unix
-        # socket in a private folder, without TLS. TLS stays on the TCP port every other client uses (kubectl
-        # sends tokens over TLS only); for the in-process components it was ~15% of the API server's busy time
-        # (py-spy, 2026-12-03: SSLProtocol writes of watch events). Same token, same handlers, same journal.
-        self._internal_dir = tempfile.mkdtemp(prefix=shutdown.temp_prefix("api"))
-        shutdown.at_exit(self._remove_internal_dir)  # also when an interrupted run abandons its cleanup
-        self.internal_socket = os.path.join(self._internal_dir, "internal.sock")
+        # socket without TLS. TLS stays on the TCP port every other client uses (kubectl sends tokens over TLS
+        # only); for the in-process components it was ~15% of the API server's busy time (py-spy, 2026-12-03:
+        # SSLProtocol writes of watch events). Same token, same handlers, same journal. An abstract socket
+        # (Linux): no file to leave behind when a run is killed, no path-length limit from a long TMPDIR; like
+        # the TCP port, only the token guards it.
+        self.internal_socket = "\0" + shutdown.temp_prefix("api") + secrets.token_hex(6)
         await web.UnixSite(self._runner, self.internal_socket).start()
-        log.info("API server listening on %s (and %s for the sim's components)", self.url, self.internal_socket)
+        log.info("API server listening on %s (and @%s for the sim's components)", self.url, self.internal_socket[1:])
 
     async def stop(self) -> None:
         for table in self.ctx.db.tables():
@@ -240,15 +236,8 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._internal_dir is not None:
-            shutdown.remove_at_exit(self._remove_internal_dir)
-            self._remove_internal_dir()
-            self._internal_dir = self.internal_socket = None
+        self.internal_socket = None
         await self.ctx.webhooks.close()
-
-    def _remove_internal_dir(self) -> None:
-        if self._internal_dir is not None:
-            shutil.rmtree(self._internal_dir, ignore_errors=True)
 
     def write_kubeconfig(self, path: Path) -> Path:
         return kubeconfig.write(path, server=self.url, token=self.token, ca_pem=self.ca_pem)
