@@ -155,7 +155,7 @@ class NodeAgent:
                                           kc.PODS, watch_timeout=60.0)
             self.pods.add_handler(self._on_pod)
             self.pods.start()
-            await _first(stop, self.node_gone)
+            await nodectx.until_any(stop, self.node_gone)
             if not stop.is_set():
                 log.warning("node %s: its Node object was deleted; stopping its pods until the agent stops",
                             self.name)
@@ -344,17 +344,6 @@ def _ready_status(node: Obj) -> str | None:
         if cond.get("type") == "Ready":
             return str(cond.get("status"))
     return None
-
-
-async def _first(*events: asyncio.Event) -> None:
-    """Until any of `events` is set."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
 
 
 def _default_launcher(agent: NodeAgent) -> nodectx.Launcher | None:

@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
-from lwsconf.sim.nodes import podnet
+from lwsconf.sim.nodes import nodectx, podnet
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class SharedClusterDNS:
 
     async def run(self, client: kc.Client, stop: asyncio.Event) -> None:
         """Serve until `stop`: start the informers once wanted, stop and join them on the way out."""
-        await _first(stop, self._wanted)
+        await nodectx.until_any(stop, self._wanted)
         if stop.is_set():
             return
         pods = informer_mod.Informer(client, kc.PODS, watch_timeout=60.0)
@@ -394,12 +394,3 @@ class SharedClusterDNS:
         return found if namespace == "default" else found + self.services.list("default")
 
 
-async def _first(*events: asyncio.Event) -> None:
-    """Until any of `events` is set."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
