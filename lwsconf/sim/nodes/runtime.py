@@ -482,8 +482,7 @@ class ProcessRuntime:
         mounts = [(os.path.normpath(p), str(h), os.path.normpath(p) in {os.path.normpath(r) for r in launch.read_only})
                   for p, h in launch.mounts.items()]
         spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd)
-        spec_path = cdir / "spec.json"
-        spec_path.write_text(json.dumps(spec))
+        Path(spec["spec_path"]).write_text(json.dumps(spec))
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab") as log_file:
             proc = await asyncio.create_subprocess_exec(
