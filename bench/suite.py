@@ -1,13 +1,14 @@
 """How long the conformance suite takes: wall time with pytest-xdist, the serial sum, the slowest tests (issue 18).
 
 Runs the suite as `make conformance` does (pytest on conformance/ with `-n 2` and every feature claimed) on the
-sim and, when the real control plane is built, on `--cluster=local` (`-n 0`, as `make conformance-local`),
-each into its own reports folder, and reads the per-test durations from the report it wrote. Records the wall
-time, the sum of the test durations (what one worker would need), the outcome counts, the ten slowest tests
-and the machine's load before and after: figures under load say so. Nothing is asserted: the issue's targets
-(sum <= 150 s, wall <= 90 s on 2 cores, no test over 8 s) are compared in the `targets` entry, as facts.
+sim; then on the sim again with one worker (`sim-serial`: the serial sum, each test with the machine to itself but
+for its own cluster); and, when the real control plane is built, on `--cluster=local` (`-n 0`, as `make
+conformance-local`). Each run writes its own reports folder, and the per-test durations are read from the report.
+Records the wall time, the sum of the test durations, the outcome counts, the ten slowest tests and the machine's
+load before and after: figures under load say so. Nothing is asserted: the issue's targets (sum <= 150 s, wall <=
+90 s on 2 cores, no test over 8 s; all three measured at `-n 2`) are compared in the `targets` entry, as facts.
 
-    python -m bench.suite --out bench/results.json [--clusters sim,local] [-k EXPR]
+    python -m bench.suite --out bench/results.json [--clusters sim,sim-serial,local] [-k EXPR]
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ from lwsconf.report import yaml_writer
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"sum_seconds": 150.0, "wall_seconds": 90.0, "slowest_test_seconds": 8.0}
 """Issue 18's targets for the sim with the reference on 2 cores."""
-WORKERS = {"sim": "2", "local": "0"}
+RUNS = {"sim": ("sim", "2"), "sim-serial": ("sim", "0"), "local": ("local", "0")}
+"""Run name: (the --cluster it runs on, pytest-xdist workers)."""
 RUN_TIMEOUT = 3600.0
 """Seconds one suite run may take before the benchmark records it as timed out."""
 
 
-def run_suite(cluster: str, selection: str | None) -> dict[str, Any]:
-    """One suite run on `cluster`; its figures, or why there are none."""
+def run_suite(run: str, selection: str | None) -> dict[str, Any]:
+    """One suite run (a name in `RUNS`); its figures, or why there are none."""
+    cluster, workers = RUNS[run]
     with tempfile.TemporaryDirectory(prefix="lwsconf-bench-suite-") as reports:
-        argv = [sys.executable, "-m", "pytest", "conformance", f"--cluster={cluster}", "-n", WORKERS[cluster],
+        argv = [sys.executable, "-m", "pytest", "conformance", f"--cluster={cluster}", "-n", workers,
                 "--all-features", "--lwsconf-reports", reports, "-q", "-p", "no:cacheprovider"]
         if selection:
             argv += ["-k", selection]
@@ -55,7 +58,7 @@ def run_suite(cluster: str, selection: str | None) -> dict[str, Any]:
     for t in report.tests:
         outcomes[t.result.value] = outcomes.get(t.result.value, 0) + 1
     slowest = sorted(ran, key=lambda t: -t.duration)[:10]
-    return {"cluster": cluster, "workers": WORKERS[cluster], "exit_code": done.returncode,
+    return {"cluster": cluster, "workers": workers, "exit_code": done.returncode,
             "wall_seconds": round(wall, 1), "sum_seconds": round(sum(t.duration for t in ran), 1),
             "tests_run": len(ran), "outcomes": outcomes,
             "slowest": [{"test": t.name, "seconds": round(t.duration, 1)} for t in slowest],
@@ -76,15 +79,15 @@ def targets(sim: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.suite")
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
-    parser.add_argument("--clusters", default="sim,local", help="comma separated: sim, local")
+    parser.add_argument("--clusters", default=",".join(RUNS), help=f"comma separated runs: {', '.join(RUNS)}")
     parser.add_argument("-k", dest="selection", default=None, help="pytest -k expression (a smaller run)")
     args = parser.parse_args(argv)
     figures: dict[str, Any] = {"machine": machine()}
-    for cluster in [c for c in args.clusters.split(",") if c]:
-        if cluster not in WORKERS:
-            parser.error(f"--clusters: unknown cluster {cluster!r}; choose from {', '.join(WORKERS)}")
-        figures[cluster] = run_suite(cluster, args.selection)
-        print(f"suite on {cluster}: " + ", ".join(f"{k} {v}" for k, v in figures[cluster].items()
+    for run in [c for c in args.clusters.split(",") if c]:
+        if run not in RUNS:
+            parser.error(f"--clusters: unknown run {run!r}; choose from {', '.join(RUNS)}")
+        figures[run] = run_suite(run, args.selection)
+        print(f"suite on {run}: " + ", ".join(f"{k} {v}" for k, v in figures[run].items()
                                                      if k in ("wall_seconds", "sum_seconds", "tests_run", "exit_code")))
     if "sim" in figures:
         figures["targets"] = targets(figures["sim"])

@@ -67,10 +67,14 @@ def test_fuzz_bench_counts_requests_and_outcomes_beside_other_sections(tmp_path:
 
 def test_suite_bench_records_wall_sum_slowest_and_the_targets(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    assert suite_bench.main(["--out", str(out), "--clusters", "sim", "-k", "object_names_and_ordinals"]) == 0
-    sim = json.loads(out.read_text())["suite"]["sim"]
-    # exit 1: a -k selection leaves the claimed LWS-EXTENDED and LWS-SERVING not-run, which the gate reports
-    assert sim["outcomes"].get("SUCCEEDED", 0) >= 1 and "FAILED" not in sim["outcomes"], sim
-    assert sim["slowest"][0]["seconds"] <= sim["sum_seconds"] <= sim["wall_seconds"] * 2
+    assert suite_bench.main(["--out", str(out), "--clusters", "sim,sim-serial", "-k", "object_names_and_ordinals"]) == 0
+    section = json.loads(out.read_text())["suite"]
+    for run, workers in (("sim", "2"), ("sim-serial", "0")):
+        figures = section[run]
+        assert (figures["cluster"], figures["workers"]) == ("sim", workers), figures
+        # exit 1: a -k selection leaves the claimed LWS-EXTENDED and LWS-SERVING not-run, which the gate reports
+        assert figures["outcomes"].get("SUCCEEDED", 0) >= 1 and "FAILED" not in figures["outcomes"], figures
+        assert figures["slowest"][0]["seconds"] <= figures["sum_seconds"] <= figures["wall_seconds"] * 2
+    sim = section["sim"]
     targets = json.loads(out.read_text())["suite"]["targets"]
     assert targets["sum_seconds"] == {"target": 150.0, "measured": sim["sum_seconds"], "met": True}
