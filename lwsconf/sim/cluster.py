@@ -16,6 +16,7 @@ import gc
 import logging
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +49,39 @@ reconciler's reaction on its loop, the test's next poll. A thread woken by I/O w
 whenever another thread is busy computing. Measured with the conformance suite on the sim (2 cores, `-n 2`, runs
 back to back): 187.9 s wall and 343.0 s summed test time with the default, 176.1 s and 320.3 s with 1 ms (an
 earlier pair: 182.4/333.5 and 171.7/314.2); user CPU went down too (229.8 -> 219.3 s)."""
+
+
+
+class _ProcessSettings:
+    """`GC_THRESHOLDS` and `SWITCH_INTERVAL` while at least one sim runs in the process: the first sim to start
+    sets them and the last to stop gives back what the process had. Sims overlap in one process (tests start one
+    inside another's lifetime); each restoring what it saw at its own start left the tuned values behind when
+    they stopped in start order (a unit test found the switch interval still at 1 ms)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved: tuple[tuple[int, int, int], float] | None = None
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._running == 0:
+                self._saved = (gc.get_threshold(), sys.getswitchinterval())
+                gc.set_threshold(*GC_THRESHOLDS)
+                sys.setswitchinterval(SWITCH_INTERVAL)
+            self._running += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0 and self._saved is not None:
+                thresholds, interval = self._saved
+                gc.set_threshold(*thresholds)
+                sys.setswitchinterval(interval)
+                self._saved = None
+
+
+_PROCESS_SETTINGS = _ProcessSettings()
 
 Runner = supervisor.Runner
 ControllerFactory = supervisor.ControllerFactory
@@ -131,8 +165,7 @@ class SimCluster:
         self._reservation: ipam.PodNetworkReservation | None = None
         self.fleet: fleet_mod.NodeFleet | None = None
         self._supervisor: supervisor.Supervisor | None = None
-        self._gc_before: tuple[int, int, int] | None = None
-        self._switch_before: float | None = None
+        self._tuned = False
 
     @property
     def url(self) -> str:
@@ -153,10 +186,8 @@ class SimCluster:
         except BaseException:
             self._release_network()
             raise
-        self._gc_before = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
-        self._switch_before = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL)
+        _PROCESS_SETTINGS.acquire()
+        self._tuned = True
         controllers = list(self._controllers)
         if self._node_specs:
             self.fleet = fleet_mod.NodeFleet(self._node_specs, pod_network=self.pod_network,
@@ -175,12 +206,9 @@ class SimCluster:
         loop's final cancellation (and the runtime's exit hook), so a stuck one cannot hang the run.
         """
         started = time.monotonic()
-        if self._gc_before is not None:
-            gc.set_threshold(*self._gc_before)
-            self._gc_before = None
-        if self._switch_before is not None:
-            sys.setswitchinterval(self._switch_before)
-            self._switch_before = None
+        if self._tuned:
+            _PROCESS_SETTINGS.release()
+            self._tuned = False
         if self._supervisor is not None:
             await self._supervisor.stop(STOP_GRACE)
             self._supervisor = None
