@@ -55,8 +55,6 @@ STARTED_MARKER = "started"
 """The file (in a start's scratch folder) where the namespaces-mode launcher writes the workload's pid once it
 has forked it (`launcher.forked`); until then a SIGTERM would be lost, so `Process.stop` waits for it."""
 _STARTED_POLL = 0.005
-START_WAIT = 10.0
-"""Seconds `Runtime.start` waits for the workload process to exist (the started marker) before it returns anyway."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EXEC_COMMANDS = ("cat", "ls", "test", "[", "true", "false", "echo", "stat", "grep", "head", "tail")
 """Exec-probe commands run besides Python: harmless readers of the container's own files."""
@@ -315,15 +313,6 @@ class Process:
                 self._signal(signal.SIGKILL)
         return await self.wait()
 
-    async def until_started(self, timeout: float) -> None:
-        """Return once the workload process exists (or the start ended, or `timeout` passed).
-
-        `Runtime.start` waits for this, as a CRI runtime's StartContainer returns once the container's task runs:
-        what the kubelet then reports as the container's start (and its first probes' schedule) counts from the
-        workload, not from the launcher stages before it (setpriv, unshare, the launcher's own Python).
-        """
-        await self._until_workload_exists(asyncio.get_running_loop().time() + timeout)
-
     async def _until_workload_exists(self, deadline: float) -> None:
         if self._workload_exists:
             return
@@ -474,8 +463,7 @@ class ProcessRuntime:
         return env
 
     async def start(self, launch: ContainerLaunch) -> Process:
-        """Start the container's process, and return once its workload runs (`Process.until_started`); its output
-        goes to `launch.log_path` (appended).
+        """Start the container's process; its output goes to `launch.log_path` (appended).
 
         Raises:
             UnsupportedCommand: argv does not start with a Python interpreter.
@@ -504,7 +492,6 @@ class ProcessRuntime:
                 env={"PATH": os.environ.get("PATH", DEFAULT_PATH), shutdown.RUN_ID_ENV: shutdown.run_id()})
         process = Process(launch, proc, self.mode, env, cdir)
         self._processes = [*self.processes, process]
-        await process.until_started(START_WAIT)
         log.debug("started %r (%s mode): %s", process, self.mode, argv)
         return process
 

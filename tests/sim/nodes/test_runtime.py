@@ -267,8 +267,7 @@ def test_sigterm_sent_while_the_container_starts_is_not_lost(tmp_path: Path, mod
     running until SIGKILL at the end of the grace period (a 30 s serving test, 2026-12-03). Stopped at once
     after start, several times, since the window is short: each stop ends by SIGTERM (143: the workload had
     no handler yet; 0: hello_http's handler), never by the grace period's SIGKILL (137). The stops sweep the
-    first 300 ms after `start` returns, while the workload's interpreter starts (`start` itself now returns only
-    once the workload process exists: `Process.until_started`; `stop` still waits for it if it does not)."""
+    first 300 ms of the start, where the launcher stages run."""
     async def scenario() -> None:
         pod = Pod(tmp_path, mode)
         codes = []
@@ -278,22 +277,6 @@ def test_sigterm_sent_while_the_container_starts_is_not_lost(tmp_path: Path, mod
             codes.append(await process.stop(3))
         assert all(code in (0, 143) for code in codes), f"exit codes {codes} (137: SIGTERM lost, killed at the end " \
             f"of the grace period) after stops 0.012 s apart; log:\n{pod.log_text()[-2000:]}"
-        await pod.runtime.close()
-    run(scenario, timeout=60)
-
-
-@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="namespaces mode needs root and unshare")
-def test_start_returns_once_the_workload_process_exists(tmp_path: Path) -> None:
-    """As a CRI runtime's StartContainer returns once the task runs: when `start` returns, the launcher has
-    written the workload's pid (the started marker), so the kubelet's start time and first probes count from
-    the workload and not from the launcher stages (setpriv, unshare, the launcher's Python) before it."""
-    async def scenario() -> None:
-        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
-        for _ in range(5):
-            process = await pod.runtime.start(pod.launch(["python3", "/app/hello_http.py", "--port", str(pod.port)]))
-            marker = process.workdir / runtime.STARTED_MARKER
-            assert marker.exists() and marker.read_text().strip().isdigit(), f"no workload pid in {marker}"
-            await process.stop(3)
         await pod.runtime.close()
     run(scenario, timeout=60)
 
