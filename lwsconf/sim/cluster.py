@@ -51,7 +51,6 @@ back to back): 187.9 s wall and 343.0 s summed test time with the default, 176.1
 earlier pair: 182.4/333.5 and 171.7/314.2); user CPU went down too (229.8 -> 219.3 s)."""
 
 
-
 class _ProcessSettings:
     """`GC_THRESHOLDS` and `SWITCH_INTERVAL` while at least one sim runs in the process: the first sim to start
     sets them and the last to stop gives back what the process had. Sims overlap in one process (tests start one

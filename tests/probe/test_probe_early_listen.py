@@ -10,6 +10,9 @@ import urllib.request
 from types import ModuleType
 
 from lwsconf import probe
+from tests.probe.test_probe import free_port
+
+IP = "127.0.0.1"
 
 
 def load_program() -> ModuleType:
@@ -21,14 +24,8 @@ def load_program() -> ModuleType:
     return module
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_port_listens_before_main_runs() -> None:
-    program, port = load_program(), free_port()
+    program, port = load_program(), free_port(IP)
     early = program.listen_early(["--port", str(port)], {"POD_IP": "127.0.0.1"})
     assert early is not None
     try:
@@ -40,7 +37,7 @@ def test_the_port_listens_before_main_runs() -> None:
 
 def test_port_from_the_environment_and_from_the_equals_form() -> None:
     program = load_program()
-    for argv, env in (([], {"LWSCONF_PORT": str(free_port())}), ([f"--port={free_port()}"], {})):
+    for argv, env in (([], {"LWSCONF_PORT": str(free_port(IP))}), ([f"--port={free_port(IP)}"], {})):
         early = program.listen_early(argv, {"LWSCONF_BIND": "127.0.0.1", **env})
         assert early is not None
         wanted = int(env["LWSCONF_PORT"]) if env else int(argv[0].split("=")[1])
@@ -49,7 +46,7 @@ def test_port_from_the_environment_and_from_the_equals_form() -> None:
 
 
 def test_no_early_bind_for_dump_env_or_help_or_a_taken_port() -> None:
-    program, port = load_program(), free_port()
+    program, port = load_program(), free_port(IP)
     env = {"POD_IP": "127.0.0.1"}
     assert program.listen_early(["--dump-env", "/tmp/x.json", "--port", str(port)], env) is None
     assert program.listen_early(["--help"], env) is None
@@ -60,7 +57,7 @@ def test_no_early_bind_for_dump_env_or_help_or_a_taken_port() -> None:
 
 
 def test_the_server_serves_on_the_early_socket() -> None:
-    program, port = load_program(), free_port()
+    program, port = load_program(), free_port(IP)
     early = program.listen_early(["--port", str(port)], {"POD_IP": "127.0.0.1"})
     assert early is not None
     with socket.create_connection(("127.0.0.1", port), timeout=2) as waiting:  # arrives before the server runs
@@ -81,7 +78,7 @@ def test_the_server_serves_on_the_early_socket() -> None:
 
 
 def test_an_early_socket_for_another_port_is_closed_and_the_server_binds_its_own() -> None:
-    program, port, other = load_program(), free_port(), free_port()
+    program, port, other = load_program(), free_port(IP), free_port(IP)
     early = program.listen_early(["--port", str(other)], {"POD_IP": "127.0.0.1"})
     assert early is not None
     server = program.ProbeServer(("127.0.0.1", port), early)
