@@ -91,6 +91,12 @@ class ContainerOps:
             if rec.state == "pending":
                 rec.state = "created"
 
+    def exits_to_restart(self) -> bool:
+        """A container has exited and will be restarted (now or after its back-off) by the next `advance`."""
+        if self.state.terminating or self.state.terminal:
+            return False
+        return any(rec.state == "exited" and self._should_restart(rec) for rec in self.state.all_records())
+
     def next_deadline(self) -> float | None:
         times = [r.backoff_until for r in self.state.all_records() if r.state == "backoff" and r.backoff_until]
         return min(times) if times else None

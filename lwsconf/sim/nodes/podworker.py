@@ -126,6 +126,11 @@ class PodWorker:
         if not self.state.admitted and not self.state.terminal:
             await self._admit()
         await self.ops.kill_unhealthy()
+        if self.ops.exits_to_restart():
+            # The kubelet writes the status it found (the container terminated, not ready) before it restarts
+            # containers: Kubelet.SyncPod (pkg/kubelet/kubelet.go) calls statusManager.SetPodStatus, then the
+            # runtime's SyncPod. So the pod leaves its Services' endpoints before a new process listens.
+            await self._write_status()
         self.ops.advance()
         self._settle_terminal()
         due, deadline = self._plan()

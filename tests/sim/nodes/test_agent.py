@@ -8,6 +8,7 @@ Containers are emulated by the `fast` and `chaos` stage sets; `test_agent_proces
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import time
 from pathlib import Path
@@ -91,6 +92,41 @@ def test_failing_readiness_probe_keeps_pod_unready_until_it_recovers(tmp_path: P
                 "chaos.lwsconf.dev/fail-readiness": None}}}, namespace=NS)
             await ks.pod_until(sim.client, "unready", ks.is_ready, "Ready after the annotation is removed",
                                timeout=5)
+    ks.run(scenario)
+
+
+def test_crashed_container_is_reported_terminated_and_not_ready_before_its_restart(tmp_path: Path) -> None:
+    """Kubelet.SyncPod sets the pod status it found, then the runtime restarts the container (kubelet.go):
+    the API shows the crash (terminated, not Ready) before the restarted instance, so endpoints drop the pod
+    before a new process can listen behind it."""
+    body = pod_body("crash", annotations={"chaos.lwsconf.dev/crash-container": "main",
+                                          "chaos.lwsconf.dev/exit-code": "42"})
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path) as sim:
+            seen: list[tuple[str, bool | None, int | None, str | None]] = []
+
+            async def record_until_ready_again() -> None:
+                async with contextlib.aclosing(sim.client.watch(
+                        ks.PODS, namespace=NS, field_selector="metadata.name=crash")) as events:
+                    async for event in events:
+                        status = ks.container(event.object)
+                        if status:
+                            state = next(iter(status.get("state") or {}), "")
+                            seen.append((state, status.get("ready"), status.get("restartCount"),
+                                         ks.condition(event.object, "Ready")))
+                        if seen and seen[-1] == ("running", True, 1, "True"):
+                            return
+            watcher = asyncio.create_task(record_until_ready_again())
+            await ks.create_bound(sim.client, body, "gpu-0")
+            try:
+                await asyncio.wait_for(watcher, 15)
+            except TimeoutError:
+                raise AssertionError(f"the pod was not seen restarted once and Ready within 15 s: {seen}") from None
+            restarted = next(i for i, s in enumerate(seen) if s[2] == 1)
+            assert ("terminated", False, 0, "False") in seen[:restarted], (
+                f"no status showed the crashed container terminated and the pod not Ready before the restart: "
+                f"{seen}")
     ks.run(scenario)
 
 
