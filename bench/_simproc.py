@@ -25,6 +25,8 @@ from typing import Any
 
 from kubernetes import client, config
 
+from lwsconf.waits import observe
+
 Obj = dict[str, Any]
 
 
@@ -147,17 +149,20 @@ class SimProcess:
         with self.log.open("w") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, text=True)
         self._await_line("kubeconfig written to")
-        self.api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        self.api = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
         core = client.CoreV1Api(self.api)
 
+        def nodes() -> list[dict[str, Any]]:
+            return list(observe.raw(core.list_node(_preload_content=False))["items"])
+
         def nodes_ready() -> bool:
-            items = json.loads(core.list_node(_preload_content=False).data)["items"]
+            items = nodes()
             ready = [n for n in items if any(c["type"] == "Ready" and c["status"] == "True"
                                              for c in (n.get("status") or {}).get("conditions") or [])]
             return len(ready) >= self.nodes
 
         wait_for(nodes_ready, what=f"{self.nodes} Ready nodes", timeout=self._start_timeout, poll=0.1,
-                 describe=lambda: f"nodes: {[n.metadata.name for n in core.list_node().items]}\n{self.log_tail()}")
+                 describe=lambda: f"nodes: {[n['metadata']['name'] for n in nodes()]}\n{self.log_tail()}")
         return self
 
     def _await_line(self, marker: str) -> None:
@@ -165,7 +170,11 @@ class SimProcess:
         assert self.proc is not None and self.proc.stdout is not None
         lines: queue.Queue[str] = queue.Queue()
         stdout = self.proc.stdout
-        threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+        threading.Thread(target=pump, daemon=True).start()
         deadline = time.monotonic() + self._start_timeout
         seen = []
         while time.monotonic() < deadline and self.proc.poll() is None:
@@ -180,7 +189,7 @@ class SimProcess:
 
     def __exit__(self, *exc: object) -> None:
         if self.api is not None:
-            self.api.close()
+            self.api.close()  # type: ignore[no-untyped-call]
             self.api = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -218,7 +227,7 @@ class PodWatch:
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._cond = threading.Condition()
-        listing = json.loads(self.core.list_namespaced_pod(namespace, _preload_content=False).data)
+        listing = observe.raw(self.core.list_namespaced_pod(namespace, _preload_content=False))
         self._rv = listing["metadata"]["resourceVersion"]
         for pod in listing["items"]:
             self._record("ADDED", pod, time.perf_counter())
@@ -241,7 +250,7 @@ class PodWatch:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                reply = self.core.list_namespaced_pod(self.namespace, watch=True, resource_version=self._rv,
+                reply: Any = self.core.list_namespaced_pod(self.namespace, watch=True, resource_version=self._rv,
                                                       allow_watch_bookmarks=True, timeout_seconds=30,
                                                       _preload_content=False)
                 try:

@@ -90,7 +90,9 @@ def rate(fn: Any, n: int) -> float:
 
 def watch_rate(core: client.CoreV1Api, url: str, token: str, events: int) -> float:
     """Events per second delivered to one typed watch client while another thread writes."""
-    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    listing = core.list_namespaced_config_map("default")
+    assert listing.metadata is not None, "a list always has metadata"
+    rv = listing.metadata.resource_version
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
 
@@ -103,8 +105,9 @@ def watch_rate(core: client.CoreV1Api, url: str, token: str, events: int) -> flo
     started = time.perf_counter()
     thread.start()
     seen = 0
-    for _ in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                  timeout_seconds=120):
+    watcher = watch.Watch()  # type: ignore[no-untyped-call]
+    for _ in watcher.stream(core.list_namespaced_config_map, "default",  # type: ignore[no-untyped-call]
+                            resource_version=rv, timeout_seconds=120):
         seen += 1
         if seen >= events:
             break

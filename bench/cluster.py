@@ -40,6 +40,7 @@ from bench._simproc import (
     write_results,
 )
 from lwsconf import workloads
+from lwsconf.waits import observe
 
 EMULATED_IMAGE = "nginx:1.27"
 
@@ -76,22 +77,22 @@ def run_statefulset(sim: SimProcess, namespace: str, body: Obj, *, timeout: floa
     assert sim.api is not None
     api = sim.api
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-    core.create_namespace({"metadata": {"name": namespace}})
+    core.create_namespace({"metadata": {"name": namespace}})  # type: ignore[arg-type]
     for obj in extra or []:
-        core.create_namespaced_config_map(namespace, obj)
-    core.create_namespaced_service(namespace, headless_service(body["metadata"]["name"]))
+        core.create_namespaced_config_map(namespace, obj)  # type: ignore[arg-type]
+    core.create_namespaced_service(namespace, headless_service(body["metadata"]["name"]))  # type: ignore[arg-type]
     want = body["spec"]["replicas"]
     watch = PodWatch(api, namespace)
     cpu_before = cpu_seconds(sim.pid)
     started = time.perf_counter()
-    apps.create_namespaced_stateful_set(namespace, body)
+    apps.create_namespaced_stateful_set(namespace, body)  # type: ignore[arg-type]
     watch.wait(lambda w: len(w.ready) >= want, what=f"{want} Ready pods", timeout=timeout)
     ready_s = spread(started, watch.ready)
     cpu = cpu_seconds(sim.pid) - cpu_before
     name = body["metadata"]["name"]
 
     def sts_ready() -> bool:
-        status = json.loads(apps.read_namespaced_stateful_set_status(name, namespace, _preload_content=False).data)
+        status = observe.raw(apps.read_namespaced_stateful_set_status(name, namespace, _preload_content=False))
         return bool((status.get("status") or {}).get("readyReplicas", 0) >= want)
 
     wait_for(sts_ready, what=f"StatefulSet {namespace}/{name} readyReplicas {want}", timeout=60)
@@ -124,7 +125,7 @@ def delete_namespace(api: client.ApiClient, namespace: str, watch: PodWatch, pod
         try:
             core.read_namespace(namespace)
         except client.ApiException as exc:
-            return exc.status == 404
+            return bool(exc.status == 404)
         return False
 
     wait_for(gone, what=f"namespace {namespace} to be removed", timeout=timeout, poll=0.1)

@@ -45,6 +45,7 @@ from kubernetes import client, config
 
 from bench._simproc import BenchError, SimProcess, load_average, machine, wait_for, write_results
 from lwsconf import shutdown
+from lwsconf.waits import observe
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK_TEST = "EnvVarsInEveryContainer"
@@ -214,16 +215,17 @@ class Output:
 
 def start_pod(kubeconfig: Path) -> None:
     """A pod whose container is a real process on the sim (python image, `python -c`), Running."""
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     core = client.CoreV1Api(api)
     try:
-        core.create_namespaced_pod("default", {
+        core.create_namespaced_pod("default", {  # type: ignore[arg-type]
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
             "spec": {"terminationGracePeriodSeconds": 30, "containers": [{
                 "name": "sleep", "image": "python:3.12-slim",
                 "command": ["python", "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                             "time.sleep(3600)"]}]}})
-        wait_for(lambda: core.read_namespaced_pod("sleeper", "default").status.phase == "Running",
+        wait_for(lambda: observe.raw(core.read_namespaced_pod("sleeper", "default", _preload_content=False))
+                 .get("status", {}).get("phase") == "Running",
                  what="pod default/sleeper Running", timeout=60, poll=0.1)
     finally:
         api.close()
@@ -365,12 +367,13 @@ def _held_locks(folder: Path) -> list[Path]:
 
 def live_test_namespaces(kubeconfig: Path) -> list[str]:
     """Namespaces a conformance run created (label lwsconf.dev/test=true) that are not being deleted."""
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     try:
-        items = client.CoreV1Api(api).list_namespace(label_selector="lwsconf.dev/test=true").items
+        items = observe.raw(client.CoreV1Api(api).list_namespace(label_selector="lwsconf.dev/test=true",
+                                                                 _preload_content=False))["items"]
     finally:
         api.close()
-    return sorted(ns.metadata.name for ns in items if ns.metadata.deletion_timestamp is None)
+    return sorted(str(ns["metadata"]["name"]) for ns in items if not ns["metadata"].get("deletionTimestamp"))
 
 
 # --- groups and the figures -------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from bench._simproc import (
 from bench.cluster import EMULATED_IMAGE  # one emulated image for every bench
 from fixtures import implementations
 from lwsconf import timeouts, workloads
-from lwsconf.waits import proxy
+from lwsconf.waits import observe, proxy
 
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
@@ -131,9 +131,9 @@ class Bench:
     def namespace(self, prefix: str, *, probe: bool) -> str:
         self._namespaces += 1
         name = f"{prefix}-{self._namespaces}"
-        self.core.create_namespace({"metadata": {"name": name}})
+        self.core.create_namespace({"metadata": {"name": name}})  # type: ignore[arg-type]
         if probe:
-            self.core.create_namespaced_config_map(name, workloads.probe_configmap())
+            self.core.create_namespaced_config_map(name, workloads.probe_configmap())  # type: ignore[arg-type]
         return name
 
     def create(self, namespace: str, lws: Obj) -> float:
@@ -143,13 +143,11 @@ class Bench:
         return started
 
     def get_lws(self, namespace: str, name: str) -> Obj:
-        reply = self.custom.get_namespaced_custom_object(workloads.GROUP, workloads.VERSION, namespace,
-                                                         workloads.PLURAL, name, _preload_content=False)
-        return json.loads(reply.data)  # type: ignore[no-any-return]
+        return observe.raw(self.custom.get_namespaced_custom_object(workloads.GROUP, workloads.VERSION, namespace,
+                                                                    workloads.PLURAL, name, _preload_content=False))
 
     def pods(self, namespace: str, selector: str) -> list[Obj]:
-        reply = self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
-        return json.loads(reply.data)["items"]  # type: ignore[no-any-return]
+        return observe.pods(self.api, namespace, selector)
 
     def describe(self, namespace: str, name: str) -> Callable[[], str]:
         def text() -> str:
@@ -182,7 +180,7 @@ class Bench:
             try:
                 self.core.read_namespace(namespace)
             except client.ApiException as exc:
-                return exc.status == 404
+                return bool(exc.status == 404)
             return False
 
         wait_for(gone, what=f"namespace {namespace} to be removed", timeout=timeout, poll=0.1)
@@ -317,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"machine": machine(), "load_average_before": load_average()}
     with SimProcess(gpu_nodes=0, cpu_nodes=args.cpu_nodes) as sim:
+        assert sim.api is not None, "SimProcess opens its client on entry"
         implementations.install_crd(sim.api, timeouts.Timeouts())
         reconciler = ReconcilerProcess(sim.kubeconfig)
         try:

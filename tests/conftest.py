@@ -56,7 +56,7 @@ def start_sim_api(tmp: Path, **kwargs: object) -> tuple[SimAPI, _loopthread.Loop
     kubeconfig = server.write_kubeconfig(tmp / "kubeconfig")
     ca_file = tmp / "ca.crt"
     ca_file.write_bytes(server.ca_pem)
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     return SimAPI(server, loop, kubeconfig, ca_file, api), loop
 
 
@@ -67,7 +67,7 @@ def running_sim_api(tmp: Path, **kwargs: object) -> Iterator[SimAPI]:
     try:
         yield sim
     finally:
-        sim.api.close()
+        sim.api.close()  # type: ignore[no-untyped-call]
         loop.run(sim.server.stop())
         loop.stop()
 

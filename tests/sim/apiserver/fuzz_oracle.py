@@ -90,7 +90,7 @@ class FuzzServer:
     def stop(self) -> None:
         if self._check_conn is not None:
             self._check_conn.close()
-        self.sim.api.close()
+        self.sim.api.close()  # type: ignore[no-untyped-call]
         self.sim.loop.run(self.sim.server.stop())
         self.sim.loop.stop()
 
@@ -203,11 +203,12 @@ class FuzzServer:
     def exercise(self, req: fr.FuzzRequest, tally: Tally | None = None, *, check_store: bool = True) -> list[str]:
         """Send `req`, judge the answer, check the server is alive and (optionally) the store intact."""
         try:
-            reply: Reply | None = self.send(req)
+            sent = self.send(req)
         except Hang as exc:
-            reply, problems = None, [f"hang: {exc}"]
+            reply: Reply | None = None
+            problems = [f"hang: {exc}"]
         else:
-            problems = judge(req, reply)
+            reply, problems = sent, judge(req, sent)
         if not self.alive():
             problems.append("the server stopped answering /readyz after this request")
             if tally is not None:
