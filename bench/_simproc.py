@@ -251,8 +251,8 @@ class PodWatch:
         try:
             while not self._stop.is_set():
                 reply: Any = self.core.list_namespaced_pod(self.namespace, watch=True, resource_version=self._rv,
-                                                      allow_watch_bookmarks=True, timeout_seconds=30,
-                                                      _preload_content=False)
+                                                           allow_watch_bookmarks=True, timeout_seconds=30,
+                                                           _preload_content=False)
                 try:
                     for line in _lines(reply):
                         if self._stop.is_set():
