@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,20 @@ def own_run_id(monkeypatch: pytest.MonkeyPatch) -> None:
     mid-test while tests/fixtures/test_worker_crash.py ran on the other worker).
     """
     monkeypatch.delenv(shutdown.RUN_ID_ENV, raising=False)
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: bound (no SO_REUSEADDR), never listening.
+
+    Why not pick a free port and close it: a parallel xdist worker can then bind that port and answer, so a
+    test of "nothing listens there" meets someone else's server (seen in CI: an emulator worker joined another
+    test's leader). Without SO_REUSEADDR on our socket no other bind succeeds (Linux inet_csk_bind_conflict),
+    and with no listen() the kernel refuses every connect.
+    """
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 @dataclass

@@ -279,20 +279,17 @@ def test_a_leader_whose_group_never_completes_gives_up_naming_the_missing_worker
     assert "did not complete within 0.5s (--rendezvous-timeout): workers [1, 2] never joined" in leader.logged()
 
 
-def test_a_worker_that_cannot_reach_its_leader_gives_up_after_the_join_timeout(group_of: Any) -> None:
-    """The leader's port is held bound but not listening, so connecting is refused for the whole join timeout.
+def test_a_worker_that_cannot_reach_its_leader_gives_up_after_the_join_timeout(group_of: Any,
+                                                                              closed_port: int) -> None:
+    """The leader's port refuses connections for the whole join timeout (tests/conftest.py's closed_port).
 
-    Why hold it: a port merely picked and released can be taken by another xdist worker's leader, which then
-    answers the join and rejects it (a CI failure of the unit suite: "the leader rejected this worker").
-    A bound socket without SO_REUSEADDR keeps every other bind off the port (Linux inet_csk_bind_conflict),
-    and with no listen() the kernel refuses each connection, which is what an absent leader looks like.
+    Why not a port picked and released: another xdist worker's leader took one, answered the join and rejected
+    it (a CI failure of the unit suite: "the leader rejected this worker").
     """
     group = group_of(2)
-    with socket.socket() as held:
-        held.bind((HOST, 0))
-        group.rendezvous_port = int(held.getsockname()[1])
-        worker = group.start(1, env={"LWSCONF_JOIN_TIMEOUT": "0.5"}, wait=False)
-        assert worker.must_exit() == 2
+    group.rendezvous_port = closed_port
+    worker = group.start(1, env={"LWSCONF_JOIN_TIMEOUT": "0.5"}, wait=False)
+    assert worker.must_exit() == 2
     assert "could not reach the leader at 127.0.0.1:" in worker.logged() and "(--join-timeout)" in worker.logged()
 
 

@@ -235,16 +235,10 @@ def test_warnings_of_both_kinds_come_back_as_warning_headers(sim_api: SimAPI, se
 # ---- failing calls and failurePolicy ----
 
 
-def _unused_port() -> int:
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])
-def test_unreachable_webhook_fails_closed_or_open_per_failure_policy(sim_api: SimAPI, policy: str) -> None:
-    port = _unused_port()
+def test_unreachable_webhook_fails_closed_or_open_per_failure_policy(sim_api: SimAPI, policy: str,
+                                                                    closed_port: int) -> None:
+    port = closed_port
     install(sim_api, VWC, "gone", hook("gone.example.com", {"url": f"https://127.0.0.1:{port}/x"},
                                        failurePolicy=policy))
     reply = create_cm(sim_api, configmap("c9"))

@@ -4,19 +4,12 @@ SIGTERM, is cut at the grace period, leaves at least 2 s for stopping, and a fai
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 from lwsconf.sim.nodes import hooks
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS
 from tests.sim.nodes.test_agent_processes import create_script, hello_pod, proxy_get
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_sleep_hook_is_cut_at_the_grace_period_and_leaves_the_kubelet_minimum() -> None:
@@ -31,8 +24,8 @@ def test_short_sleep_hook_leaves_the_rest_of_the_grace_period() -> None:
     assert failure is None and hooks.MINIMUM_GRACE_SECONDS < left <= 30
 
 
-def test_failing_http_hook_reports_why() -> None:
-    handler = {"httpGet": {"path": "/drain", "port": _closed_port()}}
+def test_failing_http_hook_reports_why(closed_port: int) -> None:
+    handler = {"httpGet": {"path": "/drain", "port": closed_port}}
     _, failure = asyncio.run(hooks.run_prestop(handler, grace=5, pod_ip="127.0.0.1", container={}, exec_runner=None))
     assert failure is not None and "/drain" in failure and "dial tcp" in failure, failure
 
