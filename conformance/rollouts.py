@@ -10,7 +10,7 @@ API. Everything goes through the harness, so through the Kubernetes API.
 from __future__ import annotations
 
 from conformance.harness import LWSHarness, Obj
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
 from lwsconf.waits import rollout
@@ -21,17 +21,26 @@ def rolling_update(**conf: object) -> Obj:
     return {"rollingUpdateConfiguration": dict(conf)}
 
 
-def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, unready: bool = False) -> None:
-    """Patch the pod templates with a new env value (a new revision); `unready`: its pods never turn Ready."""
+def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, unready: bool = False,
+                    leader: bool = True, worker: bool = True) -> None:
+    """Patch the pod templates with a new env value (a new revision); `unready`: its pods never turn Ready.
+
+    `leader`/`worker` choose which templates change: a change to one of them alone is an update too (4.4.1).
+    """
     env = {"LWSCONF_REVISION": marker, **({"LWSCONF_START_UNREADY": "1"} if unready else {})}
-    lwt = workloads.with_env(manifest, env)["spec"]["leaderWorkerTemplate"]
-    text = f"template updated (LWSCONF_REVISION={marker}{'; its pods never turn Ready' if unready else ''})"
+    lwt = workloads.with_env(manifest, env, leader=leader, worker=worker)["spec"]["leaderWorkerTemplate"]
+    which = "" if leader and worker else (" leaderTemplate only" if leader else " workerTemplate only")
+    text = (f"template updated{which} (LWSCONF_REVISION={marker}"
+            f"{'; its pods never turn Ready' if unready else ''})")
     lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}}, step=text)
 
 
 def leader_revision(lws: LWSHarness, name: str) -> str:
-    """The revision key on the leader StatefulSet."""
-    return rollout.leader_revision(lws.api, lws.namespace, name)
+    """The revision key on the leader StatefulSet; fails when it carries none (3.1 requires the label), so that
+    comparing keys can never pass on two missing ones."""
+    key = rollout.leader_revision(lws.api, lws.namespace, name)
+    assert key, f"leader StatefulSet {name} has no {lwsapi.TEMPLATE_REVISION_HASH} label (3.1 requires it)"
+    return key
 
 
 def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
@@ -42,15 +51,17 @@ def group_revision(lws: LWSHarness, name: str, index: int) -> str | None:
 
 
 def roll_template(lws: LWSHarness, name: str, manifest: Obj, *, replicas: int, size: int,
-                  marker: str = "2") -> tuple[timeline_model.Timeline, str, str]:
-    """Change the pod templates and wait for the rollout to complete, recording its timeline.
+                  marker: str = "2", leader: bool = True,
+                  worker: bool = True) -> tuple[timeline_model.Timeline, str, str]:
+    """Change the pod templates (`leader`/`worker`: which ones) and wait for the rollout to complete, recording
+    its timeline.
 
     Returns:
         (the timeline, the revision key before, the revision key after).
     """
     old = leader_revision(lws, name)
     with lws.timeline(name) as timeline:
-        change_template(lws, name, manifest, marker)
+        change_template(lws, name, manifest, marker, leader=leader, worker=worker)
         new = lws.rollout_must_complete(name, old=old, replicas=replicas, size=size)
     return timeline, old, new
 

@@ -13,7 +13,7 @@ rollout exactly where the contract says it stops.
 
 from __future__ import annotations
 
-from conformance.harness import REVISION, LWSHarness, annotations_of, labels
+from conformance.harness import REVISION, LWSHarness, Obj, annotations_of, labels
 from conformance.rollouts import assert_at_most_down, group_revision, roll_template
 from conformance.rollouts import change_template as change
 from conformance.rollouts import leader_revision as revision
@@ -74,6 +74,59 @@ def test_rolling_update_changes_size(lws: LWSHarness) -> None:
         assert annotations_of(pod).get(lwsapi.SIZE) == "3", f"{pod_name}: {annotations_of(pod)}"
         assert lws.probe_json(pod_name)["lws"]["LWS_GROUP_SIZE"] == "3"
     assert [lws.statefulsets()[f"resize-{i}"]["spec"]["replicas"] for i in (0, 1)] == [2, 2]
+
+
+@conformance(short_name="LeaderTemplateChangeRollsOut", slow=True, features={Feature.ROLLING_UPDATE},
+             description="A change to leaderTemplate alone (workerTemplate unchanged) is an update: a new revision "
+                         "key, rolled out group by group from the top, every pod of each group replaced and the "
+                         "leaders running the new leader template (4.4.1, 4.4.2).")
+def test_leader_template_change_rolls_out(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("lead", replicas=3, size=2)
+    lws.create(manifest)
+    before = lws.ready("lead", replicas=3, size=2)
+    old = revision(lws, "lead")
+    with lws.timeline("lead") as timeline:
+        change(lws, "lead", manifest, "leader-only", worker=False)
+        _leader_statefulset_must_leave(lws, "lead", old)
+        new = lws.rollout_must_complete("lead", old=old, replicas=3, size=2)
+    assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
+    assert analysis.replacement_order(timeline, old, 3) == [2, 1, 0], \
+        f"replacement order:\n{analysis.describe(timeline)}"
+    assert_at_most_down(timeline, range(3), 1, _WHY)
+    after = lws.groups("lead")
+    for i in range(3):
+        kept = after[i].uids & before[i].uids
+        assert not kept, f"group {i} kept pods {sorted(kept)} across a leaderTemplate update (4.4.1: the whole group " \
+                         "is replaced)"
+        leader, workers = after[i].pods[0], [after[i].pods[j] for j in range(1, 2)]
+        assert _env_value(leader, "LWSCONF_REVISION") == "leader-only", \
+            f"leader {leader['metadata']['name']} does not run the changed leaderTemplate"
+        for worker in workers:
+            assert _env_value(worker, "LWSCONF_REVISION") is None, \
+                f"worker {worker['metadata']['name']} got the leaderTemplate's change"
+    assert new != old
+
+
+def _leader_statefulset_must_leave(lws: LWSHarness, name: str, old: str) -> None:
+    """Wait (create) until the leader StatefulSet names a revision key other than `old`: the update began.
+
+    Bounded by the short `create` timeout, so a controller that does not see the change fails here in seconds,
+    saying so, rather than at the end of the rollout wait.
+    """
+    def leader_statefulset_moved() -> None:
+        now = revision(lws, name)
+        assert now != old, (f"leader StatefulSet {name} still at revision key {old} after a leaderTemplate-only "
+                            "change; want a new revision (4.4.1: the snapshot holds leaderWorkerTemplate entire)")
+    lws.wait(leader_statefulset_moved, what=f"leader StatefulSet {name} to move to a new revision", within="create",
+             name=name)
+
+
+def _env_value(pod: Obj, env_name: str) -> str | None:
+    """The literal value of `env_name` in the pod's first container (None when the container has no such entry)."""
+    container = pod["spec"]["containers"][0]
+    values = [e["value"] for e in container.get("env") or () if e["name"] == env_name]
+    assert len(values) <= 1, f"{pod['metadata']['name']}: {len(values)} entries named {env_name}"
+    return values[0] if values else None
 
 
 @conformance(short_name="SecondChangeMidRollout", slow=True, features={Feature.ROLLING_UPDATE},
