@@ -1,0 +1,346 @@
+"""Mutation testing of the reference reconciler (`make mutate`, issue 28): how many small wrong reconcilers the
+conformance suite fails.
+
+Tool: cosmic-ray (PyPI). It mutates files in place and runs any test command per mutant, so each mutant runs only
+the conformance tests whose coverage context covered the mutated statement (bench/mutate_plan.py), fail-fast and
+fastest first, in a throwaway copy of the repository. Steps:
+
+1. `git worktree add --detach` of HEAD into a temporary directory: mutations are never applied in the working tree
+   others run tests from. The copy is removed at the end, also on Ctrl-C or SIGTERM.
+2. Baseline: the conformance suite once on the unmutated copy under coverage.py with one context per test
+   (pytest-cov `--cov-context=test`) and the per-test durations (bench/mutate_durations.py). It must pass: a run on
+   a failing suite would count every mutant killed.
+3. cosmic-ray's `init` enumerates every mutant of lwsconf/reconciler/ (its core operators) into a session database;
+   a seeded random sample of `--sample` of them is run, the others are marked skipped in the database.
+4. Each sampled mutant: cosmic-ray's `mutate_and_test` applies it, runs the selected tests (`-x`, the named waits
+   shortened by `--timeout-overrides`, PYTHONPATH on the copy) with a per-mutant timeout, restores the file.
+   A timeout is counted as killed, cosmic-ray's convention (`cosmic_ray.testing.run_tests`), and shown apart.
+5. Mutants triaged as equivalent in bench/mutate_equivalent.toml (file, diff, reason) are reported "equivalent:
+   <reason>" and left out of the killed share; survivors triaged there with the behaviour the suite misses are
+   reported with it. Results go to bench/results.json (section "mutate") and the table in docs/mutation-testing.md.
+
+    python -m bench.mutate [--sample N] [--seed S] [--budget-minutes M] [--out bench/results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import os
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bench import mutate_plan
+from bench._simproc import load_average, machine, write_results
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = "lwsconf/reconciler"
+EQUIVALENTS = REPO / "bench" / "mutate_equivalent.toml"
+DOC = REPO / "docs" / "mutation-testing.md"
+DOC_BEGIN = "<!-- mutate results: begin (written by python -m bench.mutate) -->"
+DOC_END = "<!-- mutate results: end -->"
+TIMEOUT_OVERRIDES = "LwsAvailable:40;GroupRecreated:40;RolloutComplete:60;ScaleComplete:40;PodsRunning:30;Delete:30"
+"""The named waits shortened for mutant runs (defaults 60/60/120/60/30/30 s): a mutant that never reaches a state
+fails its wait sooner. The baseline runs with the same values and must pass, so they are not too short for the
+reference on this machine at this load."""
+BASELINE_TIMEOUT = 3600.0
+"""Seconds the baseline (whole suite under coverage) may take."""
+
+
+class MutateError(Exception):
+    """A step of the run failed; the message says what to do."""
+
+
+def _git(*args: str, cwd: Path = REPO) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@contextlib.contextmanager
+def worktree() -> Iterator[Path]:
+    """A detached worktree of HEAD in a temporary directory, removed afterwards whatever happens (SIGTERM too)."""
+    parent = Path(tempfile.mkdtemp(prefix="lwsconf-mutate-"))
+    copy = parent / "repo"
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        _git("worktree", "add", "--detach", "--quiet", str(copy), "HEAD")
+        yield copy
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _git("worktree", "remove", "--force", str(copy))
+        shutil.rmtree(parent, ignore_errors=True)
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _git("worktree", "prune")
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _env(copy: Path) -> dict[str, str]:
+    """The environment of every pytest run here: the copy's code wins over the editable install of the repo."""
+    return {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _pytest(copy: Path, overrides: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--all-features", "-q",
+            "--timeout-overrides", overrides, "--lwsconf-reports", str(copy.parent / "reports")]
+
+
+Contexts = dict[str, dict[int, list[str]]]
+"""Per file (relative to the repository), per line: the coverage contexts (one per test) that ran it."""
+
+
+def baseline(copy: Path, workers: int, overrides: str,
+             selection: str | None) -> tuple[Contexts, dict[str, float], float]:
+    """Run the suite once on the unmutated copy under coverage: each file's line -> contexts, test durations, wall."""
+    durations_file, coverage_file = copy.parent / "durations.json", copy.parent / "coverage.sqlite"
+    argv = [*_pytest(copy, overrides), "conformance", "-n", str(workers), "-p", "bench.mutate_durations",
+            f"--cov={TARGET}", "--cov-context=test", "--cov-report="] + (["-k", selection] if selection else [])
+    env = {**_env(copy), "LWSCONF_MUTATE_DURATIONS": str(durations_file), "COVERAGE_FILE": str(coverage_file)}
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise MutateError(f"the unmutated suite failed (exit {done.returncode}); every mutant would count as killed. "
+                          f"Fix the suite first. Last output:\n{done.stdout[-3000:]}{done.stderr[-1500:]}")
+    import coverage  # the `mutate` extra; imported here so the module loads (and type-checks) without it
+
+    data = coverage.CoverageData(basename=str(coverage_file))
+    data.read()
+    contexts: Contexts = {}
+    for measured in data.measured_files():
+        rel = os.path.relpath(measured, copy)
+        contexts[rel] = {line: sorted(c) for line, c in data.contexts_by_lineno(measured).items()}
+    return contexts, json.loads(durations_file.read_text()), wall
+
+
+def enumerate_mutants(copy: Path, session: Path) -> list[mutate_plan.Mutant]:
+    """cosmic-ray's `init` over the copy's reconciler: every mutant, stored in the session database."""
+    import cosmic_ray.commands
+    import cosmic_ray.modules
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    modules = sorted(cosmic_ray.modules.find_modules([copy / TARGET]))
+    with use_db(str(session), WorkDB.Mode.create) as db:
+        cosmic_ray.commands.init(modules, db, {})
+        mutants = []
+        for item in db.work_items:
+            (spec,) = item.mutations
+            mutants.append(mutate_plan.Mutant(
+                job_id=item.job_id, path=os.path.relpath(spec.module_path, copy), operator=spec.operator_name,
+                occurrence=spec.occurrence, line=spec.start_pos[0], end_line=spec.end_pos[0]))
+    return mutants
+
+
+def _tests_for(copy: Path, mutant: mutate_plan.Mutant, contexts: Mapping[str, Mapping[int, Sequence[str]]],
+               durations: Mapping[str, float]) -> list[str]:
+    line = mutate_plan.statement_line((copy / mutant.path).read_text(), mutant.line)
+    return mutate_plan.select_tests(line, contexts.get(mutant.path, {}), durations)
+
+
+def _killed_by(output: str) -> str | None:
+    for text in output.splitlines():
+        if text.startswith(("FAILED ", "ERROR ")):
+            return text.split(" ", 1)[1].split(" - ", 1)[0]
+    return None
+
+
+def run_mutants(copy: Path, session: Path, chosen: Sequence[mutate_plan.Mutant],
+                contexts: Mapping[str, Mapping[int, Sequence[str]]], durations: Mapping[str, float], *,
+                overrides: str, deadline: float, equivalents: Sequence[mutate_plan.Equivalent],
+                survivors: Mapping[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+    """Apply and test each chosen mutant with cosmic-ray (in `copy`); one result entry each, in order."""
+    results: list[dict[str, Any]] = []
+    # cosmic-ray runs the test command with this process's environment and working directory.
+    saved_cwd, saved_path = os.getcwd(), os.environ.get("PYTHONPATH")
+    os.chdir(copy)
+    os.environ["PYTHONPATH"] = str(copy)
+    try:
+        _run_each(db_path=session, chosen=chosen, copy=copy, contexts=contexts, durations=durations,
+                  overrides=overrides, deadline=deadline, equivalents=equivalents, survivors=survivors,
+                  results=results)
+    finally:
+        os.chdir(saved_cwd)
+        if saved_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_path
+    return results
+
+
+def _run_each(*, db_path: Path, chosen: Sequence[mutate_plan.Mutant], copy: Path,
+              contexts: Mapping[str, Mapping[int, Sequence[str]]], durations: Mapping[str, float], overrides: str,
+              deadline: float, equivalents: Sequence[mutate_plan.Equivalent],
+              survivors: Mapping[tuple[str, str, str], str], results: list[dict[str, Any]]) -> None:
+    from cosmic_ray.mutating import mutate_and_test
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        by_id = {item.job_id: item for item in db.work_items}
+        chosen_ids = {m.job_id for m in chosen}
+        db.set_multiple_results([j for j in by_id if j not in chosen_ids],
+                                WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+        for number, mutant in enumerate(chosen, 1):
+            entry: dict[str, Any] = {"path": mutant.path, "line": mutant.line, "operator": mutant.operator,
+                                     "occurrence": mutant.occurrence}
+            if time.monotonic() > deadline:
+                entry["outcome"] = "not_run"
+                results.append(entry)
+                continue
+            tests = _tests_for(copy, mutant, contexts, durations)
+            expected = sum(durations.get(t, 15.0) for t in tests)
+            workers = "2" if len(tests) > 3 else "0"
+            timeout = 120.0 + 2.0 * expected / (2 if workers == "2" else 1)
+            command = shlex.join([*_pytest(copy, overrides), "-x", "-n", workers, *tests]) if tests else "true"
+            started = time.monotonic()
+            result = mutate_and_test(by_id[mutant.job_id].mutations, command, timeout)
+            seconds = round(time.monotonic() - started, 1)
+            db.set_result(mutant.job_id, result)
+            diff = result.diff or ""
+            before, after = mutate_plan.diff_lines(diff)
+            entry.update(before=before, after=after, tests_selected=len(tests), seconds=seconds,
+                         timeout_seconds=round(timeout))
+            output = result.output or ""
+            if result.worker_outcome == WorkerOutcome.NO_TEST:
+                entry["outcome"] = "no_test"
+            elif result.worker_outcome != WorkerOutcome.NORMAL or result.test_outcome == TestOutcome.INCOMPETENT:
+                entry.update(outcome="incompetent", output=output[-800:])
+            elif (reason := mutate_plan.equivalent_reason(mutant.path, diff, equivalents)) is not None:
+                entry.update(outcome="equivalent", reason=reason, tests_outcome=str(result.test_outcome.value))
+            elif result.test_outcome == TestOutcome.KILLED and output == "timeout":
+                entry["outcome"] = "timeout"
+            elif result.test_outcome == TestOutcome.KILLED:
+                entry.update(outcome="killed", killed_by=_killed_by(output))
+            else:
+                entry["outcome"] = "survived"
+                if not tests:
+                    entry["missed"] = "no conformance test runs this line"
+                if (missed := survivors.get((mutant.path, before, after))) is not None:
+                    entry["missed"] = missed
+            results.append(entry)
+            print(f"[{number}/{len(chosen)}] {entry['outcome']:>10} {seconds:6.1f}s {len(tests):3d} tests "
+                  f"{mutant.path}:{mutant.line} {before!r} -> {after!r}", flush=True)
+
+
+def load_triage(path: Path) -> tuple[list[mutate_plan.Equivalent], dict[tuple[str, str, str], str]]:
+    """The equivalents (with reasons) and the survivors' missed behaviours recorded in the triage file."""
+    if not path.exists():
+        return [], {}
+    document = tomllib.loads(path.read_text())
+    survivors = {(s["path"], s["before"].strip(), s["after"].strip()): " ".join(s["missed"].split())
+                 for s in document.get("survivor", [])}
+    return mutate_plan.load_equivalents(document), survivors
+
+
+def markdown(section: Mapping[str, Any]) -> str:
+    """The results table for docs/mutation-testing.md."""
+    summary, counts = section["summary"], section["summary"]["counts"]
+    lines = [f"Run of {section['finished']} on commit `{section['commit'][:10]}`: {section['sampled']} of "
+             f"{section['population']} mutants sampled (seed {section['seed']}), {section['run']} run, "
+             f"{section['wall_seconds'] / 60:.0f} min wall (baseline {section['baseline']['wall_seconds']:.0f} s), "
+             f"{section['per_mutant_seconds']['median']} s median per mutant.", "",
+             "| killed | of which timeout | survived | equivalent | incompetent | killed % of non-equivalent "
+             "| target |",
+             "|---|---|---|---|---|---|---|",
+             f"| {summary['killed_including_timeouts']} | {counts['timeout']} | {counts['survived']} | "
+             f"{counts['equivalent']} | {counts['incompetent']} | {summary['killed_percent_of_non_equivalent']} | "
+             f"{summary['target_percent']} ({'met' if summary['met'] else 'not met'}) |", "",
+             "| # | mutant | change | outcome | tests | s |", "|---|---|---|---|---|---|"]
+    for i, m in enumerate(section["mutants"], 1):
+        if m["outcome"] == "not_run":
+            continue
+        outcome = m["outcome"]
+        if outcome == "equivalent":
+            outcome = f"equivalent: {m['reason']}"
+        elif outcome == "killed" and m.get("killed_by"):
+            outcome = f"killed by `{m['killed_by'].split('::')[-1]}`"
+        elif outcome == "survived" and m.get("missed"):
+            outcome = f"**survived**: {m['missed']}"
+        elif outcome == "survived":
+            outcome = "**survived** (not triaged)"
+        change = f"`{m.get('before', '')}` → `{m.get('after', '')}`".replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {i} | {m['path'].removeprefix(TARGET + '/')}:{m['line']} {m['operator'].removeprefix('core/')}"
+                     f" | {change} | {outcome.replace('|', '/')} | {m.get('tests_selected', '')} | "
+                     f"{m.get('seconds', '')} |")
+    return "\n".join(lines)
+
+
+def write_doc(doc: Path, table: str) -> None:
+    text = doc.read_text()
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise MutateError(f"{doc} has no {DOC_BEGIN!r} ... {DOC_END!r} markers to write the results between")
+    head, rest = text.split(DOC_BEGIN, 1)
+    doc.write_text(f"{head}{DOC_BEGIN}\n{table}\n{DOC_END}{rest.split(DOC_END, 1)[1]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.mutate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=40, help="mutants to run, chosen at random (default 40)")
+    parser.add_argument("--seed", type=int, default=28, help="seed of the random sample (default 28)")
+    parser.add_argument("--budget-minutes", type=float, default=55.0,
+                        help="no new mutant starts after this many minutes; the rest are reported not_run")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers of the baseline run")
+    parser.add_argument("--timeout-overrides", default=TIMEOUT_OVERRIDES, help="named waits for every run here")
+    parser.add_argument("-k", dest="selection", default=None,
+                        help="pytest -k expression: a smaller baseline (trying the tool out; not a measurement)")
+    parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the triage file (TOML)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
+    parser.add_argument("--doc", type=Path, default=DOC, help="markdown file with the results markers")
+    args = parser.parse_args(argv)
+    equivalents, survivors = load_triage(args.equivalents)
+    started, load_before = time.monotonic(), load_average()
+    deadline = started + 60.0 * args.budget_minutes
+    commit = _git("rev-parse", "HEAD").strip()
+    try:
+        with worktree() as copy:
+            print(f"mutate: copy of {commit[:10]} at {copy}; baseline run under coverage...", flush=True)
+            contexts, durations, baseline_wall = baseline(copy, args.workers, args.timeout_overrides,
+                                                        args.selection)
+            print(f"mutate: baseline {baseline_wall:.0f} s, {len(durations)} tests", flush=True)
+            session = copy.parent / "session.sqlite"
+            population = enumerate_mutants(copy, session)
+            chosen = mutate_plan.sample(population, args.sample, args.seed)
+            results = run_mutants(copy, session, chosen, contexts, durations, overrides=args.timeout_overrides,
+                                  deadline=deadline, equivalents=equivalents, survivors=survivors)
+    except (MutateError, subprocess.CalledProcessError) as exc:
+        print(f"mutate: {exc}", file=sys.stderr)
+        return 2
+    ran = [m for m in results if m["outcome"] != "not_run"]
+    seconds = [m["seconds"] for m in ran if "seconds" in m] or [0.0]
+    section: dict[str, Any] = {
+        "tool": f"cosmic-ray {importlib.metadata.version('cosmic-ray')}", "target": TARGET, "commit": commit,
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+        "load_average_before": load_before, "load_average_after": load_average(),
+        "seed": args.seed, "sampled": len(results), "population": len(population), "run": len(ran),
+        "timeout_overrides": args.timeout_overrides, "wall_seconds": round(time.monotonic() - started, 1),
+        "baseline": {"wall_seconds": round(baseline_wall, 1), "tests": len(durations), "workers": args.workers},
+        "per_mutant_seconds": {"mean": round(statistics.mean(seconds), 1),
+                               "median": round(statistics.median(seconds), 1), "max": max(seconds)},
+        "summary": mutate_plan.summarise(m["outcome"] for m in ran),
+        "mutants": results,
+    }
+    write_results(args.out, "mutate", section)
+    if args.doc:
+        write_doc(args.doc, markdown(section))
+    print(json.dumps(section["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The pure parts of `make mutate` (bench/mutate.py): which mutants run, which tests run for each, what the run says.
+
+No I/O and no cosmic-ray import here, so tests/test_mutate_plan.py checks them directly:
+
+* `sample`: a seeded random choice of mutants, the same for the same seed and population whatever order the
+  session database lists them in (cosmic-ray's job ids are random uuids, so mutants are ordered by what they are).
+* `statement_line` and `select_tests`: the conformance tests to run against a mutant are those whose coverage
+  context (coverage.py, one context per test, recorded once on the unmutated code) covered the statement the
+  mutation is in, fastest first, so a fail-fast run (`-x`) stops at the cheapest test that kills it. Coverage
+  records a statement under its first line, and a mutation can sit on a continuation line, hence the statement.
+  Code run only at import (module constants, defaults, decorators) is covered by no test context: every test that
+  covered some line of that module is selected instead, since each of them imported it.
+* `equivalent_reason`: a mutant triaged as equivalent is matched by its file and its diff (the line before and
+  after), not by cosmic-ray's occurrence number, which changes whenever code above it changes.
+* `summarise`: the counts and the killed share of the non-equivalent sampled mutants (the issue's target: 90%).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TARGET_PERCENT = 90.0
+"""Issue 28: at least this share of non-equivalent sampled mutants killed."""
+
+OUTCOMES = ("killed", "timeout", "survived", "equivalent", "incompetent", "no_test")
+"""Every outcome a mutant gets in the results. `timeout` counts as killed (cosmic-ray's convention:
+`cosmic_ray.testing.run_tests` returns KILLED with the output "timeout"), but is counted apart so a run whose kills
+are mostly timeouts shows it. `no_test`: cosmic-ray could not apply the mutation (not counted)."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutation cosmic-ray's `init` found: where, which operator, which occurrence of it in the module."""
+
+    job_id: str
+    path: str
+    """Relative to the repository root, e.g. lwsconf/reconciler/rollout.py."""
+    operator: str
+    occurrence: int
+    line: int
+    end_line: int
+
+    def order_key(self) -> tuple[str, int, str, int]:
+        return (self.path, self.line, self.operator, self.occurrence)
+
+
+def sample(population: Iterable[Mutant], size: int, seed: int) -> list[Mutant]:
+    """`size` mutants chosen at random with `seed` (all of them when there are fewer), in file and line order.
+
+    The population is sorted by what each mutant is before choosing, so the choice depends only on the mutants and
+    the seed, not on the order cosmic-ray stored them in or their random job ids."""
+    ordered = sorted(population, key=Mutant.order_key)
+    if size >= len(ordered):
+        return ordered
+    chosen = random.Random(seed).sample(range(len(ordered)), size)
+    return [ordered[i] for i in sorted(chosen)]
+
+
+def statement_line(source: str, line: int) -> int:
+    """The first line of the innermost statement that contains `line` (coverage.py records a statement there).
+
+    A line outside every statement (a blank or comment line) is returned as it is."""
+    best: ast.stmt | None = None
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno if node.end_lineno is not None else node.lineno
+        if node.lineno <= line <= end and (best is None or (end - node.lineno) <= (_span(best))):
+            # A compound statement contains its body: keep the narrower one, and for an `if` test on its own line
+            # the `if` itself (its body statements start below it).
+            best = node
+    return best.lineno if best is not None else line
+
+
+def _span(node: ast.stmt) -> int:
+    end = node.end_lineno if node.end_lineno is not None else node.lineno
+    return end - node.lineno
+
+
+def test_of_context(context: str) -> str:
+    """The test node id of a pytest-cov context (`conformance/test_x.py::test_y[p]|run`); "" for no test."""
+    return context.rsplit("|", 1)[0] if "|" in context else context
+
+
+def select_tests(line: int, lines_to_contexts: Mapping[int, Sequence[str]],
+                 durations: Mapping[str, float]) -> list[str]:
+    """The tests that covered `line` (a statement's first line), fastest first (by their unmutated durations).
+
+    When only import-time code covered the line (no test context), every test that covered any line of the module
+    is returned: each of them imported it, so each ran the mutated module-level code."""
+    tests = {test_of_context(c) for c in lines_to_contexts.get(line, ())} - {""}
+    if not tests and line in lines_to_contexts:
+        tests = {test_of_context(c) for contexts in lines_to_contexts.values() for c in contexts} - {""}
+    return sorted(tests, key=lambda t: (durations.get(t, float("inf")), t))
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant argued equivalent (same behaviour as the unmutated code), read from bench/mutate_equivalent.toml."""
+
+    path: str
+    before: str
+    after: str
+    reason: str
+
+
+def diff_lines(diff: str) -> tuple[str, str]:
+    """The removed and the added lines of a mutant's unified diff, each stripped and joined by newlines."""
+    removed, added = [], []
+    for text in diff.splitlines():
+        if text.startswith(("---", "+++")):
+            continue
+        if text.startswith("-"):
+            removed.append(text[1:].strip())
+        elif text.startswith("+"):
+            added.append(text[1:].strip())
+    return "\n".join(removed), "\n".join(added)
+
+
+def load_equivalents(document: Mapping[str, Any]) -> list[Equivalent]:
+    """The `[[equivalent]]` tables of the equivalents file; each must have path, before, after and a reason."""
+    entries = []
+    for i, entry in enumerate(document.get("equivalent", [])):
+        missing = [k for k in ("path", "before", "after", "reason") if not str(entry.get(k, "")).strip()]
+        if missing:
+            raise ValueError(f"equivalent entry {i + 1}: missing {', '.join(missing)}: every equivalent mutant "
+                             "needs path, before and after (the diff's lines, stripped) and the reason it is one")
+        entries.append(Equivalent(entry["path"], entry["before"].strip(), entry["after"].strip(),
+                                  " ".join(entry["reason"].split())))
+    return entries
+
+
+def equivalent_reason(path: str, diff: str, equivalents: Iterable[Equivalent]) -> str | None:
+    """The recorded reason this mutant (file and diff) is equivalent, or None when it was not triaged so."""
+    before, after = diff_lines(diff)
+    for entry in equivalents:
+        if entry.path == path and entry.before == before and entry.after == after:
+            return entry.reason
+    return None
+
+
+def summarise(outcomes: Iterable[str]) -> dict[str, Any]:
+    """Counts per outcome and the killed share (killed + timeout) of the sampled mutants that are not equivalent."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for outcome in outcomes:
+        if outcome not in counts:
+            raise ValueError(f"unknown mutant outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
+        counts[outcome] += 1
+    judged = counts["killed"] + counts["timeout"] + counts["survived"] + counts["incompetent"]
+    killed = counts["killed"] + counts["timeout"]
+    percent = round(100.0 * killed / judged, 1) if judged else None
+    return {"counts": counts, "non_equivalent": judged, "killed_including_timeouts": killed,
+            "killed_percent_of_non_equivalent": percent, "target_percent": TARGET_PERCENT,
+            "met": percent is not None and percent >= TARGET_PERCENT}
