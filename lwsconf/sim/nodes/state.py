@@ -181,6 +181,18 @@ class PodState:
                 return False
         return True
 
+    def regular_started(self) -> bool:
+        """Some app container of this pod has run (the kubelet's `HasAnyActiveRegularContainerStarted`): the
+        pod has been initialized, so a sidecar restarting later does not make it Pending again."""
+        return any(rec.container_id or rec.last_terminated is not None for rec in self.containers)
+
+    def initializing(self) -> bool:
+        """Init containers hold the pod in Pending (the kubelet's `getPhase`): a regular init container has not
+        succeeded yet, or a sidecar has not started while no app container has run yet."""
+        if any(not r.sidecar and not (r.terminated and r.exit_code == 0) for r in self.init_containers):
+            return True
+        return any(r.sidecar and not r.started for r in self.init_containers) and not self.regular_started()
+
 
 def adopt(state: PodState, old: Obj, reserve: Callable[[str, str], bool],
           to_loopback: Callable[[str], str] = str) -> None:

@@ -6,11 +6,13 @@ pkg/kubelet/status/generate.go for the conditions):
 * phase: Pending while init containers are unfinished or any container waits without ever having
   run; Running while something runs (or will be restarted); once every container has stopped,
   Succeeded if all exited 0 and nothing will restart, else Failed (restartPolicy Never, or the pod is
-  terminating). A terminal phase never changes again.
-* conditions: PodReadyToStartContainers (sandbox up), Initialized, ContainersReady, Ready (also
-  honouring spec.readinessGates), PodScheduled (kept, True if the scheduler left none); conditions
-  owned by others (readiness gates, DisruptionTarget) are kept as they are. lastTransitionTime only
-  moves when a condition's status changes.
+  terminating). A terminal phase never changes again. Sidecars (init containers with `restartPolicy:
+  Always`) hold the pod Pending only until an app container has run: one crashing later restarts (its
+  `restartCount` in initContainerStatuses rises) while the pod stays Running and Initialized.
+* conditions: PodReadyToStartContainers (sandbox up), Initialized, ContainersReady (sidecars' readiness
+  included), Ready (also honouring spec.readinessGates), PodScheduled (kept, True if the scheduler left
+  none); conditions owned by others (readiness gates, DisruptionTarget) are kept as they are.
+  lastTransitionTime only moves when a condition's status changes.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def pod_phase(state: st.PodState, restart_policy: str) -> str:
     if not state.admitted or not state.sandbox:
         return "Pending"
     terminal = state.terminating
-    if not state.init_done():
+    if state.initializing():
         failed_init = any(r.terminated and r.exit_code != 0 and r.state == "done" for r in state.init_containers)
         return "Failed" if failed_init else "Pending"
     waiting = running = stopped = succeeded = 0
@@ -121,9 +123,11 @@ def conditions(pod: Obj, state: st.PodState, phase: str, *, now: str) -> list[Ob
     """The pod's conditions: the kubelet's own, then everyone else's unchanged."""
     old = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
     completed = phase == "Succeeded"
-    unready = [r.name for r in state.containers if not r.ready]
-    incomplete = [r.name for r in state.init_containers if not (r.started if r.sidecar else
-                                                                  (r.terminated and r.exit_code == 0))]
+    # Sidecars count for ContainersReady (generate.go `GenerateContainersReadyCondition`); once an app
+    # container has run, the pod stays Initialized while a sidecar restarts (`GeneratePodInitializedCondition`).
+    unready = [r.name for r in [*(r for r in state.init_containers if r.sidecar), *state.containers] if not r.ready]
+    incomplete = [] if _app_container_seen(state) else \
+        [r.name for r in state.init_containers if not (r.started if r.sidecar else (r.terminated and r.exit_code == 0))]
     containers_ready = _cond(not unready and not completed, "PodCompleted" if completed else "ContainersNotReady",
                              "" if completed else f"containers with unready status: [{' '.join(unready)}]")
     gates_ok, gate_message = _readiness_gates(pod, old)
@@ -146,6 +150,11 @@ def conditions(pod: Obj, state: st.PodState, phase: str, *, now: str) -> list[Ob
         out.append(_condition(ctype, value, old.get(ctype), now))
     out.extend(c for t, c in old.items() if t not in KUBELET_CONDITIONS)
     return out
+
+
+def _app_container_seen(state: st.PodState) -> bool:
+    """An app container's status shows it running or terminated (`HasAnyRegularContainerStarted`)."""
+    return any(r.state == "running" or (r.terminated and r.exit_code is not None) for r in state.containers)
 
 
 def _cond(ok: bool, reason: str, message: str) -> tuple[bool, str, str]:

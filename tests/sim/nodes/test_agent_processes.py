@@ -8,6 +8,7 @@ pods/NAME/log, so these tests see what a conformance test sees.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -66,6 +67,59 @@ def test_process_container_serves_on_its_pod_ip_and_restarts_after_exit(tmp_path
             pod = await ks.pod_until(sim.client, "hello", lambda p: ks.is_ready(p) and
                                      ks.container(p).get("restartCount") == 1, "restarted and Ready", timeout=20)
             assert ks.container(pod)["lastState"]["terminated"]["exitCode"] == 7
+    ks.run(scenario, timeout=90)
+
+
+def _init_status(pod: dict[str, object] | None, name: str) -> dict[str, object]:
+    statuses = ((pod or {}).get("status") or {}).get("initContainerStatuses") or []  # type: ignore[union-attr]
+    return next((dict(s) for s in statuses if s.get("name") == name), {})
+
+
+def test_a_crashed_sidecar_process_restarts_counted_in_init_statuses_while_the_pod_stays_running(
+        tmp_path: Path) -> None:
+    """A native sidecar (init container with restartPolicy Always) runs as its own process beside the app
+    container; when it exits the kubelet starts it again whatever the pod's restartPolicy
+    (kuberuntime_container.go `computeInitContainerActions`), its `restartCount` in initContainerStatuses
+    rises, and the pod stays Running and Initialized (kubelet_pods.go `getPhase`: a pod whose app containers
+    have run is not sent back to Pending) while Ready follows the sidecar's readiness (generate.go). Before,
+    the sim wrote Pending and Initialized False while the sidecar was down and kept the pod Ready."""
+    sidecar = {**hello_pod("x")["spec"]["containers"][0], "name": "side", "args": ["--port", "8081"],  # type: ignore[index]
+               "ports": [{"containerPort": 8081, "name": "side"}], "restartPolicy": "Always",
+               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8081}, "periodSeconds": 1}}
+    body = hello_pod("sc")
+    body["spec"]["initContainers"] = [sidecar]  # type: ignore[index]
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await create_script(sim.client)
+            await ks.create_bound(sim.client, body, "cpu-0")
+            pod = await ks.pod_until(sim.client, "sc", lambda p: ks.is_ready(p) and _init_status(p, "side").get(
+                "ready") is True, "Ready with its sidecar ready", timeout=30)
+            seen: list[tuple[object, ...]] = []
+
+            async def record_until_ready_again() -> None:
+                async with contextlib.aclosing(sim.client.watch(
+                        ks.PODS, namespace=NS, field_selector="metadata.name=sc",
+                        resource_version=pod["metadata"]["resourceVersion"])) as events:
+                    async for event in events:
+                        side = _init_status(event.object, "side")
+                        seen.append((event.object["status"]["phase"], ks.condition(event.object, "Initialized"),
+                                     ks.condition(event.object, "Ready"), next(iter(side.get("state") or {}), ""),
+                                     side.get("restartCount"), ks.container(event.object).get("restartCount")))
+                        if ks.is_ready(event.object) and side.get("restartCount") == 1 and side.get("ready"):
+                            return
+            watcher = asyncio.create_task(record_until_ready_again())
+            await sim.client.request("GET", f"/api/v1/namespaces/{NS}/pods/sc:8081/proxy/exit?code=3")
+            try:
+                await asyncio.wait_for(watcher, 20)
+            except TimeoutError:
+                raise AssertionError(f"the sidecar was not seen restarted once and the pod Ready within 20 s: "
+                                     f"{seen}") from None
+            assert all(s[:2] == ("Running", "True") for s in seen), f"left Running/Initialized: {seen}"
+            assert any(s[2] == "False" for s in seen), f"never unready while the sidecar was down: {seen}"
+            assert all(s[5] == 0 for s in seen), f"the app container restarted too: {seen}"
+            pod = await ks.pod_until(sim.client, "sc", ks.is_ready, "Ready")
+            assert _init_status(pod, "side")["lastState"]["terminated"]["exitCode"] == 3  # type: ignore[index]
     ks.run(scenario, timeout=90)
 
 

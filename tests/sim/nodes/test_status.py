@@ -93,3 +93,56 @@ def test_effective_requests_and_fit_follow_the_scheduler_formula() -> None:
     assert reason == "OutOfnvidia.com/gpu" and "requested: 2, used: 2, capacity: 3" in message
     with pytest.raises(admission.QuantityError, match="not a Kubernetes quantity"):
         admission.parse_quantity("2 cores")
+
+
+def _with_sidecar(pod_state: st.PodState, state: str, *, restarts: int = 0, ready: bool = True) -> st.ContainerRecord:
+    side = st.ContainerRecord(spec={"name": "side", "image": "img:1", "restartPolicy": "Always"}, init=True,
+                              sidecar=True, state=state, restart_count=restarts)
+    if state == "running":
+        side.container_id, side.started_at = "containerd://s", NOW
+        side.probe_results["readiness"] = ready
+        side.spec["readinessProbe"] = {"httpGet": {"path": "/", "port": 81}}
+    if restarts:
+        side.last_terminated = {"exitCode": 1, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}
+    pod_state.init_containers.append(side)
+    return side
+
+
+@pytest.mark.parametrize("sidecar", ["exited", "backoff", "created"])
+def test_a_restarting_sidecar_keeps_a_started_pod_running_and_initialized_but_not_ready(sidecar: str) -> None:
+    """kubelet_pods.go `getPhase` leaves a sidecar that stopped after the pod initialized out of the phase
+    (`!podHasInitialized`); generate.go keeps Initialized once an app container has started and counts the
+    sidecar's readiness in ContainersReady. Before, the sim sent such a pod back to Pending and not Initialized
+    (and kept it Ready): under RecreateGroupAfterStart a sidecar crash then looked like a starting group."""
+    pod_state = _state(("running", None), ("running", None))
+    rec = _with_sidecar(pod_state, sidecar, restarts=0 if sidecar == "exited" else 1)
+    if sidecar == "exited":
+        rec.exit_code = 1
+    built = status.pod_status(_pod(), pod_state, now=NOW)
+    conditions = {c["type"]: c for c in built["conditions"]}
+    assert built["phase"] == "Running", built
+    assert conditions["Initialized"]["status"] == "True", conditions
+    assert conditions["ContainersReady"]["status"] == "False", conditions
+    assert conditions["ContainersReady"]["message"] == "containers with unready status: [side]"
+    assert conditions["Ready"]["status"] == "False", conditions
+
+
+def test_an_unready_sidecar_makes_the_pod_unready_and_a_ready_one_counts_for_readiness() -> None:
+    pod_state = _state(("running", None), ("running", None))
+    side = _with_sidecar(pod_state, "running", restarts=1, ready=False)
+    conditions = {c["type"]: c["status"] for c in status.pod_status(_pod(), pod_state, now=NOW)["conditions"]}
+    assert conditions == {"PodReadyToStartContainers": "True", "Initialized": "True", "ContainersReady": "False",
+                          "Ready": "False", "PodScheduled": "True"}
+    side.probe_results["readiness"] = True
+    built = status.pod_status(_pod(), pod_state, now=NOW)
+    assert {c["type"]: c["status"] for c in built["conditions"]}["Ready"] == "True"
+    assert built["initContainerStatuses"][0]["restartCount"] == 1 and built["phase"] == "Running"
+
+
+def test_a_sidecar_not_started_before_any_app_container_ran_keeps_the_pod_pending() -> None:
+    pod_state = _state(("pending", None), ("pending", None))
+    _with_sidecar(pod_state, "created")
+    built = status.pod_status(_pod(), pod_state, now=NOW)
+    initialized = next(c for c in built["conditions"] if c["type"] == "Initialized")
+    assert built["phase"] == "Pending"
+    assert initialized["status"] == "False" and initialized["message"] == "containers with incomplete status: [side]"
