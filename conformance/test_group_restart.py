@@ -74,19 +74,33 @@ def test_group_recreated_on_leader_crash(lws: LWSHarness) -> None:
              description="Under restartPolicy None a crashed worker restarts in place: restartCount 1, every UID "
                          "kept (4.2).")
 def test_restart_policy_none_restarts_only_the_container(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("none", replicas=1, size=3, restart_policy="None"))
-    before = lws.ready("none", replicas=1, size=3)[0]
-    crashed = before.pods[1]
+    _crash_restarts_only_the_container(lws, "none", "none-0-1")
+
+
+@conformance(short_name="RestartPolicyNoneLeaderCrashRestartsOnlyTheContainer", features={Feature.RESTART_POLICY_NONE},
+             description="Under restartPolicy None a crashed leader container restarts in place too: the policy "
+                         "gate holds for leaders as for workers; restartCount 1, every UID of the group kept (4.2).")
+def test_restart_policy_none_leader_crash_restarts_only_the_container(lws: LWSHarness) -> None:
+    _crash_restarts_only_the_container(lws, "lnone", "lnone-0")
+
+
+def _crash_restarts_only_the_container(lws: LWSHarness, name: str, crashed: str) -> None:
+    """Crash `crashed` (a pod of group 0 of a 1x3 LWS under restartPolicy None): only its container restarts."""
+    lws.create(workloads.probe_lws(name, replicas=1, size=3, restart_policy="None"))
+    before = lws.ready(name, replicas=1, size=3)[0]
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in before.pods.values()}
 
     def same_pods() -> None:
-        group = lws.groups("none").get(0)
-        assert group is not None and group.uids == before.uids, "a pod of the group was replaced"
-    with lws.timeline("none"):
-        lws.crash("none-0-1")
-        pod = lws.pod_must_have_restarted("none-0-1", uid=crashed["metadata"]["uid"], restarts=1, name="none")
-        lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name="none")
+        group = lws.groups(name).get(0)
+        assert group is not None and group.uids == before.uids, \
+            f"a pod of group 0 was replaced after {crashed}'s container crashed under restartPolicy None (4.2)"
+    with lws.timeline(name):
+        lws.crash(crashed)
+        pod = lws.pod_must_have_restarted(crashed, uid=uids[crashed], restarts=1, name=name)
+        lws.hold(same_pods, what="group 0 keeps every pod under restartPolicy None", name=name)
     assert pod_waits.restart_count(pod) == 1
-    assert lws.pod("none-0")["metadata"]["uid"] == before.pods[0]["metadata"]["uid"]
+    for pod_name, uid in uids.items():
+        assert lws.pod(pod_name)["metadata"]["uid"] == uid, f"{pod_name} was replaced"
 
 
 @conformance(short_name="LeaderDeletionRecreatesGroupUnderNone", features={Feature.RESTART_POLICY_NONE},
