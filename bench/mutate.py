@@ -8,7 +8,7 @@ fastest first, in a throwaway copy of the repository. Steps:
 1. `git worktree add --detach` of HEAD into a temporary directory: mutations are never applied in the working tree
    others run tests from. The copy is removed at the end, also on Ctrl-C or SIGTERM.
 2. Baseline: the conformance suite once on the unmutated copy under coverage.py with one context per test
-   (pytest-cov `--cov-context=test`) and the per-test durations (bench/mutate_durations.py). It must pass: a run on
+   (pytest-cov `--cov-context=test`) and the per-test durations (bench/mutate_run.py). It must pass: a run on
    a failing suite would count every mutant killed.
 3. cosmic-ray's `init` enumerates every mutant of lwsconf/reconciler/ (its core operators) into a session database;
    a seeded random sample of `--sample` of them is run, the others are marked skipped in the database.
@@ -96,8 +96,10 @@ def _env(copy: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _pytest(copy: Path, overrides: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--all-features", "-q",
+def _runner(copy: Path, overrides: str, durations: Path | None = None) -> list[str]:
+    """bench/mutate_run.py (pytest judged by its tests, not by the report's gate) with the suite's options."""
+    return [sys.executable, "-m", "bench.mutate_run", *(["--durations", str(durations)] if durations else []), "--",
+            "-p", "no:cacheprovider", "--all-features", "-q",
             "--timeout-overrides", overrides, "--lwsconf-reports", str(copy.parent / "reports")]
 
 
@@ -109,15 +111,17 @@ def baseline(copy: Path, workers: int, overrides: str,
              selection: str | None) -> tuple[Contexts, dict[str, float], float]:
     """Run the suite once on the unmutated copy under coverage: each file's line -> contexts, test durations, wall."""
     durations_file, coverage_file = copy.parent / "durations.json", copy.parent / "coverage.sqlite"
-    argv = [*_pytest(copy, overrides), "conformance", "-n", str(workers), "-p", "bench.mutate_durations",
+    argv = [*_runner(copy, overrides, durations_file), "conformance", "-n", str(workers),
             f"--cov={TARGET}", "--cov-context=test", "--cov-report="] + (["-k", selection] if selection else [])
-    env = {**_env(copy), "LWSCONF_MUTATE_DURATIONS": str(durations_file), "COVERAGE_FILE": str(coverage_file)}
+    env = {**_env(copy), "COVERAGE_FILE": str(coverage_file)}
     started = time.monotonic()
     done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT)
     wall = time.monotonic() - started
-    if done.returncode != 0:
-        raise MutateError(f"the unmutated suite failed (exit {done.returncode}); every mutant would count as killed. "
-                          f"Fix the suite first. Last output:\n{done.stdout[-3000:]}{done.stderr[-1500:]}")
+    figures = json.loads(durations_file.read_text()) if durations_file.exists() else {}
+    if done.returncode != 0 or not figures:
+        raise MutateError(f"the unmutated suite failed ({figures.get('failed', 'no figures')}); every mutant would "
+                          f"count as killed. Fix the suite first. Last output:\n{done.stdout[-3000:]}"
+                          f"{done.stderr[-1500:]}")
     import coverage  # the `mutate` extra; imported here so the module loads (and type-checks) without it
 
     data = coverage.CoverageData(basename=str(coverage_file))
@@ -126,7 +130,7 @@ def baseline(copy: Path, workers: int, overrides: str,
     for measured in data.measured_files():
         rel = os.path.relpath(measured, copy)
         contexts[rel] = {line: sorted(c) for line, c in data.contexts_by_lineno(measured).items()}
-    return contexts, json.loads(durations_file.read_text()), wall
+    return contexts, figures["durations"], wall
 
 
 def enumerate_mutants(copy: Path, session: Path) -> list[mutate_plan.Mutant]:
@@ -155,8 +159,8 @@ def _tests_for(copy: Path, mutant: mutate_plan.Mutant, contexts: Mapping[str, Ma
 
 def _killed_by(output: str) -> str | None:
     for text in output.splitlines():
-        if text.startswith(("FAILED ", "ERROR ")):
-            return text.split(" ", 1)[1].split(" - ", 1)[0]
+        if text.startswith("mutate_run: failed: "):
+            return text.removeprefix("mutate_run: failed: ").split(" ")[0]
     return None
 
 
@@ -207,7 +211,7 @@ def _run_each(*, db_path: Path, chosen: Sequence[mutate_plan.Mutant], copy: Path
             expected = sum(durations.get(t, 15.0) for t in tests)
             workers = "2" if len(tests) > 3 else "0"
             timeout = 120.0 + 2.0 * expected / (2 if workers == "2" else 1)
-            command = shlex.join([*_pytest(copy, overrides), "-x", "-n", workers, *tests]) if tests else "true"
+            command = shlex.join([*_runner(copy, overrides), "-x", "-n", workers, *tests]) if tests else "true"
             started = time.monotonic()
             result = mutate_and_test(by_id[mutant.job_id].mutations, command, timeout)
             seconds = round(time.monotonic() - started, 1)
