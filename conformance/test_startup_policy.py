@@ -8,7 +8,7 @@ StatefulSet may exist for that group during the whole observation window; releas
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, Obj
+from conformance.harness import LWSHarness, Obj, controller_of
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -67,3 +67,46 @@ def test_leader_created_does_not_wait(lws: LWSHarness) -> None:
     assert lws.statefulsets()["eager-0"]["spec"]["replicas"] == 2
     lws.probe_json("eager-0", "/ready", value="true")
     lws.groups_must_be_ready("eager", replicas=1, size=3)
+
+
+@conformance(short_name="LeaderReadyGatesRecreatedGroup",
+             features={Feature.STARTUP_LEADER_READY, Feature.GROUP_RESTART},
+             description="With LeaderReady the gate holds every time a group is created, not only at the LWS's first "
+                         "start: after a worker crash recreates the group, the new leader, unready, gets no worker "
+                         "StatefulSet until it is Ready (4.1, 4.2).")
+def test_leader_ready_gates_recreated_group(lws: LWSHarness) -> None:
+    lws.create(workloads.start_unready(workloads.probe_lws("regate", replicas=1, size=2,
+                                                           startup_policy="LeaderReady")))
+    _leader_running_unready(lws, "regate-0")
+    lws.probe_json("regate-0", "/ready", value="true")
+    before = lws.ready("regate", replicas=1, size=2)[0]
+    old_leader = before.pods[0]["metadata"]["uid"]
+    with lws.timeline("regate"):
+        lws.crash("regate-0-1")
+        _new_leader_must_exist(lws, "regate", "regate-0", old_leader)
+        _leader_running_unready(lws, "regate-0")
+
+        def no_workers_for_new_leader() -> None:
+            sets = lws.statefulsets()
+            assert "regate" in sets, f"leader StatefulSet regate is missing; StatefulSets {sorted(sets)}"
+            if "regate-0" in sets:  # only the old group's, still going with its leader, may be left
+                owner = controller_of(sets["regate-0"])
+                assert owner is not None and owner["uid"] == old_leader, (
+                    f"worker StatefulSet regate-0 (controller {owner}) exists while the recreated leader regate-0 is "
+                    "unready, want none until it is Ready (LeaderReady, 4.1: the gate holds every time a group is "
+                    "created)")
+        lws.hold(no_workers_for_new_leader, what="no worker StatefulSet while the recreated leader is unready",
+                 name="regate")
+        lws.probe_json("regate-0", "/ready", value="true")
+        lws.group_must_be_recreated("regate", 0, before.uids, size=2)
+
+
+def _new_leader_must_exist(lws: LWSHarness, name: str, leader: str, old_uid: str) -> str:
+    """Wait (group_recreated) until pod `leader` exists again, not terminating, with a UID other than `old_uid`:
+    the group was recreated. Returns the new UID."""
+    def leader_replaced() -> str:
+        uid = str(lws.pods(name)[leader]["metadata"]["uid"])
+        assert uid != old_uid, f"{leader} is still the old pod {old_uid[:8]}"
+        return uid
+    return lws.wait(leader_replaced, what=f"leader {leader} to be recreated with its group", within="group_recreated",
+                    name=name)
