@@ -15,6 +15,7 @@ from conformance.harness import LWSHarness, Obj
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
+from lwsconf.waits import core
 from lwsconf.waits import pods as pod_waits
 
 
@@ -146,3 +147,41 @@ def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
         lws.crash("starting-0")
         lws.pod_must_have_restarted("starting-0", uid=leader_uid, restarts=1, name="starting")
         lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")
+
+
+@conformance(short_name="RecreateAfterStartLeavesAGroupShortOfPods",
+             features={Feature.RECREATE_AFTER_START, Feature.STARTUP_LEADER_READY},
+             description="Under RecreateGroupAfterStart a crash in a group that does not yet have all `size` pods "
+                         "(no Pending pod: the workers are not created yet) restarts only the container (4.2).")
+def test_recreate_after_start_leaves_a_group_short_of_pods(lws: LWSHarness) -> None:
+    # LeaderReady with the leader held unready: the group is its Running leader alone, short of its worker, and
+    # no pod of it is Pending, so only the count says it is still starting.
+    manifest = workloads.probe_lws("short", replicas=1, size=2, restart_policy="RecreateGroupAfterStart",
+                                   startup_policy="LeaderReady")
+    lws.create(workloads.start_unready(manifest))
+    lws.probe_json("short-0")
+    leader_uid = lws.pod("short-0")["metadata"]["uid"]
+
+    def leader_alone() -> None:
+        pods = {p: obj["metadata"]["uid"] for p, obj in lws.pods("short").items()}
+        assert pods == {"short-0": leader_uid}, \
+            f"group pods {pods}, want the unready leader short-0 ({leader_uid[:8]}) alone (LeaderReady, 4.1)"
+    leader_alone()  # the precondition: a group short of pods, its leader unready
+    with lws.timeline("short"):
+        lws.crash("short-0")
+        _restarted_in_place(lws, "short", "short-0", leader_uid)
+        lws.hold(leader_alone, what="the group short of pods keeps its leader (RecreateGroupAfterStart, 4.2)",
+                 name="short")
+
+
+def _restarted_in_place(lws: LWSHarness, name: str, pod: str, uid: str) -> None:
+    """Wait (group_recreated) until pod `pod` shows a container restart while still the pod `uid`; a new UID
+    (the group was recreated) fails at once. Readiness is not awaited: the pod may be held unready."""
+    def container_restarted() -> None:
+        now = lws.pods(name)[pod]
+        if now["metadata"]["uid"] != uid:
+            raise core.Terminal(f"{pod} was replaced (uid {uid[:8]} gone): the group was recreated, want only the "
+                                "container restarted")
+        count = pod_waits.restart_count(now)
+        assert count >= 1, f"{pod} restartCount {count}, want >= 1"
+    lws.wait(container_restarted, what=f"{pod}'s container to restart in place", within="group_recreated", name=name)
