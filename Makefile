@@ -5,7 +5,7 @@ STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
-        implementations conformance-sim-upstream
+        implementations conformance-sim-upstream mutate
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -157,6 +157,20 @@ bench: $(STAMP)
 	$(PY) -m bench.webhooks --out bench/results.json
 	$(PY) -m bench.fidelity --out bench/results.json
 	$(PY) -m bench.suite --out bench/results.json
+
+## mutate: mutation testing of the reference reconciler (lwsconf/reconciler/) with cosmic-ray: a seeded sample of
+## MUTATE_SAMPLE mutants, each against the conformance tests that cover it; results into bench/results.json ("mutate")
+## and docs/mutation-testing.md. About an hour on 2 cores, so not part of `make test`. Runs in a git worktree of HEAD.
+MUTATE_SAMPLE ?= 40
+MUTATE_SEED ?= 28
+MUTATE_BUDGET_MINUTES ?= 55
+MUTATE_STAMP := $(VENV)/.mutate-stamp
+$(MUTATE_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[mutate]'
+	touch $(MUTATE_STAMP)
+mutate: $(MUTATE_STAMP)
+	$(PY) -m bench.mutate --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) --budget-minutes $(MUTATE_BUDGET_MINUTES) \
+	  --out bench/results.json
 
 clean:
 	rm -rf $(VENV) reports/2* reports/latest .mypy_cache .ruff_cache

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -149,6 +149,27 @@ def enumerate_mutants(copy: Path, session: Path) -> list[mutate_plan.Mutant]:
                 job_id=item.job_id, path=os.path.relpath(spec.module_path, copy), operator=spec.operator_name,
                 occurrence=spec.occurrence, line=spec.start_pos[0], end_line=spec.end_pos[0]))
     return mutants
+
+
+def compiles(copy: Path) -> Callable[[mutate_plan.Mutant], bool]:
+    """Whether a mutant's module still compiles (cosmic-ray's `mutate_code` on the copy's source, not applied)."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_code
+
+    sources: dict[str, str] = {}
+
+    def check(mutant: mutate_plan.Mutant) -> bool:
+        source = sources.setdefault(mutant.path, (copy / mutant.path).read_text())
+        mutated = mutate_code(source, cosmic_ray.plugins.get_operator(mutant.operator)(), mutant.occurrence)
+        if mutated is None:
+            return False
+        try:
+            compile(mutated, mutant.path, "exec")
+        except SyntaxError:
+            return False
+        return True
+
+    return check
 
 
 def _tests_for(copy: Path, mutant: mutate_plan.Mutant, contexts: Mapping[str, Mapping[int, Sequence[str]]],
@@ -305,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="pytest -k expression: a smaller baseline (trying the tool out; not a measurement)")
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the triage file (TOML)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
-    parser.add_argument("--doc", type=Path, default=DOC, help="markdown file with the results markers")
+    parser.add_argument("--doc", default=str(DOC), help='markdown file with the results markers ("" for none)')
     args = parser.parse_args(argv)
     equivalents, survivors = load_triage(args.equivalents)
     started, load_before = time.monotonic(), load_average()
@@ -319,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mutate: baseline {baseline_wall:.0f} s, {len(durations)} tests", flush=True)
             session = copy.parent / "session.sqlite"
             population = enumerate_mutants(copy, session)
-            chosen = mutate_plan.sample(population, args.sample, args.seed)
+            chosen, invalid = mutate_plan.sample(population, args.sample, args.seed, valid=compiles(copy))
             results = run_mutants(copy, session, chosen, contexts, durations, overrides=args.timeout_overrides,
                                   deadline=deadline, equivalents=equivalents, survivors=survivors)
     except (MutateError, subprocess.CalledProcessError) as exc:
@@ -332,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
         "load_average_before": load_before, "load_average_after": load_average(),
         "seed": args.seed, "sampled": len(results), "population": len(population), "run": len(ran),
+        "passed_over_not_compiling": invalid,
         "timeout_overrides": args.timeout_overrides, "wall_seconds": round(time.monotonic() - started, 1),
         "baseline": {"wall_seconds": round(baseline_wall, 1), "tests": len(durations), "workers": args.workers},
         "per_mutant_seconds": {"mean": round(statistics.mean(seconds), 1),
@@ -341,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_results(args.out, "mutate", section)
     if args.doc:
-        write_doc(args.doc, markdown(section))
+        write_doc(Path(args.doc), markdown(section))
     print(json.dumps(section["summary"], indent=1))
     return 0
 

@@ -4,6 +4,7 @@ No I/O and no cosmic-ray import here, so tests/test_mutate_plan.py checks them d
 
 * `sample`: a seeded random choice of mutants, the same for the same seed and population whatever order the
   session database lists them in (cosmic-ray's job ids are random uuids, so mutants are ordered by what they are).
+  Mutants that do not compile are passed over (a syntax error tests nothing).
 * `statement_line` and `select_tests`: the conformance tests to run against a mutant are those whose coverage
   context (coverage.py, one context per test, recorded once on the unmutated code) covered the statement the
   mutation is in, fastest first, so a fail-fast run (`-x`) stops at the cheapest test that kills it. Coverage
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,8 @@ TARGET_PERCENT = 90.0
 OUTCOMES = ("killed", "timeout", "survived", "equivalent", "incompetent", "no_test")
 """Every outcome a mutant gets in the results. `timeout` counts as killed (cosmic-ray's convention:
 `cosmic_ray.testing.run_tests` returns KILLED with the output "timeout"), but is counted apart so a run whose kills
-are mostly timeouts shows it. `no_test`: cosmic-ray could not apply the mutation (not counted)."""
+are mostly timeouts shows it. Not in the killed share: `equivalent` (triaged so, with a reason), `incompetent` (the
+test command could not run: a fault of the run, not of the suite) and `no_test` (cosmic-ray could not apply it)."""
 
 
 @dataclass(frozen=True)
@@ -48,16 +50,32 @@ class Mutant:
         return (self.path, self.line, self.operator, self.occurrence)
 
 
-def sample(population: Iterable[Mutant], size: int, seed: int) -> list[Mutant]:
-    """`size` mutants chosen at random with `seed` (all of them when there are fewer), in file and line order.
+def seeded_order(population: Iterable[Mutant], seed: int) -> list[Mutant]:
+    """Every mutant in a random order given by `seed`: the run takes the first `--sample` of them that compile.
 
-    The population is sorted by what each mutant is before choosing, so the choice depends only on the mutants and
+    The population is sorted by what each mutant is before shuffling, so the order depends only on the mutants and
     the seed, not on the order cosmic-ray stored them in or their random job ids."""
     ordered = sorted(population, key=Mutant.order_key)
-    if size >= len(ordered):
-        return ordered
-    chosen = random.Random(seed).sample(range(len(ordered)), size)
-    return [ordered[i] for i in sorted(chosen)]
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
+def sample(population: Iterable[Mutant], size: int, seed: int,
+           valid: Callable[[Mutant], bool] = lambda _: True) -> tuple[list[Mutant], int]:
+    """The first `size` mutants of the seeded order for which `valid` holds (cosmic-ray makes some mutants that
+    are not Python, e.g. `*` of a keyword-only signature replaced by `-`: a syntax error is no test of the suite),
+    and how many invalid ones were passed over. They stay in the seeded order, so a run cut short by its time
+    budget has still run a random sample (the first ones), not the first files."""
+    chosen: list[Mutant] = []
+    invalid = 0
+    for mutant in seeded_order(population, seed):
+        if len(chosen) == size:
+            break
+        if valid(mutant):
+            chosen.append(mutant)
+        else:
+            invalid += 1
+    return chosen, invalid
 
 
 def statement_line(source: str, line: int) -> int:
@@ -150,7 +168,7 @@ def summarise(outcomes: Iterable[str]) -> dict[str, Any]:
         if outcome not in counts:
             raise ValueError(f"unknown mutant outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
         counts[outcome] += 1
-    judged = counts["killed"] + counts["timeout"] + counts["survived"] + counts["incompetent"]
+    judged = counts["killed"] + counts["timeout"] + counts["survived"]
     killed = counts["killed"] + counts["timeout"]
     percent = round(100.0 * killed / judged, 1) if judged else None
     return {"counts": counts, "non_equivalent": judged, "killed_including_timeouts": killed,
