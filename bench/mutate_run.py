@@ -6,7 +6,7 @@ Exits 1 when a test failed or errored (in any phase) or no test ran to a pass (a
 fails collection: killed), 0 when every test that ran passed. pytest's own exit code is not used: the conformance
 report's gate turns a run of a few selected tests into a failure (a claimed profile none of whose tests ran is
 "not-run"), which would count every mutant killed. With --durations, each test's duration (setup + call +
-teardown) and the failed tests are written as JSON (the baseline's figures for ordering tests fastest first).
+teardown), the failed and the passed tests are written as JSON (the baseline figures: tests fastest first).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ class Recorder:
     def __init__(self) -> None:
         self.durations: dict[str, float] = {}
         self.failed: list[str] = []
-        self.passed = 0
+        self.passed: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         if report.failed and report.nodeid not in self.failed:
             self.failed.append(report.nodeid)
         if report.when == "call" and report.passed:
-            self.passed += 1
+            self.passed.append(report.nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -48,11 +48,12 @@ def main(argv: list[str]) -> int:
     code = pytest.main(argv, plugins=[recorder])
     if durations_file is not None:
         durations_file.write_text(json.dumps({"durations": {k: round(v, 3) for k, v in sorted(
-            recorder.durations.items())}, "failed": recorder.failed, "pytest_exit_code": int(code)}, indent=1))
+            recorder.durations.items())}, "failed": recorder.failed, "passed": recorder.passed,
+            "pytest_exit_code": int(code)}, indent=1))
     if recorder.failed:
         print(f"mutate_run: failed: {' '.join(recorder.failed)}", flush=True)
         return 1
-    if recorder.passed == 0:
+    if not recorder.passed:
         print(f"mutate_run: no test passed (pytest exit code {int(code)})", flush=True)
         return 1
     return 0
