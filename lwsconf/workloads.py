@@ -132,6 +132,47 @@ def start_unready(lws: Obj, *, leader: bool = True, worker: bool = False) -> Obj
     return with_env(lws, {"LWSCONF_START_UNREADY": "1"}, leader=leader, worker=worker)
 
 
+SIDECAR_PORT = 8081
+"""The port of the probe a native sidecar runs (`probe_sidecar`): the app container has PROBE_PORT."""
+
+
+def probe_sidecar(name: str = "sidecar", *, port: int = SIDECAR_PORT) -> Obj:
+    """A native sidecar running the probe on its own `port`: an init container with `restartPolicy: Always`.
+
+    The kubelet starts it before the app containers and restarts it whenever it exits, whatever the pod's
+    restartPolicy, counting the restarts in `status.initContainerStatuses` (so `/exit?code=1` on `port`
+    crashes an init container of a running pod, which a regular init container, done before the app
+    starts, cannot be). Its readiness probe counts for the pod's Ready condition, as a sidecar's does.
+    """
+    container = probe_container(name)
+    container["command"] = ["python", f"{PROBE_MOUNT}/probe.py", "--port", str(port)]
+    container["ports"] = [{"name": "sidecar-http", "containerPort": port}]
+    container["readinessProbe"]["httpGet"]["port"] = port
+    container["restartPolicy"] = "Always"
+    return container
+
+
+def with_sidecar(lws: Obj, *, leader: bool = False, worker: bool = True, port: int = SIDECAR_PORT) -> Obj:
+    """A copy whose chosen templates run a probe sidecar (`probe_sidecar`) on `port` besides their container."""
+    def edit(template: Obj) -> None:
+        template["spec"].setdefault("initContainers", []).append(probe_sidecar(port=port))
+    return edit_templates(lws, edit, leader=leader, worker=worker)
+
+
+def slow_to_terminate(lws: Obj, *, prestop_seconds: int, leader: bool = False, worker: bool = True) -> Obj:
+    """A copy whose chosen templates' pods take about `prestop_seconds` to go once deleted: a preStop sleep
+    (the kubelet's PodLifecycleSleepAction) on every container, within a grace period 5 s longer.
+
+    For tests about what exists while a pod terminates: a deleted pod stays in the API, with its
+    deletionTimestamp, until its kubelet has run the hook and stopped the container.
+    """
+    def edit(template: Obj) -> None:
+        template["spec"]["terminationGracePeriodSeconds"] = prestop_seconds + 5
+        for c in template["spec"]["containers"]:
+            c["lifecycle"] = {"preStop": {"sleep": {"seconds": prestop_seconds}}}
+    return edit_templates(lws, edit, leader=leader, worker=worker)
+
+
 PARKED_LABEL = "lwsconf.dev/never-scheduled-here"
 
 
