@@ -103,9 +103,9 @@ def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
     for i, svc in enumerate(want):
         index = (svcs[svc]["spec"].get("selector") or {}).get(lwsapi.GROUP_INDEX)
         assert index == str(i), f"Service {svc} selects group-index {index!r}, want {str(i)!r} (2.4)"
-        owner, leader = (controller_of(svcs[svc]) or {}).get("uid"), (pods.get(svc) or {}).get("metadata", {})
-        assert owner == leader.get("uid"), f"Service {svc} owned by uid {owner}, want the live leader pod {svc} " \
-                                           f"uid {leader.get('uid')} (2.4)"
+        assert svc in pods, f"Service {svc} exists but its leader pod {svc} does not (live pods {sorted(pods)})"
+        owner, uid = (controller_of(svcs[svc]) or {}).get("uid"), pods[svc]["metadata"]["uid"]
+        assert owner == uid, f"Service {svc} owned by uid {owner}, want the live leader pod {svc} uid {uid} (2.4)"
 
 
 def _group_services_must_be(lws: LWSHarness, name: str, groups: int, *, what: str,
@@ -137,3 +137,18 @@ def test_unique_per_replica_services_follow_surge(lws: LWSHarness) -> None:
     _group_services_must_be(lws, "usurge", 2, within="delete",
                             what="Services back to usurge-0 and usurge-1 once the surge group is gone")
     lws.lws_must_be_available("usurge")
+
+
+@conformance(short_name="UniquePerReplicaSizeOneHasGroupServices", features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
+             description="UniquePerReplica with size 1: each leader still gets its Service N-i, selecting its group "
+                         "and owned by it, no Service N, and its own address N-i.N-i.ns reaches it (4.1 step 1, 4.9).")
+def test_unique_per_replica_size_one_has_group_services(lws: LWSHarness) -> None:
+    # Size 1 has no worker StatefulSet (2.1), but the per-group Service comes before that check (4.1 step 1):
+    # an implementation that stops at "no workers" leaves the leader's subdomain without a Service, so its
+    # LWS_LEADER_ADDRESS does not resolve on a real cluster.
+    lws.create(workloads.probe_lws("uone", replicas=2, size=1, network=UNIQUE))
+    lws.ready("uone", replicas=2, size=1)
+    _group_services_must_be(lws, "uone", 2, what="Services uone-0 and uone-1 for the two size-1 groups (4.1 step 1)")
+    for i in (0, 1):
+        leader = f"uone-{i}"
+        _reaches_leader(lws, leader, leader, f"{leader}.{leader}.{lws.namespace}")

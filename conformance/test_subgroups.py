@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.harness import LWSHarness, annotations_of, labels, sha1
+from conformance.harness import LWSHarness, annotations_of, assert_fields, labels, sha1
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 
 P = lwsapi.PREFIX
 SUBGROUP_INDEX, SUBGROUP_KEY = P + "subgroup-index", P + "subgroup-key"
+POLICY_TYPE = lwsapi.SUBGROUP_POLICY_TYPE
 
 
 @dataclass(frozen=True)
@@ -71,12 +72,51 @@ def test_subgroup_labels_and_index(lws: LWSHarness, layout: Layout) -> None:
         for pod_name, pod in pods.items():
             notes = annotations_of(pod)
             assert notes.get(P + "subgroup-size") == str(layout.subgroup_size), f"{pod_name}: {notes}"
-            assert notes.get(P + "subgroup-policy-type", want_type) == want_type, f"{pod_name}: {notes}"
+        # The pods' subgroup-policy-type annotation is SubGroupPolicyTypeOnEveryPod's (one test, so an
+        # implementation without it on workers fails once, not once per layout).
     # Pods here never start; the contract only requires the labels before containers start (T1).
     lws.wait(labelled, what=f"subgroup labels on the {layout.size} pods of {name}", name=name)
     template = lws.statefulsets()[name]["spec"]["template"]["metadata"].get("annotations") or {}
     assert template.get(P + "subgroup-policy-type") == want_type and template.get(P + "subgroup-size") == str(
         layout.subgroup_size), f"leader StatefulSet template annotations {template}"
+
+
+POLICY_TYPES = {"sgt-w": (4, None, "LeaderWorker"), "sgt-x": (5, "LeaderExcluded", "LeaderExcluded")}
+"""LWS name: (size, subGroupPolicyType given, the type its pods carry); subGroupSize 2. No type given is the
+schema's default, LeaderWorker (1.3)."""
+
+
+@conformance(short_name="SubGroupPolicyTypeOnEveryPod", features={Feature.SUBGROUPS},
+             description="With subGroupPolicy, the leader and every worker pod carry the subgroup-policy-type "
+                         "annotation, from both StatefulSets' pod templates (2.2, 2.3, 3.2, 4.8).")
+def test_subgroup_policy_type_on_every_pod(lws: LWSHarness) -> None:
+    # Workers need it as much as leaders: what reads a pod's subgroup layout (the pod webhook, TPU
+    # environment, schedulers) reads its own annotations.
+    for name, (size, given, _) in POLICY_TYPES.items():
+        policy: dict[str, object] = {"subGroupSize": 2}
+        if given:
+            policy["subGroupPolicyType"] = given
+        lws.create(workloads.parked(workloads.probe_lws(name, replicas=1, size=size, subgroup=policy)))
+    for name, (size, _, want) in POLICY_TYPES.items():
+        _policy_type_must_be_everywhere(lws, name, size, want)
+
+
+def _policy_type_must_be_everywhere(lws: LWSHarness, name: str, size: int, want: str) -> None:
+    """Wait (lws_available) until both StatefulSets' pod templates and all `size` pods of LWS `name` carry
+    subgroup-policy-type `want`."""
+    def annotated() -> None:
+        sets = lws.statefulsets()
+        for sts_name in (name, f"{name}-0"):
+            what = f"{'leader' if sts_name == name else 'worker'} StatefulSet {sts_name}"
+            assert sts_name in sets, f"no {what} yet (StatefulSets {sorted(sets)})"
+            assert_fields(f"{what} spec.template annotations", {POLICY_TYPE: want},
+                          sets[sts_name]["spec"]["template"]["metadata"].get("annotations"),
+                          why={POLICY_TYPE: "the LWS's subGroupPolicyType, 2.2, 2.3"})
+        for pod_name, pod in sorted(_all_pods(lws, name, size).items()):
+            assert_fields(f"pod {pod_name} annotations", {POLICY_TYPE: want}, annotations_of(pod),
+                          why={POLICY_TYPE: "the LWS's subGroupPolicyType on every pod, 3.2, 4.8"})
+    lws.wait(annotated, what=f"subgroup-policy-type {want} on both pod templates and the {size} pods of {name}",
+             name=name)
 
 
 def _all_pods(lws: LWSHarness, name: str, size: int) -> dict[str, dict[str, object]]:
