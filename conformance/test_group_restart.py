@@ -24,12 +24,15 @@ def _recreated_and_reformed(lws: LWSHarness, name: str, index: int, old: set[str
     leader = group.pods[0]["metadata"]["name"]
     # The leader's own POD_IP (downward API) rather than its status.podIP: on --cluster=local the API shows a
     # pod's 198.18 stand-in while the pod itself (and so what its peers reach) has its loopback address.
-    leader_ip = lws.probe_json(leader).get("ip")
+    leader_ip = lws.probe_json(leader)["ip"]
+    assert leader_ip, f"{leader}'s probe reports no POD_IP; cannot tell whom its workers reach"
     for j in range(1, size):
         worker = group.pods[j]["metadata"]["name"]
         address = lws.probe_json(worker)["lws"]["LWS_LEADER_ADDRESS"]
-        answer = lws.probe_json(worker, "/peer", host=address, port=str(workloads.PROBE_PORT)).get("answer") or {}
-        assert (answer.get("pod"), answer.get("ip")) == (leader, leader_ip), \
+        reply = lws.probe_json(worker, "/peer", host=address, port=str(workloads.PROBE_PORT))
+        assert "answer" in reply, f"{worker} could not reach {address}: {reply}"
+        answer = reply["answer"]
+        assert (answer["pod"], answer["ip"]) == (leader, leader_ip), \
             f"{worker} -> {address} reached {answer}, want the new leader {leader} at {leader_ip}"
 
 
