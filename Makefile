@@ -5,7 +5,7 @@ STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
-        implementations conformance-sim-upstream mutate
+        implementations conformance-sim-upstream mutate diff-impls
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -30,7 +30,7 @@ conformance: $(STAMP)
 ## fidelity floor, the suite with the reference and the suite against upstream's LWS manager
 # Green full runs, 2026-12-03 (2 cores, load 4-8 from other work): conformance-local 149 passed, 6 skipped in 492 s;
 # conformance-upstream 144 passed, 7 known divergences (xfail), 4 skipped in 694 s.
-test: lint typecheck controlplane openapi unit conformance fidelity conformance-local conformance-upstream
+test: lint typecheck controlplane openapi unit conformance fidelity diff-impls conformance-local conformance-upstream
 
 ## fidelity: the differential corpus (lwsconf fidelity: the sim API server against the real kube-apiserver) into
 ## reports/fidelity.md; fails when the share of identical answers drops below FIDELITY_FLOOR percent
@@ -46,6 +46,19 @@ fidelity: $(STAMP)
 	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --out reports/fidelity.md --fail-under $(FIDELITY_FLOOR); \
 	else \
 	  echo "make fidelity: no Go on PATH: skipped (the real kube-apiserver is not built; install Go 1.26)"; \
+	fi
+
+## diff-impls: the reference and upstream's LWS manager (the pinned release) compared object by object on the sim
+## (lwsconf diff-impls, the representative scenarios); fails on a difference not in lwsconf/implcompare/dispositions.py
+## and on a listed one no longer seen; writes reports/implementation-diff.md and .json
+# Measured 2026-12-06 on 2 cores (load 2-4 from other work): 111 s wall for the 4 scenarios (basic, rollout,
+# worker-deleted, subgroups); all 9 scenarios (docs/implementation-diff.md) take about 160 s.
+diff-impls: $(STAMP)
+	@if $(NEEDS_GO); then \
+	  mkdir -p reports && $(PY) -m lwsconf.cli diff-impls --a reference --b upstream-local --scenarios ci --check \
+	    --out reports/implementation-diff.md --json reports/implementation-diff.json; \
+	else \
+	  echo "make diff-impls: no Go on PATH: skipped (upstream's manager is not built; install Go 1.26)"; \
 	fi
 
 ## conformance-local: the suite on --cluster=local (the real control plane, our simulated nodes) with the reference;

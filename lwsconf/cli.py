@@ -10,6 +10,8 @@
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
     lwsconf fidelity [--out docs/sim-fidelity.md]   the sim API server measured against the real kube-apiserver
+    lwsconf diff-impls [--a IMPL --b IMPL --scenarios S,...|ci --out PAGE.md --json F --check]
+                                                    two LWS implementations compared object by object on the sim
     lwsconf local up | down                         the real control plane with simulated nodes on loopback
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
     lwsconf protobuf generate                       regenerate the sim's Kubernetes protobuf schema (Go, grpcio-tools)
@@ -79,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(see lwsconf protobuf -h)", add_help=False)
     sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
                    "kube-apiserver (see lwsconf fidelity -h)", add_help=False)
+    sub.add_parser("diff-impls", help="two LWS implementations compared object by object on the sim "
+                   "(see lwsconf diff-impls -h)", add_help=False)
     sub.add_parser("local", help="the real control plane with simulated nodes on loopback "
                    "(see lwsconf local -h)", add_help=False)
     sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
@@ -233,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.fidelity import cli as fidelity_cli
 
         return fidelity_cli.main(argv[1:])
+    if argv[:1] == ["diff-impls"]:  # its own parser
+        from lwsconf.implcompare import cli as implcompare_cli
+
+        return implcompare_cli.main(argv[1:])
     if argv[:1] == ["local"]:  # its own parser
         from lwsconf.localcluster import cli as local_cli
 
