@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
@@ -86,6 +87,7 @@ def worktree() -> Iterator[Path]:
         _git("worktree", "add", "--detach", "--quiet", str(copy), "HEAD")
         yield copy
     finally:
+        stop_runs(parent / "pids")
         with contextlib.suppress(subprocess.CalledProcessError):
             _git("worktree", "remove", "--force", str(copy))
         shutil.rmtree(parent, ignore_errors=True)
@@ -94,9 +96,38 @@ def worktree() -> Iterator[Path]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def stop_runs(pids: Path) -> None:
+    """End the process group of every test run started here that may still be running (an interrupted run's
+    pytest, its xdist workers and simulated nodes): SIGTERM so they clean up, SIGKILL after 15 s."""
+    groups = [int(p.name) for p in pids.iterdir()] if pids.is_dir() else []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, sig)
+                alive.append(group)
+        if not alive or sig == signal.SIGKILL:
+            return
+        for _ in range(30):
+            if not any(_group_alive(g) for g in alive):
+                return
+            time.sleep(0.5)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 def _env(copy: Path) -> dict[str, str]:
-    """The environment of every pytest run here: the copy's code wins over the editable install of the repo."""
-    return {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    """The environment of every pytest run here: the copy's code wins over the editable install of the repo, and
+    each run leaves its pid for `stop_runs`."""
+    pids = copy.parent / "pids"
+    pids.mkdir(exist_ok=True)
+    return {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1", "LWSCONF_MUTATE_PIDS": str(pids)}
 
 
 def _runner(copy: Path, overrides: str, durations: Path | None = None) -> list[str]:
@@ -118,7 +149,8 @@ def baseline(copy: Path, workers: int, overrides: str,
             f"--cov={TARGET}", "--cov-context=test", "--cov-report="] + (["-k", selection] if selection else [])
     env = {**_env(copy), "COVERAGE_FILE": str(coverage_file)}
     started = time.monotonic()
-    done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT)
+    done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=BASELINE_TIMEOUT,
+                          start_new_session=True)
     wall = time.monotonic() - started
     figures = json.loads(durations_file.read_text()) if durations_file.exists() else {}
     failed = figures.get("failed", [])
@@ -153,12 +185,14 @@ def enumerate_mutants(copy: Path, session: Path) -> list[mutate_plan.Mutant]:
             (spec,) = item.mutations
             mutants.append(mutate_plan.Mutant(
                 job_id=item.job_id, path=os.path.relpath(spec.module_path, copy), operator=spec.operator_name,
-                occurrence=spec.occurrence, line=spec.start_pos[0], end_line=spec.end_pos[0]))
+                occurrence=spec.occurrence, line=spec.start_pos[0], end_line=spec.end_pos[0],
+                col=spec.start_pos[1]))
     return mutants
 
 
 def compiles(copy: Path) -> Callable[[mutate_plan.Mutant], bool]:
-    """Whether a mutant's module still compiles (cosmic-ray's `mutate_code` on the copy's source, not applied)."""
+    """Whether a mutant is one worth running: outside annotations (`mutate_plan.in_annotation`) and its module
+    still compiles (cosmic-ray's `mutate_code` on the copy's source, not applied)."""
     import cosmic_ray.plugins
     from cosmic_ray.mutating import mutate_code
 
@@ -166,11 +200,15 @@ def compiles(copy: Path) -> Callable[[mutate_plan.Mutant], bool]:
 
     def check(mutant: mutate_plan.Mutant) -> bool:
         source = sources.setdefault(mutant.path, (copy / mutant.path).read_text())
+        if mutate_plan.in_annotation(source, mutant.line, mutant.col):
+            return False
         mutated = mutate_code(source, cosmic_ray.plugins.get_operator(mutant.operator)(), mutant.occurrence)
         if mutated is None:
             return False
         try:
-            compile(mutated, mutant.path, "exec")
+            with warnings.catch_warnings():  # e.g. `is not` with a literal: a mutant, not a warning for the run
+                warnings.simplefilter("ignore")
+                compile(mutated, mutant.path, "exec")
         except SyntaxError:
             return False
         return True
@@ -180,9 +218,9 @@ def compiles(copy: Path) -> Callable[[mutate_plan.Mutant], bool]:
 
 def _tests_for(copy: Path, mutant: mutate_plan.Mutant, contexts: Mapping[str, Mapping[int, Sequence[str]]],
                durations: Mapping[str, float]) -> list[str]:
-    line = mutate_plan.statement_line((copy / mutant.path).read_text(), mutant.line)
+    lines = mutate_plan.covering_lines((copy / mutant.path).read_text(), mutant.line)
     # Only tests that passed unmutated (the durations leave out the baseline's failures) can kill anything.
-    return [t for t in mutate_plan.select_tests(line, contexts.get(mutant.path, {}), durations) if t in durations]
+    return [t for t in mutate_plan.select_tests(lines, contexts.get(mutant.path, {}), durations) if t in durations]
 
 
 def _killed_by(output: str) -> str | None:
@@ -201,13 +239,14 @@ def run_mutants(copy: Path, session: Path, chosen: Sequence[mutate_plan.Mutant],
     # cosmic-ray runs the test command with this process's environment and working directory.
     saved_cwd, saved_path = os.getcwd(), os.environ.get("PYTHONPATH")
     os.chdir(copy)
-    os.environ["PYTHONPATH"] = str(copy)
+    os.environ.update(_env(copy))
     try:
         _run_each(db_path=session, chosen=chosen, copy=copy, contexts=contexts, durations=durations,
                   overrides=overrides, deadline=deadline, equivalents=equivalents, survivors=survivors,
                   results=results)
     finally:
         os.chdir(saved_cwd)
+        os.environ.pop("LWSCONF_MUTATE_PIDS", None)
         if saved_path is None:
             os.environ.pop("PYTHONPATH", None)
         else:
@@ -360,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
         "load_average_before": load_before, "load_average_after": load_average(),
         "seed": args.seed, "sampled": len(results), "population": len(population), "run": len(ran),
-        "passed_over_not_compiling": invalid,
+        "passed_over_not_compiling_or_in_annotations": invalid,
         "timeout_overrides": args.timeout_overrides, "wall_seconds": round(time.monotonic() - started, 1),
         "baseline": {"wall_seconds": round(baseline_wall, 1), "tests": len(durations), "workers": args.workers,
                      "failed_unmutated": baseline_failed},

@@ -5,12 +5,14 @@ No I/O and no cosmic-ray import here, so tests/test_mutate_plan.py checks them d
 * `sample`: a seeded random choice of mutants, the same for the same seed and population whatever order the
   session database lists them in (cosmic-ray's job ids are random uuids, so mutants are ordered by what they are).
   Mutants that do not compile are passed over (a syntax error tests nothing).
-* `statement_line` and `select_tests`: the conformance tests to run against a mutant are those whose coverage
+* `covering_lines` and `select_tests`: the conformance tests to run against a mutant are those whose coverage
   context (coverage.py, one context per test, recorded once on the unmutated code) covered the statement the
   mutation is in, fastest first, so a fail-fast run (`-x`) stops at the cheapest test that kills it. Coverage
   records a statement under its first line, and a mutation can sit on a continuation line, hence the statement.
-  Code run only at import (module constants, defaults, decorators) is covered by no test context: every test that
-  covered some line of that module is selected instead, since each of them imported it.
+  Code run only at import is covered by no test context, so its effect is followed: a mutated signature default or
+  decorator selects the tests that ran the function's body, a mutated module constant the tests that ran a line
+  reading it; failing that, every test that covered some line of the module (each imported it).
+* `in_annotation`: mutants inside annotations of a module with postponed annotations change nothing; passed over.
 * `equivalent_reason`: a mutant triaged as equivalent is matched by its file and its diff (the line before and
   after), not by cosmic-ray's occurrence number, which changes whenever code above it changes.
 * `summarise`: the counts and the killed share of the non-equivalent sampled mutants (the issue's target: 90%).
@@ -45,6 +47,8 @@ class Mutant:
     occurrence: int
     line: int
     end_line: int
+    col: int = 0
+    """Column of the mutation's start (0-based, as ast's col_offset)."""
 
     def order_key(self) -> tuple[str, int, str, int]:
         return (self.path, self.line, self.operator, self.occurrence)
@@ -78,25 +82,71 @@ def sample(population: Iterable[Mutant], size: int, seed: int,
     return chosen, invalid
 
 
+def _innermost_statement(tree: ast.Module, line: int) -> ast.stmt | None:
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):
+        # A compound statement contains its body: the narrowest one wins (an `if` test on its own line gives the
+        # `if`, whose body starts below it).
+        if isinstance(node, ast.stmt) and node.lineno <= line <= _end(node) and (
+                best is None or _end(node) - node.lineno <= _end(best) - best.lineno):
+            best = node
+    return best
+
+
+def _end(node: ast.stmt | ast.expr) -> int:
+    return node.end_lineno if node.end_lineno is not None else node.lineno
+
+
 def statement_line(source: str, line: int) -> int:
     """The first line of the innermost statement that contains `line` (coverage.py records a statement there).
 
     A line outside every statement (a blank or comment line) is returned as it is."""
-    best: ast.stmt | None = None
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.stmt):
-            continue
-        end = node.end_lineno if node.end_lineno is not None else node.lineno
-        if node.lineno <= line <= end and (best is None or (end - node.lineno) <= (_span(best))):
-            # A compound statement contains its body: keep the narrower one, and for an `if` test on its own line
-            # the `if` itself (its body statements start below it).
-            best = node
+    best = _innermost_statement(ast.parse(source), line)
     return best.lineno if best is not None else line
 
 
-def _span(node: ast.stmt) -> int:
-    end = node.end_lineno if node.end_lineno is not None else node.lineno
-    return end - node.lineno
+def in_annotation(source: str, line: int, col: int) -> bool:
+    """Whether (line, col) is inside an annotation of a module with `from __future__ import annotations`: there
+    annotations are never evaluated (PEP 563), so a mutant in one (`str | None` -> `str ** None`) cannot change
+    what the code does; such mutants are passed over like those that do not compile."""
+    tree = ast.parse(source)
+    postponed = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                    any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not postponed:
+        return False
+    for node in ast.walk(tree):
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotations.append(node.returns)
+        elif isinstance(node, ast.arg | ast.AnnAssign):
+            annotations.append(node.annotation)
+        for ann in annotations:
+            if ann is not None and (ann.lineno, ann.col_offset) <= (line, col) and (line, col) < (
+                    _end(ann), ann.end_col_offset if ann.end_col_offset is not None else col + 1):
+                return True
+    return False
+
+
+def covering_lines(source: str, line: int) -> list[int]:
+    """The lines whose tests can see a mutation at `line`: the first line of its statement, and, when that
+    statement runs only at import, the lines where its effect shows:
+
+    * the signature or a decorator of a `def` or `class` (defaults, decorators): every line of its body;
+    * a module-level assignment (a constant): its line and every line that reads one of its names."""
+    tree = ast.parse(source)
+    stmt = _innermost_statement(tree, line)
+    if stmt is None:
+        return [line]
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and line < stmt.body[0].lineno:
+        return list(range(stmt.lineno, _end(stmt) + 1))
+    if stmt in tree.body and isinstance(stmt, ast.Assign | ast.AnnAssign):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        reads = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                 and n.id in names}
+        readers = {s.lineno for r in reads if (s := _innermost_statement(tree, r)) is not None}
+        return sorted({stmt.lineno} | readers)
+    return [stmt.lineno]
 
 
 def test_of_context(context: str) -> str:
@@ -104,14 +154,16 @@ def test_of_context(context: str) -> str:
     return context.rsplit("|", 1)[0] if "|" in context else context
 
 
-def select_tests(line: int, lines_to_contexts: Mapping[int, Sequence[str]],
+def select_tests(lines: Iterable[int], lines_to_contexts: Mapping[int, Sequence[str]],
                  durations: Mapping[str, float]) -> list[str]:
-    """The tests that covered `line` (a statement's first line), fastest first (by their unmutated durations).
+    """The tests that covered any of `lines` (statements' first lines, `covering_lines`), fastest first (by their
+    unmutated durations).
 
-    When only import-time code covered the line (no test context), every test that covered any line of the module
-    is returned: each of them imported it, so each ran the mutated module-level code."""
-    tests = {test_of_context(c) for c in lines_to_contexts.get(line, ())} - {""}
-    if not tests and line in lines_to_contexts:
+    When only import-time code covered them (no test context), every test that covered any line of the module is
+    returned: each of them imported it, so each ran the mutated module-level code."""
+    lines = list(lines)
+    tests = {test_of_context(c) for line in lines for c in lines_to_contexts.get(line, ())} - {""}
+    if not tests and any(line in lines_to_contexts for line in lines):
         tests = {test_of_context(c) for contexts in lines_to_contexts.values() for c in contexts} - {""}
     return sorted(tests, key=lambda t: (durations.get(t, float("inf")), t))
 

@@ -12,6 +12,7 @@ teardown), the failed and the passed tests are written as JSON (the baseline fig
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -38,7 +39,23 @@ class Recorder:
             self.failed.append(f"collecting {report.nodeid}")
 
 
+PIDS_ENV = "LWSCONF_MUTATE_PIDS"
+"""A directory where each run leaves its pid: bench/mutate.py ends these process groups (each run is started as
+a session leader) when it is interrupted, so no simulated cluster or xdist worker outlives it."""
+
+
 def main(argv: list[str]) -> int:
+    pid_file = Path(os.environ[PIDS_ENV]) / str(os.getpid()) if os.environ.get(PIDS_ENV) else None
+    if pid_file is not None:
+        pid_file.touch()
+    try:
+        return _run(argv)
+    finally:
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
+
+
+def _run(argv: list[str]) -> int:
     durations_file = None
     if argv[:1] == ["--durations"]:
         durations_file, argv = Path(argv[1]), argv[2:]

@@ -64,14 +64,14 @@ def test_statement_line_is_the_first_line_of_the_innermost_statement(line: int, 
 def test_select_tests_takes_the_tests_that_covered_the_line_fastest_first() -> None:
     contexts = {5: ["t.py::slow|run", "t.py::fast|setup", "t.py::fast|run", ""], 7: ["t.py::other|run"]}
     durations = {"t.py::slow": 9.0, "t.py::fast": 1.0, "t.py::other": 2.0}
-    assert mutate_plan.select_tests(5, contexts, durations) == ["t.py::fast", "t.py::slow"]
-    assert mutate_plan.select_tests(7, contexts, durations) == ["t.py::other"]
+    assert mutate_plan.select_tests([5], contexts, durations) == ["t.py::fast", "t.py::slow"]
+    assert mutate_plan.select_tests([7], contexts, durations) == ["t.py::other"]
 
 
 def test_select_tests_for_import_time_code_takes_every_test_of_the_module_and_none_for_unrun_lines() -> None:
     contexts = {1: [""], 5: ["t.py::a|run"], 7: ["t.py::b|run"]}
-    assert mutate_plan.select_tests(1, contexts, {"t.py::a": 1.0, "t.py::b": 2.0}) == ["t.py::a", "t.py::b"]
-    assert mutate_plan.select_tests(9, contexts, {}) == []  # no test ran it: nothing can kill it
+    assert mutate_plan.select_tests([1], contexts, {"t.py::a": 1.0, "t.py::b": 2.0}) == ["t.py::a", "t.py::b"]
+    assert mutate_plan.select_tests([9], contexts, {}) == []  # no test ran it: nothing can kill it
 
 
 DIFF = """--- mutation diff ---
@@ -107,3 +107,40 @@ def test_summary_counts_timeouts_as_killed_and_leaves_out_equivalent_and_incompe
     assert mutate_plan.summarise([])["killed_percent_of_non_equivalent"] is None
     with pytest.raises(ValueError, match="unknown mutant outcome"):
         mutate_plan.summarise(["maybe"])
+
+
+POSTPONED = '''\
+from __future__ import annotations
+
+LIMIT = 2**31 - 1
+NAMES: dict[str, int] = {}
+
+
+def f(a: str | None = None, b: int = LIMIT) -> int | None:
+    x: int | None = 1 | 2
+    return x
+
+
+def g():
+    return NAMES
+'''
+
+
+@pytest.mark.parametrize(("line", "col", "inside"), [
+    (7, 10, True),    # a: str | None
+    (7, 52, True),    # -> int | None
+    (8, 7, True),     # x: int | None
+    (8, 20, False),   # = 1 | 2 runs
+    (3, 8, False),    # a module constant
+    (7, 36, False),   # b's default, LIMIT, runs at import
+])
+def test_in_annotation_only_under_postponed_annotations(line: int, col: int, inside: bool) -> None:
+    assert mutate_plan.in_annotation(POSTPONED, line, col) is inside
+    assert mutate_plan.in_annotation(POSTPONED.replace("from __future__ import annotations", ""), line, col) is False
+
+
+def test_covering_lines_follow_import_time_code_to_where_it_takes_effect() -> None:
+    assert mutate_plan.covering_lines(POSTPONED, 3) == [3, 7]          # LIMIT: read by f's signature
+    assert mutate_plan.covering_lines(POSTPONED, 4) == [4, 13]         # NAMES: read in g
+    assert mutate_plan.covering_lines(POSTPONED, 7) == [7, 8, 9]       # f's signature: f's lines
+    assert mutate_plan.covering_lines(POSTPONED, 8) == [8]             # a statement in a body: itself
