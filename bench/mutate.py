@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib.metadata
 import json
 import os
@@ -302,7 +303,7 @@ def _run_each(*, db_path: Path, chosen: Sequence[mutate_plan.Mutant], copy: Path
                 entry["outcome"] = "survived"
                 if not tests:
                     entry["missed"] = "no conformance test runs this line"
-                if (missed := survivors.get((mutant.path, before, after))) is not None:
+                if (missed := survivors.get((mutant.path, before.strip(), after.strip()))) is not None:
                     entry["missed"] = missed
             results.append(entry)
             print(f"[{number}/{len(chosen)}] {entry['outcome']:>10} {seconds:6.1f}s {len(tests):3d} tests "
@@ -360,6 +361,77 @@ def write_doc(doc: Path, table: str) -> None:
     doc.write_text(f"{head}{DOC_BEGIN}\n{table}\n{DOC_END}{rest.split(DOC_END, 1)[1]}")
 
 
+def retriage(section: dict[str, Any], equivalents: Sequence[mutate_plan.Equivalent],
+             survivors: Mapping[tuple[str, str, str], str]) -> None:
+    """Apply the triage file to a recorded run: survivors it argues equivalent become `equivalent: <reason>`,
+    the others get the behaviour the suite misses; the summary is recomputed. No mutant is run."""
+    for m in section["mutants"]:
+        if m["outcome"] not in ("survived", "equivalent"):
+            continue
+        reason = mutate_plan.reason_for(m["path"], m.get("before", ""), m.get("after", ""), equivalents)
+        if reason is not None:
+            m.update(outcome="equivalent", reason=reason)
+            m.pop("missed", None)
+        else:
+            m["outcome"] = "survived"
+            m.pop("reason", None)
+            key = (m["path"], m.get("before", "").strip(), m.get("after", "").strip())
+            if (missed := survivors.get(key)) is not None:
+                m["missed"] = missed
+    section["summary"] = mutate_plan.summarise(m["outcome"] for m in section["mutants"] if m["outcome"] != "not_run")
+
+
+def rerun(section: dict[str, Any], tests: Sequence[str], overrides: str) -> None:
+    """Run the recorded survivors again, on a worktree of the current HEAD, against `tests` (new tests written to
+    kill them): each survivor is found again by its file, operator and diff (its occurrence may have moved). A
+    killed one is recorded killed, with the test and the commit; the others stay survivors."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_and_test, mutate_code
+    from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome
+
+    commit = _git("rev-parse", "HEAD").strip()
+    with worktree() as copy:
+        saved = os.getcwd()
+        os.chdir(copy)
+        os.environ.update(_env(copy))
+        try:
+            for m in section["mutants"]:
+                if m["outcome"] != "survived":
+                    continue
+                source = (copy / m["path"]).read_text()
+                operator = cosmic_ray.plugins.get_operator(m["operator"])()
+                found = None
+                for occurrence in range(400):
+                    mutated = mutate_code(source, operator, occurrence)
+                    if mutated is None:
+                        break
+                    diff = "\n".join(difflib.unified_diff(source.splitlines(), mutated.splitlines(), lineterm="", n=0))
+                    if mutate_plan.diff_lines(diff) == (m.get("before", ""), m.get("after", "")):
+                        found = occurrence
+                        break
+                if found is None:
+                    m["rerun"] = f"not found at {commit[:10]}: the code changed"
+                    continue
+                spec = MutationSpec(module_path=str(copy / m["path"]), operator_name=m["operator"], occurrence=found,
+                                    start_pos=(1, 0), end_pos=(1, 1))
+                command = shlex.join([*_runner(copy, overrides), "-x", "-n", "0", *tests])
+                started = time.monotonic()
+                result = mutate_and_test([spec], command, 600.0)
+                seconds = round(time.monotonic() - started, 1)
+                killed = result.worker_outcome == WorkerOutcome.NORMAL and result.test_outcome == TestOutcome.KILLED
+                m["rerun"] = {"commit": commit, "tests": list(tests), "seconds": seconds,
+                              "outcome": "killed" if killed else "survived"}
+                if killed:
+                    m.update(outcome="timeout" if result.output == "timeout" else "killed",
+                             killed_by=_killed_by(result.output or ""))
+                    m.pop("missed", None)
+                print(f"rerun: {m['path']}:{m['line']} {m['before']!r} -> {m['after']!r}: "
+                      f"{m['rerun']['outcome']} in {seconds} s", flush=True)
+        finally:
+            os.chdir(saved)
+    section["summary"] = mutate_plan.summarise(m["outcome"] for m in section["mutants"] if m["outcome"] != "not_run")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mutate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=40, help="mutants to run, chosen at random (default 40)")
@@ -373,8 +445,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the triage file (TOML)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json")
     parser.add_argument("--doc", default=str(DOC), help='markdown file with the results markers ("" for none)')
+    parser.add_argument("--retriage", action="store_true",
+                        help="run nothing: apply the triage file to the recorded run in --out and rewrite --doc")
+    parser.add_argument("--rerun-survivors", nargs="+", metavar="TEST", default=None,
+                        help="run nothing new: run the recorded survivors again against these tests (at HEAD)")
     args = parser.parse_args(argv)
     equivalents, survivors = load_triage(args.equivalents)
+    if args.retriage or args.rerun_survivors:
+        recorded: dict[str, Any] = json.loads(args.out.read_text())["mutate"]
+        if args.rerun_survivors:
+            rerun(recorded, args.rerun_survivors, args.timeout_overrides)
+        retriage(recorded, equivalents, survivors)
+        write_results(args.out, "mutate", recorded)
+        if args.doc:
+            write_doc(Path(args.doc), markdown(recorded))
+        print(json.dumps(recorded["summary"], indent=1))
+        return 0
     started, load_before = time.monotonic(), load_average()
     deadline = started + 60.0 * args.budget_minutes
     commit = _git("rev-parse", "HEAD").strip()

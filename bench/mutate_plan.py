@@ -206,9 +206,13 @@ def load_equivalents(document: Mapping[str, Any]) -> list[Equivalent]:
 
 def equivalent_reason(path: str, diff: str, equivalents: Iterable[Equivalent]) -> str | None:
     """The recorded reason this mutant (file and diff) is equivalent, or None when it was not triaged so."""
-    before, after = diff_lines(diff)
+    return reason_for(path, *diff_lines(diff), equivalents)
+
+
+def reason_for(path: str, before: str, after: str, equivalents: Iterable[Equivalent]) -> str | None:
+    """The recorded reason the mutant of `path` changing `before` into `after` (stripped lines) is equivalent."""
     for entry in equivalents:
-        if entry.path == path and entry.before == before and entry.after == after:
+        if entry.path == path and entry.before == before.strip() and entry.after == after.strip():
             return entry.reason
     return None
 
