@@ -114,5 +114,6 @@ def test_exclusive_placement_annotations_propagate(lws: LWSHarness) -> None:
     worker = lws.pod("exann-0-1")
     leader_node = observe.raw(lws.core.read_node(leader["spec"]["nodeName"], _preload_content=False))
     want = (leader_node["metadata"].get("labels") or {}).get(key)
+    assert want is not None, f"leader exann-0 runs on node {leader['spec']['nodeName']} without the {key} label"
     assert (worker["spec"].get("nodeSelector") or {}).get(key) == want, \
-        f"worker nodeSelector {worker['spec'].get('nodeSelector')}"
+        f"worker nodeSelector {worker['spec'].get('nodeSelector')}, want {key}: {want!r} (the leader node's, 4.7)"

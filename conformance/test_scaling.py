@@ -82,7 +82,10 @@ def test_scale_subresource(lws: LWSHarness) -> None:
     lws.ready("scl", replicas=2, size=2)
     scale = lws.get_scale("scl")
     assert scale["spec"].get("replicas") == 2 and scale["status"].get("replicas") == 2, f"scale: {scale}"
-    assert scale["status"].get("selector") == lws.get("scl")["status"].get("hpaPodSelector")
+    selector = lws.get("scl")["status"].get("hpaPodSelector")
+    assert selector, f"LeaderWorkerSet scl status.hpaPodSelector is {selector!r}, want the leaders' selector (1.4)"
+    assert scale["status"].get("selector") == selector, \
+        f"/scale status.selector is {scale['status'].get('selector')!r}, want status.hpaPodSelector {selector!r} (4.3)"
 
     def status_replicas_3() -> None:
         scale = lws.get_scale("scl")

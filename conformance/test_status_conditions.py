@@ -30,11 +30,12 @@ def _status_is(lws: LWSHarness, name: str, *, true: set[str], not_true: set[str]
     status, generation = lws_obj.get("status") or {}, lws_obj["metadata"].get("generation")
     assert status.get("observedGeneration") == generation, \
         f"observedGeneration {status.get('observedGeneration')} != {generation}"
-    stale = [c["type"] for c in status.get("conditions") or [] if c.get("observedGeneration", generation) != generation]
-    assert not stale, f"conditions with a stale observedGeneration: {stale}"
+    stale = lws_waits.stale_conditions(lws_obj)
+    assert not stale, f"conditions whose observedGeneration is not metadata.generation {generation}: {stale} (4.5)"
     conds = lws_waits.conditions(lws_obj)
     assert all(conds.get(c) == "True" for c in true), f"conditions {conds}, want {sorted(true)} True"
     assert all(conds.get(c) != "True" for c in not_true), f"conditions {conds}, want {sorted(not_true)} not True"
+    # The counters are int32 with omitempty (1.4): an absent counter is 0 on the wire, not a missing field.
     seen = {k: status.get(k, 0) for k in counts}
     assert seen == counts, f"status counters {seen}, want {counts}"
     return lws_obj
@@ -132,3 +133,27 @@ def test_zero_replicas_is_available(lws: LWSHarness) -> None:
     Status(true={"Available"}, not_true=set(ONLY_AVAILABLE),
            counts={"replicas": 0, "readyReplicas": 0}).must_be_reached(lws, "empty", what="Available with 0 groups")
     assert lws_waits.condition(lws.get("empty"), "Available") == "True"
+
+
+@conformance(short_name="ConditionsFollowGenerationWhenStatusStays", features={Feature.STATUS_CONDITIONS},
+             description="A spec change that leaves every condition's status as it was (startupPolicy, then "
+                         "rolloutStrategy) still moves each condition's observedGeneration, True and False ones, to "
+                         "metadata.generation (1.4, 4.5).")
+def test_conditions_follow_generation_when_status_stays(lws: LWSHarness) -> None:
+    lws.create(workloads.probe_lws("ogen", replicas=2, size=2))
+    lws.ready("ogen", replicas=2, size=2)
+    available = Status(true={"Available"}, not_true=set(ONLY_AVAILABLE), counts={"readyReplicas": 2})
+    before = available.must_be_reached(lws, "ogen", what="Available at the first generation")
+    types = sorted(c["type"] for c in before["status"]["conditions"])
+    assert {"Available", "Progressing"} <= set(types), \
+        f"conditions {types}, want Available (True) and Progressing (False, from the creation) both listed (4.5)"
+    # Neither change is a new revision (2.5: the revision holds leaderWorkerTemplate and networkConfig only),
+    # so nothing rolls and no condition changes status; only the generation moves.
+    for change, patch in (("startupPolicy LeaderReady", {"spec": {"startupPolicy": "LeaderReady"}}),
+                          ("maxUnavailable 2", {"spec": {"rolloutStrategy": {
+                              "rollingUpdateConfiguration": {"maxUnavailable": 2}}}})):
+        generation = lws.patch("ogen", patch)["metadata"]["generation"]
+        seen = available.must_be_reached(
+            lws, "ogen", what=f"every condition at generation {generation} after {change}, Available still True")
+        assert seen["metadata"]["generation"] == generation, \
+            f"generation {seen['metadata']['generation']}, want {generation}: something else changed the spec"

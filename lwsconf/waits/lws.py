@@ -52,6 +52,15 @@ def conditions(lws: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (lws.get("status") or {}).get("conditions") or []}
 
 
+def stale_conditions(lws: dict[str, Any]) -> list[str]:
+    """`<type> observedGeneration <value or missing>` for each status condition whose observedGeneration is not
+    the LWS's metadata.generation (4.5: every status write sets it on every condition, True or False, changed or
+    not); a condition without the field is stale, never taken for current."""
+    generation = lws["metadata"].get("generation")
+    return [f"{c.get('type')} observedGeneration {c.get('observedGeneration', 'missing')}"
+            for c in (lws.get("status") or {}).get("conditions") or [] if c.get("observedGeneration") != generation]
+
+
 def one_new_revision(found: dict[int, Group], *, replicas: int, size: int, old: set[str]) -> str:
     """The revision every group is on once groups 0..replicas-1 each have `size` ready pods on one revision not
     in `old` (a missing key is no revision); NotYet before. The pod count matters: a group whose new leader is
@@ -86,7 +95,8 @@ def _describe(api: client.ApiClient, namespace: str, name: str) -> Any:
 
 def lws_must_be_available(api: client.ApiClient, namespace: str, name: str, t: Timeouts,
                           *, timeout: float | None = None) -> dict[str, Any]:
-    """Available=True for the current generation, with every group ready; returns the LWS."""
+    """Available=True for the current generation (status and every condition), with every group ready; returns
+    the LWS."""
     def check() -> dict[str, Any]:
         lws = observe.get_lws(api, namespace, name)
         status = lws.get("status") or {}
@@ -96,6 +106,10 @@ def lws_must_be_available(api: client.ApiClient, namespace: str, name: str, t: T
                               f"{lws['metadata'].get('generation')}")
         if condition(lws, "Available") != "True":
             raise core.NotYet(f"Available is {condition(lws, 'Available')}")
+        stale = stale_conditions(lws)
+        if stale:
+            raise core.NotYet(f"conditions not at generation {lws['metadata'].get('generation')}: {stale} (4.5)")
+        # An absent counter is 0: the status counters are int32 with omitempty (contract 1.4).
         if status.get("readyReplicas", 0) < want:
             raise core.NotYet(f"readyReplicas {status.get('readyReplicas', 0)} < {want}")
         return lws
