@@ -9,6 +9,7 @@ StatefulSet may exist for that group during the whole observation window; releas
 from __future__ import annotations
 
 from conformance.harness import LWSHarness, Obj, controller_of
+from conformance.rollouts import change_template, leader_revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -85,20 +86,47 @@ def test_leader_ready_gates_recreated_group(lws: LWSHarness) -> None:
         lws.crash("regate-0-1")
         _new_leader_must_exist(lws, "regate", "regate-0", old_leader)
         _leader_running_unready(lws, "regate-0")
-
-        def no_workers_for_new_leader() -> None:
-            sets = lws.statefulsets()
-            assert "regate" in sets, f"leader StatefulSet regate is missing; StatefulSets {sorted(sets)}"
-            if "regate-0" in sets:  # only the old group's, still going with its leader, may be left
-                owner = controller_of(sets["regate-0"])
-                assert owner is not None and owner["uid"] == old_leader, (
-                    f"worker StatefulSet regate-0 (controller {owner}) exists while the recreated leader regate-0 is "
-                    "unready, want none until it is Ready (LeaderReady, 4.1: the gate holds every time a group is "
-                    "created)")
-        lws.hold(no_workers_for_new_leader, what="no worker StatefulSet while the recreated leader is unready",
-                 name="regate")
+        _no_workers_while_unready(lws, "regate", 0, old_leader, "recreated")
         lws.probe_json("regate-0", "/ready", value="true")
         lws.group_must_be_recreated("regate", 0, before.uids, size=2)
+
+
+@conformance(short_name="LeaderReadyGatesRolledOutGroup",
+             features={Feature.STARTUP_LEADER_READY, Feature.ROLLING_UPDATE},
+             description="With LeaderReady a group replaced by a rolling update waits too: the new revision's leader, "
+                         "unready, gets no worker StatefulSet until it is Ready (4.1, 4.4.2).")
+def test_leader_ready_gates_rolled_out_group(lws: LWSHarness) -> None:
+    manifest = workloads.start_unready(workloads.probe_lws("rgate", replicas=1, size=2, startup_policy="LeaderReady"))
+    lws.create(manifest)
+    _leader_running_unready(lws, "rgate-0")
+    lws.probe_json("rgate-0", "/ready", value="true")
+    before = lws.ready("rgate", replicas=1, size=2)[0]
+    old_leader = before.pods[0]["metadata"]["uid"]
+    old = leader_revision(lws, "rgate")
+    with lws.timeline("rgate"):
+        change_template(lws, "rgate", manifest, "2")  # the leader template keeps LWSCONF_START_UNREADY=1
+        _new_leader_must_exist(lws, "rgate", "rgate-0", old_leader)
+        _leader_running_unready(lws, "rgate-0")
+        _no_workers_while_unready(lws, "rgate", 0, old_leader, "rolled-out")
+        lws.probe_json("rgate-0", "/ready", value="true")
+        lws.rollout_must_complete("rgate", old=old, replicas=1, size=2)
+
+
+def _no_workers_while_unready(lws: LWSHarness, name: str, index: int, old_leader: str, how: str) -> None:
+    """Hold (stays_true): group `index`'s new leader, unready, has no worker StatefulSet; one controlled by the
+    previous leader `old_leader` (the old group's, still going) may be left."""
+    workers = f"{name}-{index}"
+
+    def no_workers_for_new_leader() -> None:
+        sets = lws.statefulsets()
+        assert name in sets, f"leader StatefulSet {name} is missing; StatefulSets {sorted(sets)}"
+        if workers in sets:
+            owner = controller_of(sets[workers])
+            assert owner is not None and owner["uid"] == old_leader, (
+                f"worker StatefulSet {workers} (controller {owner}) exists while the {how} leader {workers} is "
+                "unready, want none until it is Ready (LeaderReady, 4.1: the gate holds every time a group is "
+                "created)")
+    lws.hold(no_workers_for_new_leader, what=f"no worker StatefulSet while the {how} leader is unready", name=name)
 
 
 def _new_leader_must_exist(lws: LWSHarness, name: str, leader: str, old_uid: str) -> str:
