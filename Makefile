@@ -51,8 +51,8 @@ fidelity: $(STAMP)
 ## diff-impls: the reference and upstream's LWS manager (the pinned release) compared object by object on the sim
 ## (lwsconf diff-impls, the representative scenarios); fails on a difference not in lwsconf/implcompare/dispositions.py
 ## and on a listed one no longer seen; writes reports/implementation-diff.md and .json
-# Measured 2026-12-06 on 2 cores (load 2-4 from other work): 111 s wall for the 4 scenarios (basic, rollout,
-# worker-deleted, subgroups); all 9 scenarios (docs/implementation-diff.md) take about 160 s.
+# Measured 2026-12-06 on 2 cores: 111 s wall for the 4 scenarios (basic, rollout, worker-deleted, subgroups) at load
+# about 3, 141 s at load 14; all 13 scenarios (docs/implementation-diff.md) took 270 s at load 10-14.
 diff-impls: $(STAMP)
 	@if $(NEEDS_GO); then \
 	  mkdir -p reports && $(PY) -m lwsconf.cli diff-impls --a reference --b upstream-local --scenarios ci --check \

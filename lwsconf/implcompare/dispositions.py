@@ -48,7 +48,7 @@ def glob(pattern: str, path: str) -> bool:
 VERDICTS = ("tested", "divergence", "freedom")
 
 ALL = ("basic", "rollout", "scale", "worker-deleted", "unique-subdomain", "subgroups", "claims", "leader-ready",
-       "exclusive")
+       "exclusive", "leader-only-rollout", "surge-rollout", "restart-none", "unique-size-one")
 
 _SUBGROUP_TYPE = "[leaderworkerset.sigs.k8s.io/subgroup-policy-type]"
 _EXCLUSIVE = "[leaderworkerset.sigs.k8s.io/exclusive-topology]"
@@ -123,12 +123,16 @@ DISPOSITIONS: tuple[Disposition, ...] = (
         "both pod templates, hence pods, where both agree, and nothing reads it from a StatefulSet's metadata"),
     Disposition(
         "duplicate-revision-unique-per-replica", ("ControllerRevision",), ("(object)",),
-        ("unique-subdomain",), "freedom",
+        ("unique-subdomain", "unique-size-one"), "freedom",
         "upstream v0.9.0 leaves a second LWS ControllerRevision (revision 2, same template-revision-hash and data, "
-        "name suffixed -2) at steady state under subdomainPolicy UniquePerReplica, where the reference has one "
-        "(it avoids duplicate revisions: lwsconf/reconciler/README.md, choice 12). Revisions are keyed by their "
-        "hash (lws-contract.md 2.5), so a duplicate changes no rollout, status or pod; a client that lists revisions "
-        "sees two"),
+        "name suffixed -2) at steady state under subdomainPolicy UniquePerReplica, in every run so far; the reference "
+        "has one. The path that makes it: while the manager's cache has no leader StatefulSet yet, the key it looks "
+        "up is empty, GetRevision finds nothing and a new revision is created "
+        "(sigs.k8s.io/lws@v0.9.0 pkg/controllers/leaderworkerset_controller.go:722-745, "
+        "pkg/utils/revision/revision_utils.go:112-116); why UniquePerReplica makes it repeatable on the sim was not "
+        "established. The reference reuses a matching revision (lwsconf/reconciler/README.md, choice 12). Revisions "
+        "are looked up by key and the highest wins (lws-contract.md 2.5), so no rollout, status or pod changes; the "
+        "contract does not bound how many revisions of one key exist"),
 )
 """The differences between the reference and upstream v0.9.0 (`--a reference --b upstream-local`), as found
 by the run recorded in docs/implementation-diff.md."""

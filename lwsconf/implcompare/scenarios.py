@@ -26,14 +26,17 @@ def _with_claims(lws: Obj) -> Obj:
     return workloads.edit_templates(lws, mount)
 
 
-def _env_patch(value: str) -> Obj:
-    """A merge patch that changes both templates (a new revision): one env entry on each container.
+def _env_patch(value: str, *, worker: bool = True) -> Obj:
+    """A merge patch that changes the leader template, and the worker template unless `worker` is False (a new
+    revision): one env entry on each container.
 
     A merge patch replaces lists whole, so the patch carries the templates' whole container lists."""
-    lws = workloads.with_env(workloads.probe_lws("roll", replicas=2, size=2), {"LWSCONF_ROLL": value})
+    lws = workloads.with_env(workloads.probe_lws("roll", replicas=2, size=2), {"LWSCONF_ROLL": value}, worker=worker)
     lwt = lws["spec"]["leaderWorkerTemplate"]
-    return {"spec": {"leaderWorkerTemplate": {"leaderTemplate": lwt["leaderTemplate"],
-                                              "workerTemplate": lwt["workerTemplate"]}}}
+    templates = {"leaderTemplate": lwt["leaderTemplate"]}
+    if worker:
+        templates["workerTemplate"] = lwt["workerTemplate"]
+    return {"spec": {"leaderWorkerTemplate": templates}}
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -59,6 +62,18 @@ SCENARIOS: tuple[Scenario, ...] = (
              workloads.probe_lws("gate", replicas=2, size=2, startup_policy="LeaderReady"), (4,)),
     Scenario("exclusive", f"2 groups of 2, exclusive per {ZONE} (the sim's nodes span two zones)",
              workloads.probe_lws("excl", replicas=2, size=2, annotations={lwsapi.EXCLUSIVE_TOPOLOGY: ZONE}), (4,)),
+    Scenario("leader-only-rollout", "2 groups of 2, then the leader template alone changed and rolled out",
+             workloads.probe_lws("lroll", replicas=2, size=2), (4, 4),
+             (Step("leader-template-changed", PatchLWS(_env_patch("2", worker=False))),)),
+    Scenario("surge-rollout", "2 groups of 2 with maxSurge 1, then both templates changed and rolled out",
+             workloads.probe_lws("surge", replicas=2, size=2, rollout={
+                 "type": "RollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 1}}),
+             (4, 4), (Step("template-changed", PatchLWS(_env_patch("2"))),)),
+    Scenario("restart-none", "2 groups of 2 with restartPolicy None, then worker pod rn-0-1 deleted (only it "
+             "comes back)", workloads.probe_lws("rn", replicas=2, size=2, restart_policy="None"), (4, 4),
+             (Step("worker-deleted", DeletePod("rn-0-1")),)),
+    Scenario("unique-size-one", "2 groups of 1 (no workers) with subdomainPolicy UniquePerReplica",
+             workloads.probe_lws("uone", replicas=2, size=1, network={"subdomainPolicy": "UniquePerReplica"}), (2,)),
 )
 
 CI: tuple[str, ...] = ("basic", "rollout", "worker-deleted", "subgroups")
