@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from conformance.harness import NAME, LWSHarness, labels
+from conformance.harness import LWSHarness
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -28,12 +28,15 @@ def _assert_gone(lws: LWSHarness, name: str) -> None:
 
 
 def _nothing_left(lws: LWSHarness, name: str) -> None:
-    """No pod, StatefulSet, LWS Service or ControllerRevision of `name` remains in the namespace."""
+    """No pod, StatefulSet, Service or ControllerRevision remains in the namespace. The test's namespace holds
+    only what LWS `name` made, so everything is counted, not only objects carrying its name label: an object
+    that lost the label (or never had it) must go too."""
+    revisions = observe.raw(lws.apps.list_namespaced_controller_revision(lws.namespace, _preload_content=False))
     left = {
         "pods": sorted(p["metadata"]["name"] for p in observe.pods(lws.api, lws.namespace)),
         "statefulsets": sorted(lws.statefulsets()),
-        "services": sorted(s for s, obj in lws.services().items() if labels(obj).get(NAME)),
-        "controllerrevisions": sorted(r["metadata"]["name"] for r in lws.revisions(name)),
+        "services": sorted(lws.services()),
+        "controllerrevisions": sorted(r["metadata"]["name"] for r in revisions["items"]),
     }
     assert not any(left.values()), f"objects left after deleting {name}: {left}"
 
