@@ -10,7 +10,7 @@ during MaxSurge").
 
 from __future__ import annotations
 
-from conformance.harness import NAME, LWSHarness, annotations_of, controller_of, labels
+from conformance.harness import NAME, LWSHarness, annotations_of, assert_fields, controller_of, labels
 from conformance.rollouts import change_template, leader_revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
@@ -34,11 +34,12 @@ def _reaches_leader(lws: LWSHarness, pod: str, leader: str, address: str) -> Non
 def test_unique_per_replica_services_and_addresses(lws: LWSHarness) -> None:
     lws.create(workloads.probe_lws("upr", replicas=2, size=2, network=UNIQUE))
     lws.ready("upr", replicas=2, size=2)
-    svcs = {n: s for n, s in lws.services().items() if (s["metadata"].get("labels") or {}).get(NAME) == "upr"}
+    svcs = lws.services()  # the namespace holds only this LWS's objects: a Service without its label counts too
     assert sorted(svcs) == ["upr-0", "upr-1"], f"Services {sorted(svcs)}, want upr-0 and upr-1 only"
     pods = lws.pods("upr")
     for i in (0, 1):
         svc, leader = f"upr-{i}", pods[f"upr-{i}"]
+        assert_fields(f"Service {svc} metadata.labels", {NAME: "upr"}, labels(svcs[svc]), why={NAME: "2.4"})
         spec = svcs[svc]["spec"]
         headless = {"clusterIP": spec.get("clusterIP"),
                     "publishNotReadyAddresses": spec.get("publishNotReadyAddresses")}
@@ -95,12 +96,13 @@ def test_subdomain_policy_switch_rolls_groups(lws: LWSHarness) -> None:
 
 def _group_services_are(lws: LWSHarness, name: str, groups: int) -> None:
     """Exactly Services N-0..N-(groups-1), each selecting its group and owned by that group's live leader."""
-    svcs = {n: s for n, s in lws.services().items() if labels(s).get(NAME) == name}
+    svcs = lws.services()  # the namespace holds only LWS `name`: a Service without its label counts too
     want = [f"{name}-{i}" for i in range(groups)]
     assert sorted(svcs) == want, \
         f"Services {sorted(svcs)}, want {want}: one per leader pod, surge groups included (2.4)"
     pods = lws.pods(name)
     for i, svc in enumerate(want):
+        assert_fields(f"Service {svc} metadata.labels", {NAME: name}, labels(svcs[svc]), why={NAME: "2.4"})
         index = (svcs[svc]["spec"].get("selector") or {}).get(lwsapi.GROUP_INDEX)
         assert index == str(i), f"Service {svc} selects group-index {index!r}, want {str(i)!r} (2.4)"
         assert svc in pods, f"Service {svc} exists but its leader pod {svc} does not (live pods {sorted(pods)})"
