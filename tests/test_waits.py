@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from lwsconf.waits import core
+from lwsconf.waits import core, observe
 
 
 def test_wait_until_returns_the_first_passing_value() -> None:
@@ -93,3 +93,14 @@ def test_long_waits_report_progress(monkeypatch: pytest.MonkeyPatch) -> None:
                         timeout=0.1, poll=0.01)
     assert len(lines) == 2 and all("still waiting for LWS x Available" in line for line in lines), lines
     assert "group 1 unready" in lines[0]
+
+
+def test_a_timed_out_waits_pod_row_counts_sidecar_restarts() -> None:
+    """A worker whose native sidecar crashed showed RESTARTS 0 in a timed-out wait's dump (only containerStatuses
+    were added up), hiding the very restart that should have recreated its group (contract 4.2)."""
+    pod = {"metadata": {"name": "demo-0-1", "uid": "0123456789", "labels": {}},
+           "spec": {"nodeName": "node-1"},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                      "initContainerStatuses": [{"name": "sidecar", "restartCount": 2}],
+                      "containerStatuses": [{"name": "probe", "restartCount": 1}]}}
+    assert observe.pod_row(pod) == ["demo-0-1", "Running", "False", "3", "node-1", "", "01234567"]

@@ -65,6 +65,21 @@ def pod_ready(pod: dict[str, Any]) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
+def pod_row(pod: dict[str, Any]) -> list[str]:
+    """NAME, PHASE, READY, RESTARTS, NODE, REVISION, UID of one pod for a timed-out wait's state dump.
+
+    RESTARTS adds init containers' restarts (native sidecars among them) to the app containers', as kubectl's
+    column does: a sidecar's restart recreates an LWS group just as an app container's does (contract 4.2).
+    """
+    meta, status = pod["metadata"], pod.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "-")
+    restarts = sum(cs.get("restartCount", 0) for key in ("initContainerStatuses", "containerStatuses")
+                   for cs in status.get(key) or [])
+    phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
+    return [meta["name"], phase, str(ready), str(restarts), (pod.get("spec") or {}).get("nodeName", ""),
+            (meta.get("labels") or {}).get(REV_LABEL, ""), meta.get("uid", "")[:8]]
+
+
 def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | None = None) -> str:
     """LWS status, StatefulSets, pods and the latest events of a namespace."""
     parts = [describe_lws(api, namespace, lws_name)] if lws_name else []
@@ -75,14 +90,7 @@ def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | No
         sts_rows.append([s["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas')}",
                          str(partition), (s["metadata"].get("labels") or {}).get(REV_LABEL, "")])
     parts.append("StatefulSets:\n" + _rows(["NAME", "READY", "PARTITION", "REVISION"], sts_rows))
-    pod_rows = []
-    for p in pods(api, namespace):
-        meta, status = p["metadata"], p.get("status") or {}
-        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "-")
-        restarts = sum(cs.get("restartCount", 0) for cs in status.get("containerStatuses") or [])
-        phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
-        pod_rows.append([meta["name"], phase, str(ready), str(restarts), (p.get("spec") or {}).get("nodeName", ""),
-                         (meta.get("labels") or {}).get(REV_LABEL, ""), meta.get("uid", "")[:8]])
+    pod_rows = [pod_row(p) for p in pods(api, namespace)]
     parts.append("Pods:\n" + _rows(["NAME", "PHASE", "READY", "RESTARTS", "NODE", "REVISION", "UID"], pod_rows))
     events = raw(client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False))["items"]
     events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime")
