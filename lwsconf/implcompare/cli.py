@@ -30,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
                                      description="two LWS implementations compared object by object on the sim")
     parser.add_argument("--a", default="reference", help=f"side a (default reference): {', '.join(run.IMPLS)}")
     parser.add_argument("--b", default="upstream-local", help="side b (default upstream-local, the pinned release)")
+    parser.add_argument("--cluster", default="sim", choices=run.CLUSTERS,
+                        help="where each side runs: a fresh sim (default) or a fresh local cluster (the real control "
+                             "plane with the sim's nodes; needs `lwsconf controlplane build`)")
+    parser.add_argument("--kubernetes-version", default=None, help="--cluster=local: the pinned release (default: "
+                        "the newest)")
     parser.add_argument("--scenarios", default=None,
                         help=f"comma-separated scenarios, or 'ci' ({', '.join(scenarios.CI)}); default: all of "
                              f"{', '.join(s.name for s in scenarios.SCENARIOS)}")
@@ -47,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _needs_go(impl: str) -> str | None:
+def _needs_go(impl: str, cluster: str) -> str | None:
+    if cluster == "local" and shutil.which("go") is None:
+        return ("--cluster=local: the real control plane is built with Go, which is not on PATH: install Go 1.26 "
+                "(or use --cluster=sim)")
     if impl.startswith("upstream-local") and shutil.which("go") is None:
         return (f"{impl}: upstream's manager is built with Go, which is not on PATH: install Go 1.26 (or compare "
                 "reference with reference-process)")
@@ -76,20 +84,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lwsconf diff-impls: {exc}", file=sys.stderr)
         return 2
     for impl in (args.a, args.b):
-        bad = _needs_go(impl) or (None if impl in run.IMPLS[:2] or impl.startswith("upstream-local") else
+        bad = _needs_go(impl, args.cluster) or (None if impl in run.IMPLS[:2] or impl.startswith("upstream-local") else
                                   f"unknown implementation {impl!r}; use one of {', '.join(run.IMPLS)}")
         if bad:
             print(f"lwsconf diff-impls: {bad}", file=sys.stderr)
             return 2
+    missing = run.preflight(args.cluster, args.kubernetes_version)
+    if missing:
+        print(f"lwsconf diff-impls: {missing}", file=sys.stderr)
+        return 2
     waits = run.Waits(steady=args.steady_timeout, settle=args.settle)
     started = time.monotonic()
     sides = []
     for impl in (args.a, args.b):
-        print(f"diff-impls: {impl} on a fresh sim cluster: {', '.join(s.name for s in chosen)}", flush=True)
+        print(f"diff-impls: {impl} on a fresh {args.cluster} cluster: {', '.join(s.name for s in chosen)}",
+              flush=True)
         try:
-            sides.append(run.run_side(impl, chosen, waits, sys.stdout))
+            sides.append(run.run_side(impl, chosen, waits, sys.stdout, on=args.cluster,
+                                      kubernetes_version=args.kubernetes_version))
         except (run.ImplError, WaitTimeout, OSError) as exc:
-            print(f"lwsconf diff-impls: {impl} could not be set up: {str(exc).splitlines()[0]}", file=sys.stderr)
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            print(f"lwsconf diff-impls: {impl} could not be set up: {reason}", file=sys.stderr)
             return 1
     seconds = time.monotonic() - started
     found = diff.compare(sides[0], sides[1])
@@ -99,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.disposition or 'UNLISTED'}: {r.scenario}/{r.snapshot}: {r.kind} {r.path}: {r.a!r} != {r.b!r} "
               f"({', '.join(r.objects)})")
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page_run = render.Run(args.a, args.b, chosen, rows, judged.stale, seconds, when)
+    page_run = render.Run(args.a, args.b, chosen, rows, judged.stale, seconds, when, cluster=args.cluster)
     try:
         if args.out is not None:
             existing = args.out.read_text() if args.out.exists() else None

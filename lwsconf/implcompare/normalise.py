@@ -11,6 +11,7 @@ events it emits) is compared as written. No I/O here.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,10 @@ KIND_ORDER = ("LeaderWorkerSet", "StatefulSet", "Pod", "Service", "PersistentVol
 """Kinds snapshotted, in the order tokens are handed out (names of the first five do not depend on hashes)."""
 
 CONTROLLER_REVISION_HASH = "controller-revision-hash"
-HASH_LABELS = (lwsapi.TEMPLATE_REVISION_HASH, CONTROLLER_REVISION_HASH)
+KCM_HASH = "controller.kubernetes.io/hash"
+"""kube-controller-manager's label on a StatefulSet's ControllerRevisions: the hash in its name (not on the sim)."""
+HASH_LABELS = (lwsapi.TEMPLATE_REVISION_HASH, CONTROLLER_REVISION_HASH, KCM_HASH)
+TOPOLOGY_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
 
 
 class Tokens:
@@ -126,6 +130,17 @@ def node_names(obj: Obj) -> None:
         status["nominatedNodeName"] = "<node>"
 
 
+def node_topology_labels(obj: Obj) -> None:
+    """Rule `node-topology-labels`: a pod's topology.kubernetes.io/zone and /region labels become `<node's>`. Why:
+    kube-apiserver copies them from the node the scheduler chose (PodTopologyLabelsAdmission, on `local`); which
+    node is the scheduler's choice (rule `node-names`); that the label is there is kept."""
+    labels = _meta(obj).get("labels")
+    if obj.get("kind") == "Pod" and isinstance(labels, dict):
+        for label in TOPOLOGY_LABELS:
+            if label in labels:
+                labels[label] = "<node's>"
+
+
 def claim_binding(obj: Obj) -> None:
     """Rule `claim-binding`: a PVC's spec.volumeName becomes `<volume>`. Why: the bound PersistentVolume's
     name is the cluster's provisioner's choice, not the implementation's."""
@@ -170,6 +185,17 @@ def runtime_ids(d: dict[str, Any]) -> None:
             d[key] = "<id>"
 
 
+_SA_VOLUME = re.compile(r"^kube-api-access-[a-z0-9]{5}$")
+
+
+def service_account_volume(d: dict[str, Any]) -> None:
+    """Rule `service-account-volume`: the projected token volume's name `kube-api-access-<5 random>` (in volumes
+    and volumeMounts) becomes `kube-api-access-*****`. Why: kube-apiserver's ServiceAccount admission picks the
+    suffix at random (on `local`; the sim adds no such volume); the volume and its mounts are compared."""
+    if isinstance(d.get("name"), str) and _SA_VOLUME.match(d["name"]):
+        d["name"] = "kube-api-access-*****"
+
+
 def condition_order(d: dict[str, Any]) -> None:
     """Rule `condition-order`: conditions are compared sorted by type. Why: a condition list is a map keyed by
     type (Kubernetes' API conventions); the order two writers appended them in says nothing."""
@@ -179,16 +205,18 @@ def condition_order(d: dict[str, Any]) -> None:
 
 
 OBJECT_RULES: tuple[Callable[[Obj], None], ...] = (server_metadata, managed_fields, owner_uids, write_counts,
-                                                    node_names, claim_binding)
-INNER_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (times, addresses, runtime_ids, condition_order)
+                                                    node_names, node_topology_labels, claim_binding)
+INNER_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (times, addresses, runtime_ids, service_account_volume,
+                                                             condition_order)
 
 
 def revision_hashes(objects: list[Obj], tokens: Tokens) -> None:
-    """Rule `revision-hashes`: every template-revision-hash and controller-revision-hash value becomes a
-    token numbered by first sight in the scenario (`<template-revision-hash:1>`), wherever it appears:
-    labels, selectors, names of ControllerRevisions, StatefulSet revisions, event notes. Why: the LWS key is
+    """Rule `revision-hashes`: every template-revision-hash and controller-revision-hash value (and on `local`
+    kube-controller-manager's controller.kubernetes.io/hash) becomes a token numbered by first sight in the
+    scenario (`<template-revision-hash:1>`), wherever it appears: labels, selectors, names of
+    ControllerRevisions, StatefulSet revisions, event notes. Why: the LWS key is
     FNV-1 of the implementation's exact JSON bytes of the revision data (lws-contract.md 2.5: never
-    hard-coded, T6), and the StatefulSet's is the sim's hash of whatever template the implementation wrote,
+    hard-coded, T6), and the StatefulSet's is the cluster's hash of whatever template the implementation wrote,
     so one differing byte anywhere changes them; which objects share a revision is kept (same token)."""
     for obj in _canonical(objects):
         labels = _meta(obj).get("labels") or {}

@@ -1,8 +1,9 @@
-"""The only I/O of `lwsconf diff-impls`: a sim cluster per side, the implementation on it, the scenarios' steps,
+"""The only I/O of `lwsconf diff-impls`: a fresh cluster per side, the implementation on it, the scenarios' steps,
 named waits, and snapshots read through the Kubernetes API.
 
-One side is one implementation on its own fresh sim cluster (`RunningSimCluster`, default nodes), set up
-as the pytest plugin does (`lwsconf.reference` for the reference, in-process or as a child process;
+One side is one implementation on its own fresh cluster (`cluster`: the sim, `RunningSimCluster` with default
+nodes, or `local`, the real control plane of a pinned release with the sim's nodes), set up as the pytest
+plugin does (`lwsconf.reference` for the reference, in-process or as a child process;
 `lwsconf.upstream.run.upstream_local` for upstream's manager), then every scenario in its own namespace,
 one after another. Waits are named and bounded by `Waits` (overridable on the command line).
 """
@@ -205,14 +206,64 @@ def run_scenario(api: client.ApiClient, scenario: Scenario, waits: Waits, result
                 propagation_policy="Background")
 
 
-def run_side(impl: str, scenarios: Sequence[Scenario], waits: Waits, out: TextIO = sys.stderr) -> SideRun:
-    """Every scenario against `impl` on a fresh sim cluster (stopped afterwards)."""
-    from lwsconf.sim import cluster as sim_cluster
+CLUSTERS = ("sim", "local")
 
+
+def preflight(kind: str, kubernetes_version: str | None) -> str | None:
+    """Why a cluster of `kind` cannot start here (one line saying what to do), or None."""
+    if kind == "sim":
+        return None
+    if kind != "local":
+        return f"--cluster={kind}: use one of {', '.join(CLUSTERS)}"
+    from lwsconf.controlplane import build, versions
+
+    try:
+        release = versions.resolve(kubernetes_version)
+    except versions.UnknownVersion as exc:
+        return f"--kubernetes-version: {exc}"
+    if build.installed(release) is None:
+        return (f"--cluster=local: no Kubernetes {release.kubernetes} control plane is built: run `lwsconf "
+                f"controlplane build --kubernetes-version {release.kubernetes}` (needs Go), or use --cluster=sim")
+    return None
+
+
+@contextlib.contextmanager
+def cluster(kind: str, kubernetes_version: str | None = None) -> Iterator[Path]:
+    """A fresh cluster of `kind` for the block; yields its kubeconfig. ImplError says what to build for local."""
+    if kind == "sim":
+        from lwsconf.sim import cluster as sim_cluster
+
+        with sim_cluster.RunningSimCluster() as running:
+            yield running.kubeconfig
+        return
+    missing = preflight(kind, kubernetes_version)
+    if missing:
+        raise ImplError(missing)
+    from lwsconf.controlplane import local, versions
+    from lwsconf.localcluster.cluster import LocalCluster
+
+    release = versions.resolve(kubernetes_version)
+    try:
+        real = LocalCluster(release).start()
+    except (local.StartError, core.WaitTimeout) as exc:
+        raise ImplError(f"--cluster=local: {exc}") from None
+    try:
+        yield real.kubeconfig
+    finally:
+        try:
+            real.stop()
+        except TimeoutError:  # the side's snapshots are complete: say so, and keep them
+            print("diff-impls: warning: the local cluster did not stop within its grace period (a loaded machine); "
+                  "what is left of it is removed when this process exits", file=sys.stderr, flush=True)
+
+
+def run_side(impl: str, scenarios: Sequence[Scenario], waits: Waits, out: TextIO = sys.stderr, *,
+             on: str = "sim", kubernetes_version: str | None = None) -> SideRun:
+    """Every scenario against `impl` on a fresh cluster of kind `on` (stopped afterwards)."""
     result = SideRun(impl)
     timeouts = Timeouts()
-    with sim_cluster.RunningSimCluster() as running, implementation(impl, running.kubeconfig, timeouts, out):
-        api = _api(running.kubeconfig)
+    with cluster(on, kubernetes_version) as kubeconfig, implementation(impl, kubeconfig, timeouts, out):
+        api = _api(kubeconfig)
         try:
             for scenario in scenarios:
                 run_scenario(api, scenario, waits, result, out)

@@ -25,3 +25,9 @@ def test_upstream_without_go_says_what_to_do(monkeypatch: pytest.MonkeyPatch,
     assert cli.main(["diff-impls", "--b", "upstream-local:v0.9.0"]) == 2
     err = capsys.readouterr().err
     assert "Go, which is not on PATH: install Go 1.26" in err and len(err.strip().splitlines()) == 1
+
+
+def test_local_without_go_says_what_to_do(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(implcompare_cli.shutil, "which", lambda name: None)
+    assert cli.main(["diff-impls", "--cluster", "local", "--a", "reference", "--b", "reference-process"]) == 2
+    assert "--cluster=local: the real control plane is built with Go" in capsys.readouterr().err

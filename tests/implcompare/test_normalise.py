@@ -108,3 +108,25 @@ def test_every_rule_is_documented_with_a_name_and_reason() -> None:
     for rule in normalise.RULES:
         doc = rule.__doc__ or ""
         assert doc.startswith("Rule `") and "Why" in doc, rule.__name__
+
+
+def test_what_a_real_api_server_adds_at_random_is_normalised() -> None:
+    """On `local`: the projected token volume's random suffix, the node's zone copied onto the pod, and
+    kube-controller-manager's hash label on a StatefulSet's revisions."""
+    def real_pod(suffix: str, zone: str) -> dict[str, Any]:
+        p = pod("x-0")
+        p["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone
+        p["spec"]["volumes"] = [{"name": f"kube-api-access-{suffix}", "projected": {"sources": []}}]
+        p["spec"]["containers"][0]["volumeMounts"] = [{"name": f"kube-api-access-{suffix}", "mountPath": "/var/x"}]
+        return p
+
+    def revision(h: str) -> dict[str, Any]:
+        return {"kind": "ControllerRevision", "revision": 1, "metadata": {
+            "name": f"x-{h}", "labels": {"controller.kubernetes.io/hash": h},
+            "ownerReferences": [{"kind": "StatefulSet", "name": "x"}]}}
+
+    assert snap([real_pod("4tpcp", "zone-a"), revision("5889fd6c85")]) == snap([real_pod("x4g74", "zone-b"),
+                                                                              revision("79ff55d858")])
+    mounted = real_pod("4tpcp", "zone-a")
+    mounted["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] = "/elsewhere"
+    assert diff.differences("s", "steady", snap([real_pod("4tpcp", "zone-a")]), snap([mounted]))
