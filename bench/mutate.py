@@ -217,6 +217,21 @@ def compiles(copy: Path) -> Callable[[mutate_plan.Mutant], bool]:
     return check
 
 
+def _triaged_equivalent(copy: Path, mutant: mutate_plan.Mutant,
+                        equivalents: Sequence[mutate_plan.Equivalent]) -> tuple[str, str, str] | None:
+    """(before, after, reason) when the triage file already argues this mutant equivalent."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_code
+
+    source = (copy / mutant.path).read_text()
+    mutated = mutate_code(source, cosmic_ray.plugins.get_operator(mutant.operator)(), mutant.occurrence)
+    if mutated is None:
+        return None
+    diff = "\n".join(difflib.unified_diff(source.splitlines(), mutated.splitlines(), lineterm="", n=0))
+    reason = mutate_plan.equivalent_reason(mutant.path, diff, equivalents)
+    return None if reason is None else (*mutate_plan.diff_lines(diff), reason)
+
+
 def _tests_for(copy: Path, mutant: mutate_plan.Mutant, contexts: Mapping[str, Mapping[int, Sequence[str]]],
                durations: Mapping[str, float]) -> list[str]:
     lines = mutate_plan.covering_lines((copy / mutant.path).read_text(), mutant.line)
@@ -274,6 +289,13 @@ def _run_each(*, db_path: Path, chosen: Sequence[mutate_plan.Mutant], copy: Path
             if time.monotonic() > deadline:
                 entry["outcome"] = "not_run"
                 results.append(entry)
+                continue
+            known = _triaged_equivalent(copy, mutant, equivalents)
+            if known is not None:  # argued equivalent already: running it would only cost time
+                entry.update(outcome="equivalent", reason=known[2], before=known[0], after=known[1],
+                             seconds=0.0, note="not run: triaged equivalent")
+                results.append(entry)
+                print(f"[{number}/{len(chosen)}] equivalent (triaged, not run) {mutant.path}:{mutant.line}", flush=True)
                 continue
             tests = _tests_for(copy, mutant, contexts, durations)
             expected = sum(durations.get(t, 15.0) for t in tests)
