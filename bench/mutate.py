@@ -476,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.retriage or args.rerun_survivors:
         recorded: dict[str, Any] = json.loads(args.out.read_text())["mutate"]
         if args.rerun_survivors:
+            retriage(recorded, equivalents, survivors)  # equivalents need no rerun
             rerun(recorded, args.rerun_survivors, args.timeout_overrides)
         retriage(recorded, equivalents, survivors)
         write_results(args.out, "mutate", recorded)
