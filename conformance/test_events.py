@@ -112,3 +112,57 @@ def test_recreate_group_event_names_the_pods(lws: LWSHarness) -> None:
           what="a RecreateGroup event naming worker evr-0-1 and leader evr-0", within="group_recreated",
           contract="4.6: 'Worker pod <pod> failed, deleted leader pod <leader> to recreate group <i>'")
     lws.ready("evr", replicas=1, size=2)
+
+
+@conformance(short_name="PartitionRaisedMidRolloutRecordsGroupsUpdating", slow=True,
+             features={Feature.EVENTS, Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION},
+             description="A partition change the controller writes to the leader StatefulSet records GroupsUpdating "
+                         "whichever way it moves: raising rollingUpdateConfiguration.partition above a stuck rollout's "
+                         "step moves the leader StatefulSet's partition up and records an event naming the new "
+                         "partition (4.4.6, 4.6).")
+def test_partition_raised_mid_rollout_records_groups_updating(lws: LWSHarness) -> None:
+    # Upstream records the event on any change of the leader StatefulSet's partition outside the update's first
+    # write (sigs.k8s.io/lws@v0.9.0 pkg/controllers/leaderworkerset_controller.go:177-186: `partition != old`), so
+    # the way up counts as the way down does. The make mutate run of issue 28 found a reconciler recording it on
+    # the way down only (`partition < old`) passing every test.
+    manifest = workloads.probe_lws("evp", replicas=3, size=2)
+    lws.create(manifest)
+    lws.ready("evp", replicas=3, size=2)
+    change_template(lws, "evp", manifest, "2", unready=True)  # group 2's new pods never turn Ready: the rollout stays
+    _leader_partition_must_be(lws, "evp", 2, why="the rollout's first step (R - maxUnavailable), stuck on group 2")
+    before = _partition_events(lws, "evp")
+    assert not [e for e in before if _names(e.get("message") or "", "3")], \
+        f"a partition GroupsUpdating event already names partition 3 before it was raised: {_summary(before)}"
+    lws.patch("evp", {"spec": {"rolloutStrategy": {"rollingUpdateConfiguration": {"partition": 3}}}},
+              step="rollingUpdateConfiguration.partition raised to 3")
+    _leader_partition_must_be(lws, "evp", 3, why="the user's partition, above the rollout's own step (4.4.6)")
+
+    def partition_event_names_three() -> Obj:
+        events = _partition_events(lws, "evp")
+        found = [e for e in events if _names(e.get("message") or "", "3")]
+        assert found, (f"no GroupsUpdating event names the raised partition 3 (4.6: 'Updating replicas <p> to <q> "
+                       f"(inclusive)' on every partition change); its partition events: {_summary(events)}")
+        return found[0]
+    lws.wait(partition_event_names_three, what="a GroupsUpdating event naming partition 3", within="create",
+             name="evp")
+
+
+_CONDITION_NOTE = re.compile(r"groups ready of total \d+ groups$")
+"""The note 4.6 gives a condition's GroupsUpdating event ('<message>, with <r> groups ready of total <R> groups'):
+its counts are no partition, so it is told apart from the partition-change notes by that documented shape."""
+
+
+def _partition_events(lws: LWSHarness, name: str) -> list[Obj]:
+    """The GroupsUpdating events regarding LWS `name` that are not a condition's note: the partition changes."""
+    return [e for e in _events(lws, name) if e.get("reason") == "GroupsUpdating"
+            and not _CONDITION_NOTE.search(e.get("message") or "")]
+
+
+def _leader_partition_must_be(lws: LWSHarness, name: str, partition: int, *, why: str) -> None:
+    """Wait (create) until the leader StatefulSet's rollingUpdate partition is `partition` (`why` says why)."""
+    def leader_partition() -> None:
+        strategy = (lws.statefulsets()[name]["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}
+        assert strategy.get("partition") == partition, \
+            f"leader StatefulSet {name} partition is {strategy.get('partition')!r}, want {partition}: {why}"
+    lws.wait(leader_partition, what=f"leader StatefulSet {name} at partition {partition}", within="rollout_complete",
+             name=name)
