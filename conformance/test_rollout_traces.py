@@ -206,3 +206,35 @@ def test_max_unavailable_above_replicas(lws: LWSHarness) -> None:
     assert analysis.peak_leader_replicas(timeline) == 3, \
         f"peak leader replicas, want 3 (maxSurge 0):\n{analysis.describe(timeline)}"
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
+
+
+@conformance(short_name="UnusedSurgeWidensTheStep", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_UNAVAILABLE,
+                       Feature.ROLLING_UPDATE_MAX_SURGE},
+             description="R=2, maxUnavailable 2, maxSurge 2: no surge group is made (at most maxSurge groups unready "
+                         "and maxUnavailable covers them), and the surge left unused widens the partition step to "
+                         "maxUnavailable + maxSurge - (burst - replicas) = 2: the first partition step is 0, both "
+                         "groups at once (4.4.4 steps 5-6).")
+def test_unused_surge_widens_the_step(lws: LWSHarness) -> None:
+    # Contract 4.4.4: wantReplicas(unready=2) = R + max(0, unready - maxUnavailable) = 2 (step 5), and the rolling
+    # step is maxUnavailable + maxSurge - (burstReplicas - stsReplicas) = 2 + 2 - (4 - 2) = 2 (step 6), so partition
+    # 2 - 0 - 2 = 0 (upstream v0.9.0 pkg/controllers/leaderworkerset_controller.go rollingUpdatePartition). The
+    # make mutate run of issue 28 found a reconciler shrinking that step once stsReplicas < burst
+    # (`(mU + mS) >> (burst - stsReplicas)`, step 1 here) passing every test: its rollout only went slower.
+    manifest = workloads.probe_lws("unused", replicas=2, size=2,
+                                   rollout=rolling_update(maxUnavailable=2, maxSurge=2))
+    lws.create(manifest)
+    lws.ready("unused", replicas=2, size=2)
+    old = revision(lws, "unused")
+    with lws.timeline("unused") as timeline:
+        change_template(lws, "unused", manifest, "2")
+        lws.rollout_must_complete("unused", old=old, replicas=2, size=2)
+    lowered = [p for p in _partitions(timeline, old) if p < 2]
+    assert lowered[:1] == [0], (
+        f"partitions below R on the new revision {lowered}, want 0 first: step = maxUnavailable + maxSurge - "
+        f"(burst - replicas) = 2 + 2 - (4 - 2) = 2 with no surge group made (4.4.4 step 6)\n"
+        f"{analysis.describe(timeline)}")
+    assert analysis.peak_leader_replicas(timeline) == 2, (
+        f"peak leader replicas, want 2: with 2 groups unready and maxUnavailable 2, wantReplicas adds no surge "
+        f"(4.4.4 step 5)\n{analysis.describe(timeline)}")
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
