@@ -14,23 +14,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lwsconf.fidelity.model import Answer, Step
+from lwsconf.objwalk import walk_dicts
 
 SERVER = "<server>"
 TIME = "<time>"
 
 View = dict[str, Any]
 Rule = Callable[[Any], Any]
-
-
-def _walk(value: Any, fn: Callable[[dict[str, Any]], None]) -> None:
-    """Call `fn` on every dict inside `value` (depth first, parents before children)."""
-    if isinstance(value, dict):
-        fn(value)
-        for child in value.values():
-            _walk(child, fn)
-    elif isinstance(value, list):
-        for child in value:
-            _walk(child, fn)
 
 
 def saved_values(value: Any, saved: Mapping[str, str]) -> Any:
@@ -220,7 +210,7 @@ def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:
         for rule in OBJECT_RULES:
             rule(d)
 
-    _walk(out, every_rule)
+    walk_dicts(out, every_rule)
     return embedded_metadata(message_numbers(out))
 
 

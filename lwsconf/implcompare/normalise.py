@@ -17,6 +17,7 @@ from typing import Any
 
 from lwsconf import lwsapi
 from lwsconf.implcompare.model import Obj, Snapshot
+from lwsconf.objwalk import walk_dicts
 
 SERVER = "<server>"
 TIME = "<time>"
@@ -57,16 +58,6 @@ class Tokens:
             if value in text:
                 text = text.replace(value, self.by_value[value])
         return text
-
-
-def _walk(value: Any, fn: Callable[[dict[str, Any]], None]) -> None:
-    if isinstance(value, dict):
-        fn(value)
-        for child in value.values():
-            _walk(child, fn)
-    elif isinstance(value, list):
-        for child in value:
-            _walk(child, fn)
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -280,7 +271,7 @@ def snapshot(raw: list[Obj], lws_name: str, tokens: Tokens) -> Snapshot:
         for rule in OBJECT_RULES:
             rule(obj)
         for inner in INNER_RULES:
-            _walk(obj, inner)
+            walk_dicts(obj, inner)
         out[_replace_strings(key(obj), tokens)] = _replace_strings(obj, tokens)
     out[f"Events/{lws_name}"] = events(raw, lws_name)
     return dict(sorted(out.items()))
