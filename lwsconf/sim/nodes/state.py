@@ -186,6 +186,11 @@ class PodState:
         pod has been initialized, so a sidecar restarting later does not make it Pending again."""
         return any(rec.container_id or rec.last_terminated is not None for rec in self.containers)
 
+    def app_container_seen(self) -> bool:
+        """An app container's status shows it running or terminated (`HasAnyRegularContainerStarted`, which
+        GeneratePodInitializedCondition reads from the statuses; `regular_started` is getPhase's runtime view)."""
+        return any(r.state == "running" or (r.terminated and r.exit_code is not None) for r in self.containers)
+
     def initializing(self) -> bool:
         """Init containers hold the pod in Pending (the kubelet's `getPhase`): a regular init container has not
         succeeded yet, or a sidecar has not started while no app container has run yet."""

@@ -126,7 +126,7 @@ def conditions(pod: Obj, state: st.PodState, phase: str, *, now: str) -> list[Ob
     # Sidecars count for ContainersReady (generate.go `GenerateContainersReadyCondition`); once an app
     # container has run, the pod stays Initialized while a sidecar restarts (`GeneratePodInitializedCondition`).
     unready = [r.name for r in [*(r for r in state.init_containers if r.sidecar), *state.containers] if not r.ready]
-    incomplete = [] if _app_container_seen(state) else \
+    incomplete = [] if state.app_container_seen() else \
         [r.name for r in state.init_containers if not (r.started if r.sidecar else (r.terminated and r.exit_code == 0))]
     containers_ready = _cond(not unready and not completed, "PodCompleted" if completed else "ContainersNotReady",
                              "" if completed else f"containers with unready status: [{' '.join(unready)}]")
@@ -150,11 +150,6 @@ def conditions(pod: Obj, state: st.PodState, phase: str, *, now: str) -> list[Ob
         out.append(_condition(ctype, value, old.get(ctype), now))
     out.extend(c for t, c in old.items() if t not in KUBELET_CONDITIONS)
     return out
-
-
-def _app_container_seen(state: st.PodState) -> bool:
-    """An app container's status shows it running or terminated (`HasAnyRegularContainerStarted`)."""
-    return any(r.state == "running" or (r.terminated and r.exit_code is not None) for r in state.containers)
 
 
 def _cond(ok: bool, reason: str, message: str) -> tuple[bool, str, str]:
