@@ -79,6 +79,12 @@ class Feature(StrEnum):
     """The exact pod affinity/anti-affinity terms of section 4.7 on each pod, keyed on its own group-key (and
     subgroup-key for subgroup-exclusive-topology), as upstream's pod webhook injects them. Optional: one group
     per domain (LWSExclusivePlacement) can be had with other terms."""
+    GANG_SCHEDULING = "LWSGangScheduling"
+    """With gang scheduling configured for Volcano, one scheduling.volcano.sh/v1beta1 PodGroup per group and
+    revision (`N-i-<rev>`, owned by the leader pod, minMember and minResources from the templates) and every pod
+    annotated `scheduling.k8s.io/group-name` with it; gone with the leader, made anew on resize and rollout
+    (section 4.13). Optional: needs the implementation configured for it and the PodGroup CRD served (the
+    harness installs its own); no Volcano scheduler is needed to observe it."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
 
