@@ -85,6 +85,10 @@ class Feature(StrEnum):
     annotated `scheduling.k8s.io/group-name` with it; gone with the leader, made anew on resize and rollout
     (section 4.13). Optional: needs the implementation configured for it and the PodGroup CRD served (the
     harness installs its own); no Volcano scheduler is needed to observe it."""
+    TPU_ENV_INJECTION = "LWSTPUEnvInjection"
+    """TPU_WORKER_HOSTNAMES, TPU_WORKER_ID, TPU_NAME, TPU_PROCESS_ADDRESSES and TPU_PROCESS_PORT in the TPU
+    containers of LWS pods that request `google.com/tpu`, with and without subgroups and whether or not the
+    leader requests TPUs (section 3.5). Optional: only TPU workloads need it."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
 
