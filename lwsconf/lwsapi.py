@@ -39,6 +39,21 @@ SUBDOMAIN_POLICY = PREFIX + "subdomainPolicy"
 LEADER_REQUESTS_TPUS = PREFIX + "leader-requests-tpus"
 RECREATE_GROUP_AFTER_START = PREFIX + "experimental-recreate-group-after-start"
 
+# Volcano gang scheduling (section 4.13): the PodGroup kind LWS creates and the keys it reads and writes.
+# Volcano's API (volcano.sh/apis pkg/apis/scheduling/v1beta1, labels.go), as upstream LWS uses it.
+VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_VERSION = "v1beta1"
+PODGROUP_KIND = "PodGroup"
+PODGROUP_PLURAL = "podgroups"
+PODGROUP_GROUP_NAME = "scheduling.k8s.io/group-name"
+"""Pod annotation naming the pod's PodGroup."""
+PODGROUP_QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+"""LWS annotation whose value becomes the PodGroup's spec.queue."""
+VOLCANO_ANNOTATION_PREFIX = "volcano.sh/"
+"""LWS annotations with this prefix are copied onto its PodGroups."""
+GANG_PROVIDER_VOLCANO = "volcano"
+"""The one gangSchedulingManagement.schedulerProvider upstream supports."""
+
 # Environment variables (section 3.3).
 ENV_LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
 ENV_GROUP_SIZE = "LWS_GROUP_SIZE"
@@ -75,6 +90,14 @@ __all__ = [
     "SUBDOMAIN_POLICY",
     "LEADER_REQUESTS_TPUS",
     "RECREATE_GROUP_AFTER_START",
+    "VOLCANO_GROUP",
+    "VOLCANO_VERSION",
+    "PODGROUP_KIND",
+    "PODGROUP_PLURAL",
+    "PODGROUP_GROUP_NAME",
+    "PODGROUP_QUEUE_NAME",
+    "VOLCANO_ANNOTATION_PREFIX",
+    "GANG_PROVIDER_VOLCANO",
     "ENV_LEADER_ADDRESS",
     "ENV_GROUP_SIZE",
     "ENV_WORKER_INDEX",

@@ -23,9 +23,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import urllib3
 import yaml
+from kubernetes import client
+from kubernetes import config as k8sconfig
 
-from lwsconf import shutdown
+from lwsconf import lwsapi, podgroups, shutdown
 from lwsconf.controlplane import pki
 from lwsconf.controlplane.local import free_port
 from lwsconf.controlplane.process import Component
@@ -61,14 +64,47 @@ class Ports:
         return cls(webhook=free_port(), metrics=free_port(), health=free_port())
 
 
-def configuration(ports: Ports, cert_dir: Path) -> dict[str, object]:
-    """Upstream's configuration file for an out-of-cluster manager on loopback."""
-    return {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
-            "leaderElection": dict(LEADER_ELECTION),
-            "internalCertManagement": {"enable": False},
-            "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
-            "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"}}
+def configuration(ports: Ports, cert_dir: Path, *, gang_scheduling: bool = False) -> dict[str, object]:
+    """Upstream's configuration file for an out-of-cluster manager on loopback.
+
+    `gang_scheduling` adds `gangSchedulingManagement: {schedulerProvider: volcano}` (api/config/v1alpha1/
+    configuration_types.go:37-38, 140-144 in v0.9.0): the pod webhook then annotates pods with their PodGroup
+    and the pod reconciler creates one per group (cmd/main.go:217-226).
+    """
+    config: dict[str, object] = {
+        "apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
+        "leaderElection": dict(LEADER_ELECTION),
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"}}
+    if gang_scheduling:
+        config["gangSchedulingManagement"] = {"schedulerProvider": lwsapi.GANG_PROVIDER_VOLCANO}
+    return config
+
+
+def serves_podgroups(kubeconfig: Path, context: str | None, temp_dir: Path) -> bool:
+    """Whether the cluster serves Volcano's PodGroups: gang scheduling is configured then, and only then.
+
+    The suite installs its PodGroup CRD when a run claims LWSGangScheduling (lwsconf/podgroups.py). With gang
+    scheduling on and no such kind, upstream's pod reconciler fails every leader before it creates the
+    worker StatefulSet (pkg/controllers/pod_controller.go:130-135 creates the PodGroup first), so no group
+    would ever be complete; the manager itself starts either way. A kubeconfig naming no reachable cluster
+    answers False (the manager will say what is wrong with it).
+    """
+    configuration = client.Configuration()
+    try:
+        k8sconfig.load_kube_config(config_file=str(kubeconfig), context=context,  # type: ignore[no-untyped-call]
+                                   client_configuration=configuration, temp_file_path=str(temp_dir))
+    except k8sconfig.ConfigException:
+        return False
+    api = client.ApiClient(configuration)
+    try:
+        return podgroups.served(api)
+    except (client.ApiException, urllib3.exceptions.HTTPError, OSError):
+        return False
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
 
 
 def own_kubeconfig(source: Path, context: str | None) -> str:
@@ -121,7 +157,9 @@ class ManagerProcess:
         self.ca = authority.pair.cert.read_bytes()
         self.ports = Ports.free()
         (self.folder / "kubeconfig").write_text(own_kubeconfig(self.source_kubeconfig, self.context))
-        (self.folder / "config.yaml").write_text(yaml.safe_dump(configuration(self.ports, certs)))
+        gang = serves_podgroups(self.source_kubeconfig, self.context, self.folder)
+        (self.folder / "config.yaml").write_text(yaml.safe_dump(configuration(self.ports, certs,
+                                                                              gang_scheduling=gang)))
 
     @property
     def argv(self) -> list[str]:

@@ -59,6 +59,16 @@ def test_configuration_keeps_everything_on_loopback_with_our_certificate(tmp_pat
                       "metrics": {"bindAddress": "127.0.0.1:2"}, "health": {"healthProbeBindAddress": "127.0.0.1:3"}}
 
 
+def test_configuration_with_gang_scheduling_names_volcano(tmp_path: Path) -> None:
+    config = manager.configuration(manager.Ports(webhook=1, metrics=2, health=3), tmp_path, gang_scheduling=True)
+    assert config["gangSchedulingManagement"] == {"schedulerProvider": "volcano"}
+    assert "gangSchedulingManagement" not in manager.configuration(manager.Ports(1, 2, 3), tmp_path)
+
+
+def test_a_kubeconfig_without_a_cluster_serves_no_podgroups(kubeconfig: Path, tmp_path: Path) -> None:
+    assert manager.serves_podgroups(kubeconfig, "b", tmp_path) is False
+
+
 def _seconds(duration: object) -> float:
     text = str(duration)
     assert text.endswith("s") and text[:-1].isdigit(), f"{duration!r}: not a whole-seconds Go duration"
