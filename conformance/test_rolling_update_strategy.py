@@ -13,7 +13,7 @@ LWS's current spec.
 
 from __future__ import annotations
 
-from conformance.harness import LWSHarness, annotations_of, controller_of
+from conformance.harness import LWSHarness, Obj, annotations_of, controller_of, labels
 from conformance.rollouts import assert_at_most_down, group_revision, roll_template, rolling_update
 from conformance.rollouts import change_template as change
 from conformance.rollouts import leader_revision as revision
@@ -272,3 +272,115 @@ def _group_must_come_back(lws: LWSHarness, name: str, index: int, old_uids: set[
         return group
     return lws.wait(group_back, within="group_recreated", name=name,
                     what=f"group {index} recreated after its worker crashed")
+
+
+# --- the held group's other revision fields (kubernetes-sigs/lws#963) -----------------------------------------------
+#
+# Upstream builds a worker StatefulSet from the revision named by its leader's template-revision-hash
+# (pkg/controllers/pod_controller.go:387-392 at main 060ab4d), but until #963 (main 060ab4d, after v0.10.0) it took
+# size, subGroupPolicy, networkConfig and the claim templates from the live spec (v0.10.0 pod_controller.go:416-454):
+# an old group recreated mid-rollout got its old pod template mixed with the new policies. Only what an update may
+# change is tested: subGroupSize and the presence of subGroupPolicy are immutable (V20-V22), subGroupPolicyType,
+# subdomainPolicy and volumeClaimTemplates are not (contract 1.2, 5.1).
+
+
+def _held_group_restarts(lws: LWSHarness, manifest: Obj, change: Obj, *, step: str, size: int,
+                         rolls: bool = True) -> lws_waits.Group:
+    """Create `manifest` (2 groups, partition 1), merge-patch `change` onto its spec, wait until group 1 takes the
+    new revision (`rolls`; otherwise only until the revision exists), crash worker 1 of group 0 and wait for that
+    group to come back; the group, checked to be on the old revision only."""
+    name = manifest["metadata"]["name"]
+    lws.create(manifest)
+    before = lws.ready(name, replicas=2, size=size)
+    old = revision(lws, name)
+    with lws.timeline(name):
+        lws.patch(name, {"spec": change}, step=step)
+        if rolls:
+            _group_one_must_update(lws, name, old, size=size)
+        else:
+            _new_revision_must_exist(lws, name, old)
+        lws.crash(f"{name}-0-1")
+        group = _group_must_come_back(lws, name, 0, before[0].uids)
+    assert group_revision(lws, name, 0) == old, f"group 0 revisions {group.revisions()}, want only {old}"
+    return group
+
+
+def _new_revision_must_exist(lws: LWSHarness, name: str, old: str) -> None:
+    """Wait (lws_available) until the LWS owns a ControllerRevision other than `old`: the change was seen."""
+    def second_revision() -> None:
+        keys = {labels(r).get(lwsapi.TEMPLATE_REVISION_HASH) for r in lws.revisions(name)}
+        assert keys - {old}, f"ControllerRevisions of {name} have keys {sorted(k or '' for k in keys)} only"
+    lws.wait(second_revision, what=f"a ControllerRevision of {name} other than {old}", name=name)
+
+
+@conformance(short_name="RestartBelowPartitionKeepsOldSubGroupPolicy", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.GROUP_RESTART,
+                       Feature.SUBGROUPS},
+             description="A group held below partition that crashes while subGroupPolicyType rolls LeaderWorker -> "
+                         "LeaderExcluded gets its worker StatefulSet from its old revision: workers annotated "
+                         "subgroup-policy-type LeaderWorker (2.3, 4.4.6, 4.8; upstream #963).")
+def test_restart_below_partition_keeps_old_subgroup_policy(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("hsg", replicas=2, size=3, rollout=rolling_update(partition=1),
+                                   subgroup={"subGroupSize": 2, "subGroupPolicyType": "LeaderWorker"})
+    _held_group_restarts(lws, manifest, {"leaderWorkerTemplate": {"subGroupPolicy": {
+        "subGroupPolicyType": "LeaderExcluded"}}}, step="subGroupPolicyType LeaderWorker -> LeaderExcluded", size=3)
+    sts = lws.statefulsets()["hsg-0"]
+    seen = {"hsg-0 template": annotations_of(sts["spec"]["template"]).get(lwsapi.SUBGROUP_POLICY_TYPE)}
+    seen.update({pod: annotations_of(lws.pod(pod)).get(lwsapi.SUBGROUP_POLICY_TYPE) for pod in ("hsg-0-1", "hsg-0-2")})
+    assert set(seen.values()) == {"LeaderWorker"}, \
+        f"{lwsapi.SUBGROUP_POLICY_TYPE} of the recreated group 0's worker StatefulSet and workers: {seen}, want " \
+        "LeaderWorker everywhere: a group below partition is rebuilt from its own revision, not the live " \
+        "LeaderExcluded (2.3, 4.4.6)"
+
+
+@conformance(short_name="RestartBelowPartitionKeepsOldSubdomainPolicy", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.GROUP_RESTART,
+                       Feature.SUBDOMAIN_UNIQUE_PER_REPLICA},
+             description="A group held below partition that crashes while subdomainPolicy rolls Shared -> "
+                         "UniquePerReplica gets its worker StatefulSet from its old revision: serviceName N, workers "
+                         "under subdomain N, LWS_LEADER_ADDRESS N-0.N.ns reaching its old leader (2.3, 4.4.6, 4.9; "
+                         "upstream #963).")
+def test_restart_below_partition_keeps_old_subdomain_policy(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("hsd", replicas=2, size=2, rollout=rolling_update(partition=1))
+    _held_group_restarts(lws, manifest, {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}},
+                         step="subdomainPolicy Shared -> UniquePerReplica", size=2)
+    service_name = lws.statefulsets()["hsd-0"]["spec"].get("serviceName")
+    subdomain = lws.pod("hsd-0-1")["spec"].get("subdomain")
+    assert (service_name, subdomain) == ("hsd", "hsd"), \
+        f"recreated group 0: worker StatefulSet hsd-0 serviceName {service_name!r}, worker hsd-0-1 subdomain " \
+        f"{subdomain!r}; want 'hsd' and 'hsd': the group's own revision is Shared (2.3, 4.4.6), its leader hsd-0 " \
+        "(old template) lives under subdomain hsd"
+    address = f"hsd-0.hsd.{lws.namespace}"
+    seen = lws.probe_json("hsd-0-1")["lws"].get("LWS_LEADER_ADDRESS")
+    assert seen == address, f"hsd-0-1: LWS_LEADER_ADDRESS {seen!r}, want {address!r} (the Shared form, 4.9)"
+    reply = lws.probe_json("hsd-0-1", "/peer", host=address, port=str(workloads.PROBE_PORT))
+    assert (reply.get("answer") or {}).get("pod") == "hsd-0", f"hsd-0-1 -> {address}: {reply}, want hsd-0 to answer"
+
+
+def _claim(storage: str) -> Obj:
+    return {"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}}
+
+
+@conformance(short_name="RestartOfOldGroupKeepsOldClaimTemplates", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_PARTITION, Feature.GROUP_RESTART,
+                       Feature.VOLUME_CLAIM_TEMPLATES},
+             description="After a claim template edit (1Mi -> 2Mi), a group still on the old revision that crashes "
+                         "gets its worker StatefulSet's volumeClaimTemplates from that revision (1Mi), whether or not "
+                         "the leader StatefulSet could take the edit (2.3, 4.10, T19; upstream #963).")
+def test_restart_of_old_group_keeps_old_claim_templates(lws: LWSHarness) -> None:
+    def mount(template: Obj) -> None:
+        template["spec"]["containers"][0]["volumeMounts"].append({"name": "data", "mountPath": "/data"})
+    manifest = workloads.edit_templates(
+        workloads.probe_lws("hpvc", replicas=2, size=2, rollout=rolling_update(partition=1)), mount)
+    lwt = manifest["spec"]["leaderWorkerTemplate"]
+    lwt["volumeClaimTemplates"] = [_claim("1Mi")]
+    # T19: the leader StatefulSet's volumeClaimTemplates are immutable, so the rollout itself may never start; group
+    # 0 is then on the old revision because nothing could roll, and still below partition 1 if it could.
+    _held_group_restarts(lws, manifest, {"leaderWorkerTemplate": {**lwt, "volumeClaimTemplates": [_claim("2Mi")]}},
+                         step="claim template data 1Mi -> 2Mi", size=2, rolls=False)
+    claims = lws.statefulsets()["hpvc-0"]["spec"].get("volumeClaimTemplates") or []
+    seen = [(c["metadata"]["name"], ((c.get("spec") or {}).get("resources") or {}).get("requests")) for c in claims]
+    assert seen == [("data", {"storage": "1Mi"})], \
+        f"recreated worker StatefulSet hpvc-0 volumeClaimTemplates (name, requests) {seen}, want " \
+        "[('data', {'storage': '1Mi'})]: the group's own revision's claim template, not the live 2Mi (2.3, 4.10)"

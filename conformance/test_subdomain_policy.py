@@ -154,3 +154,57 @@ def test_unique_per_replica_size_one_has_group_services(lws: LWSHarness) -> None
     for i in (0, 1):
         leader = f"uone-{i}"
         _reaches_leader(lws, leader, leader, f"{leader}.{leader}.{lws.namespace}")
+
+
+HOLD = "lwsconf.test/hold-deletion"
+"""A finalizer of the test's own: it keeps a deleted leader pod in deletion (deletionTimestamp set) until removed."""
+
+
+@conformance(short_name="NoGroupServiceForDeletingLeader",
+             features={Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.RESTART_POLICY_NONE},
+             description="UniquePerReplica: while a leader pod is being deleted its per-group Service N-i is not "
+                         "created again (deleted here, then the leader touched); the next leader gets one (2.4, 4.9; "
+                         "upstream #947).")
+def test_no_group_service_for_deleting_leader(lws: LWSHarness) -> None:
+    # restartPolicy None: under the recreating policies upstream's pod reconciler returns on a deleting leader before
+    # it reaches the Service (pod_controller.go:90-96 and 254-256 in v0.9.0), so only None shows #947.
+    lws.create(workloads.probe_lws("udel", replicas=2, size=2, network=UNIQUE, restart_policy="None"))
+    lws.ready("udel", replicas=2, size=2)
+    _group_services_are(lws, "udel", 2)
+    uid = lws.pod("udel-0")["metadata"]["uid"]
+    lws.core.patch_namespaced_pod("udel-0", lws.namespace, {"metadata": {"finalizers": [HOLD]}})
+    try:
+        _held_in_deletion(lws, uid)
+    finally:
+        lws.core.patch_namespaced_pod("udel-0", lws.namespace, {"metadata": {"finalizers": None}})
+    _group_services_must_be(lws, "udel", 2, within="group_recreated",
+                            what="Service udel-0 for the next leader udel-0 once the old one is gone (2.4)")
+    lws.groups_must_be_ready("udel", replicas=2, size=2, within="group_recreated")
+
+
+def _held_in_deletion(lws: LWSHarness, uid: str) -> None:
+    """Delete leader udel-0 (kept by HOLD) and its Service; touch the leader; the Service must stay away."""
+    lws.delete_pod("udel-0")
+
+    def leader_deleting() -> None:
+        meta = lws.pod("udel-0")["metadata"]
+        assert meta["uid"] == uid and meta.get("deletionTimestamp"), f"leader udel-0 {meta.get('uid')} not deleting"
+    lws.wait(leader_deleting, what="leader udel-0 to be in deletion (held by a finalizer)", within="delete",
+             name="udel")
+    lws.core.delete_namespaced_service("udel-0", lws.namespace)
+
+    def service_deleted() -> None:
+        assert "udel-0" not in lws.services(), "Service udel-0 still exists"
+    lws.wait(service_deleted, what="Service udel-0 to be deleted", within="delete", name="udel")
+    # An update of the leader pod reaches the implementation's pod reconciler as an event on that pod.
+    lws.core.patch_namespaced_pod("udel-0", lws.namespace, {"metadata": {"annotations": {"lwsconf.test/touched": "1"}}})
+
+    def no_service_for_deleting_leader() -> None:
+        meta = lws.pod("udel-0")["metadata"]
+        assert meta["uid"] == uid and meta.get("deletionTimestamp"), "leader udel-0 left deletion early"
+        svcs = lws.services()
+        assert "udel-0" not in svcs, \
+            f"Service udel-0 was created again for leader udel-0 while it is being deleted (deletionTimestamp " \
+            f"{meta.get('deletionTimestamp')}): no per-group Service for a deleting leader (4.9; upstream #947)"
+        assert "udel-1" in svcs, "Service udel-1 of the live leader udel-1 is gone"
+    lws.hold(no_service_for_deleting_leader, what="no Service udel-0 while its leader is being deleted", name="udel")
