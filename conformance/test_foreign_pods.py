@@ -16,6 +16,8 @@ import copy
 from typing import Any
 
 from conformance.harness import GROUP_INDEX, NAME, REVISION, WORKER_INDEX, LWSHarness, P, env_of, labels
+from conformance.rollouts import change_template as change
+from conformance.rollouts import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -122,3 +124,95 @@ def test_pods_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
     assert kept is not None and kept["metadata"]["uid"] == uids["own-7"], \
         "pod own-7 went with the LWS it is not part of"
     assert not kept["metadata"].get("deletionTimestamp"), "pod own-7 is being deleted with the LWS it is not part of"
+
+
+# --- StatefulSets outside the LWS (upstream #957) ----------------------------------------------------------------
+#
+# Upstream's LWS reconciler watches every StatefulSet and maps it to the LWS named by its name label
+# (pkg/controllers/leaderworkerset_controller.go:229-237 in v0.9.0); a StatefulSet without that label, or with it
+# empty, mapped to an LWS named "". #957 (v0.10.0 leaderworkerset_controller.go:234-245, enqueueLWSRequests, and
+# its unit test TestEnqueueLWSRequests) maps those to nothing. Through the API that is: such StatefulSets are no
+# concern of the LWS. The same holds for one carrying the LWS's own name label that it does not own (2.7: its
+# StatefulSets are owned by it or by its leader pods): an implementation neither adopts, changes, scales nor
+# deletes any of them, nor counts them, and the LWS keeps working (a rolling update, deletion) beside them.
+
+FOREIGN_SETS = {
+    "fsts-5": {},  # no LWS label, named like a group the LWS does not have
+    "fsts-x": {NAME: ""},  # the name label, empty (upstream #957's second case)
+    "fsts-db": {NAME: "fsts"},  # the LWS's own name label, but not owned by it
+}
+
+
+def _foreign_set(name: str, extra: dict[str, str]) -> Obj:
+    pod_labels = {"app": "own", "set": name}  # its pods carry no LWS label: they are no LWS pods (5.2)
+    template = workloads.probe_pod_template(labels=pod_labels)
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "labels": {"app": "own", **extra}},
+            "spec": {"replicas": 1, "serviceName": name, "selector": {"matchLabels": pod_labels},
+                     "template": template}}
+
+
+def _foreign_sets_kept(lws: LWSHarness, sent: dict[str, Obj], seen: dict[str, Obj], pod_uids: dict[str, str],
+                       *, when: str) -> None:
+    """Each foreign StatefulSet is the one created (uid), unchanged (generation, replicas, labels, no owner, no LWS
+    annotation), not being deleted, and its pod is the same pod."""
+    live = lws.statefulsets()
+    for name, body in sent.items():
+        sts = live.get(name)
+        assert sts is not None, f"StatefulSet {name}, not the LWS's, was deleted {when}"
+        meta, first = sts["metadata"], seen[name]["metadata"]
+        assert meta["uid"] == first["uid"] and not meta.get("deletionTimestamp"), \
+            f"StatefulSet {name} was replaced or is being deleted {when}"
+        assert labels(sts) == body["metadata"]["labels"], \
+            f"StatefulSet {name} labels {labels(sts)} {when}, want as sent {body['metadata']['labels']}"
+        lws_keys = sorted(k for k in meta.get("annotations") or {} if k.startswith(P))
+        assert not lws_keys, f"StatefulSet {name} gained annotations {lws_keys} {when}"
+        assert not meta.get("ownerReferences"), \
+            f"StatefulSet {name} has owners {meta['ownerReferences']} {when}: it was adopted"
+        assert (meta.get("generation"), sts["spec"].get("replicas")) == (first.get("generation"), 1), \
+            f"StatefulSet {name} generation {meta.get('generation')} replicas {sts['spec'].get('replicas')} {when}, " \
+            f"want {first.get('generation')} and 1: its spec was changed"
+    pods = _set_pods(lws)
+    assert pods == pod_uids, f"the foreign StatefulSets' pods are {pods} {when}, were {pod_uids}"
+
+
+def _set_pods(lws: LWSHarness) -> dict[str, str]:
+    items = observe.raw(lws.core.list_namespaced_pod(lws.namespace, label_selector="app=own,set",
+                                                     _preload_content=False))["items"]
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+@conformance(short_name="StatefulSetsOutsideTheLWSAreLeftAlone", slow=True,
+             features={Feature.OBJECT_MODEL, Feature.ROLLING_UPDATE, Feature.STATUS_CONDITIONS, Feature.DELETION},
+             description="StatefulSets in the LWS's namespace that it does not own (no name label, an empty one, or "
+                         "its own name label) are not adopted, changed, scaled, counted or deleted, while the LWS "
+                         "rolls and is deleted (2.7, 2.8; upstream #957).")
+def test_statefulsets_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
+    manifest = workloads.probe_lws("fsts", replicas=2, size=2)
+    lws.create(manifest)
+    sent = {name: _foreign_set(name, extra) for name, extra in FOREIGN_SETS.items()}
+    for body in sent.values():
+        lws.apps.create_namespaced_stateful_set(lws.namespace, body)  # type: ignore[arg-type]
+    lws.ready("fsts", replicas=2, size=2)
+
+    def foreign_pods_ready() -> dict[str, str]:
+        pods = {p["metadata"]["name"]: p for p in observe.raw(lws.core.list_namespaced_pod(
+            lws.namespace, label_selector="app=own,set", _preload_content=False))["items"]}
+        want = {f"{name}-0" for name in sent}
+        unready = sorted(n for n in want if n not in pods or not observe.pod_ready(pods[n]))
+        assert not unready, f"pods {unready} of the foreign StatefulSets are not Ready yet"
+        return {n: pods[n]["metadata"]["uid"] for n in want}
+    pod_uids = lws.wait(foreign_pods_ready, what="the foreign StatefulSets' pods to run", within="pods_running",
+                        name="fsts")
+    seen = {name: sts for name, sts in lws.statefulsets().items() if name in sent}
+    old = revision(lws, "fsts")
+    change(lws, "fsts", manifest, "2")
+    lws.rollout_must_complete("fsts", old=old, replicas=2, size=2)
+    status = lws.get("fsts").get("status") or {}
+    counts = {k: status.get(k, 0) for k in ("replicas", "readyReplicas", "updatedReplicas")}
+    assert counts == {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2}, \
+        f"LWS fsts status counters {counts}, want 2 each: StatefulSets it does not own are not its groups (4.5)"
+    _foreign_sets_kept(lws, sent, seen, pod_uids, when="after the LWS's rolling update")
+    lws.delete("fsts")
+    lws.lws_must_be_gone("fsts")
+    _foreign_sets_kept(lws, sent, seen, pod_uids, when="after the LWS was deleted")

@@ -277,8 +277,9 @@ def _group_must_come_back(lws: LWSHarness, name: str, index: int, old_uids: set[
 # --- the held group's other revision fields (kubernetes-sigs/lws#963) -----------------------------------------------
 #
 # Upstream builds a worker StatefulSet from the revision named by its leader's template-revision-hash
-# (pkg/controllers/pod_controller.go:387-392 at main 060ab4d), but until #963 (main 060ab4d, after v0.10.0) it took
-# size, subGroupPolicy, networkConfig and the claim templates from the live spec (v0.10.0 pod_controller.go:416-454):
+# (pkg/controllers/pod_controller.go:382 at main 060ab4d), but until #963 (commit d014d0f, after v0.10.0) it took
+# size, subGroupPolicy, networkConfig and the claim templates from the live spec (v0.10.0 pod_controller.go:416-454;
+# main reads them from the revision, 414-458):
 # an old group recreated mid-rollout got its old pod template mixed with the new policies. Only what an update may
 # change is tested: subGroupSize and the presence of subGroupPolicy are immutable (V20-V22), subGroupPolicyType,
 # subdomainPolicy and volumeClaimTemplates are not (contract 1.2, 5.1).

@@ -167,7 +167,7 @@ HOLD = "lwsconf.test/hold-deletion"
                          "upstream #947).")
 def test_no_group_service_for_deleting_leader(lws: LWSHarness) -> None:
     # restartPolicy None: under the recreating policies upstream's pod reconciler returns on a deleting leader before
-    # it reaches the Service (pod_controller.go:90-96 and 254-256 in v0.9.0), so only None shows #947.
+    # it reaches the Service (pod_controller.go:91-97 and 254-257 in v0.9.0), so only None shows #947.
     lws.create(workloads.probe_lws("udel", replicas=2, size=2, network=UNIQUE, restart_policy="None"))
     lws.ready("udel", replicas=2, size=2)
     _group_services_are(lws, "udel", 2)
