@@ -19,7 +19,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from lwsconf.reconciler import labels, names, podtemplate, revision, rollout, spec
+from lwsconf.reconciler import labels, names, podtemplate, revision, rollout, spec, tpu
 
 Obj = dict[str, Any]
 
@@ -80,6 +80,9 @@ def leader_pod_template(view: spec.LwsSpec, revision_key: str) -> Obj:
     env = podtemplate.leader_env(lws_name=view.name, namespace=view.namespace, size=view.size,
                                  unique_subdomain=view.unique_subdomains)
     pod_spec = podtemplate.inject_env(base.get("spec") or {}, env)
+    pod_spec = tpu.leader_spec(pod_spec, size=view.size, subgroup_size=view.subgroup_size, lws_name=view.name,
+                               unique_subdomain=view.unique_subdomains,
+                               leader_excluded=view.subgroup_type == labels.SUBGROUP_LEADER_EXCLUDED)
     if view.exclusive_topology:
         pod_spec = podtemplate.with_leader_exclusive_placement(pod_spec, view.exclusive_topology)
     return podtemplate.template(base, labels_=pod_labels, annotations=annotations, pod_spec=pod_spec)
@@ -141,13 +144,19 @@ def worker_statefulset(lws: Mapping[str, Any], leader_pod: Mapping[str, Any], gr
     identity = {labels.GROUP_INDEX: index, labels.NAME: live.name, labels.GROUP_KEY: key}
     pod_labels = {**identity, labels.TEMPLATE_REVISION_HASH: revision.key_of(leader_pod)}
     service_name = leader_name if past.unique_subdomains else live.name
+    leader_counts = podtemplate.requests_tpus(leader_pod.get("spec") or {})
     pod_spec = _worker_pod_spec(live, past, leader_name, service_name, topology_value)
+    pod_spec, tpu_table = tpu.worker_spec(pod_spec, leader_name=leader_name, subdomain=service_name,
+                                          size=past.size, leader_counts=leader_counts,
+                                          subgroup_size=past.subgroup_size, subgroup_type=past.subgroup_type)
     annotations = {labels.SIZE: str(past.size), labels.LEADER_NAME: leader_name}
     if live.exclusive_topology:
         annotations[labels.EXCLUSIVE_TOPOLOGY] = live.exclusive_topology
     annotations.update(_subgroup_annotations(past))  # revision's policy; the topology key is the live one
-    if podtemplate.requests_tpus(leader_pod.get("spec") or {}):
+    if leader_counts:
         annotations[labels.LEADER_REQUESTS_TPUS] = "true"
+    if tpu_table is not None:
+        annotations[tpu.TABLE_ANNOTATION] = tpu_table
     body: Obj = {
         "replicas": past.size - 1, "ordinals": {"start": 1}, "podManagementPolicy": "Parallel",
         "serviceName": service_name, "selector": {"matchLabels": identity},

@@ -72,9 +72,10 @@ def create(sim: SimAPI, pod: dict[str, Any]) -> dict[str, Any]:
     return created
 
 
-def test_manifest_holds_two_policies_each_with_its_binding() -> None:
-    """The pod policy acts on CREATE only (a pod's subdomain is immutable); the LWS one on CREATE and UPDATE,
-    as upstream's LWS webhook, and never on subresources (status and scale writes are the controller's)."""
+def test_manifest_holds_three_policies_each_with_its_binding() -> None:
+    """The pod policies act on CREATE only (a pod's subdomain and env are immutable); the LWS one on CREATE and
+    UPDATE, as upstream's LWS webhook, and never on subresources (status and scale writes are the controller's).
+    The TPU env policy is tested in test_tpu.py."""
     docs = list(yaml.safe_load_all(implementations.MAP_FILE.read_text()))
     policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "MutatingAdmissionPolicy"}
     bound = {d["spec"]["policyName"] for d in docs if d["kind"] == "MutatingAdmissionPolicyBinding"}
@@ -82,7 +83,8 @@ def test_manifest_holds_two_policies_each_with_its_binding() -> None:
     rules = {name: [(r["resources"], r["operations"]) for r in p["spec"]["matchConstraints"]["resourceRules"]]
              for name, p in policies.items()}
     assert rules == {"leaderworkerset-unique-leader-subdomain": [(["pods"], ["CREATE"])],
-                     "leaderworkerset-defaults": [(["leaderworkersets"], ["CREATE", "UPDATE"])]}, rules
+                     "leaderworkerset-defaults": [(["leaderworkersets"], ["CREATE", "UPDATE"])],
+                     "leaderworkerset-tpu-env": [(["pods"], ["CREATE"])]}, rules
 
 
 def test_unique_per_replica_leader_gets_its_own_name_as_subdomain(installed: SimAPI) -> None:
@@ -119,7 +121,7 @@ def test_a_cluster_without_the_api_withdraws_the_unique_subdomain_feature(sim: S
     older = tuple(i for i in resources.BUILTINS if not i.plural.startswith("mutatingadmissionpolic"))
     sim.server.ctx.registry = resources.Registry(older)  # as a Kubernetes 1.35 API server
     cannot = implementations.install_mutating_policy(sim.api)
-    assert list(cannot) == [Feature.SUBDOMAIN_UNIQUE_PER_REPLICA], cannot
+    assert list(cannot) == [Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.TPU_ENV_INJECTION], cannot
     assert "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy" in cannot[
         Feature.SUBDOMAIN_UNIQUE_PER_REPLICA], cannot
 
