@@ -93,15 +93,20 @@ def install_mutating_policy(api: client.ApiClient) -> dict[Feature, str]:
 
     Returns:
         The features the reference cannot claim without it: none when installed; UniquePerReplica
-        subdomains when the cluster does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy.
+        subdomains and TPU env injection when the cluster does not serve admissionregistration.k8s.io/v1
+        MutatingAdmissionPolicy.
     """
     try:
         _install_policies(api, MAP_FILE)
     except NotServed as exc:
-        return {Feature.SUBDOMAIN_UNIQUE_PER_REPLICA: (
-            f"the cluster does not serve admissionregistration.k8s.io/v1 {exc} (Kubernetes >= 1.36), which the "
-            "reference needs to give UniquePerReplica leader pods their own subdomain "
-            f"(manifests/crd/{MAP_FILE.name})")}
+        missing = f"the cluster does not serve admissionregistration.k8s.io/v1 {exc} (Kubernetes >= 1.36), which the "
+        where = f" (manifests/crd/{MAP_FILE.name})"
+        return {
+            Feature.SUBDOMAIN_UNIQUE_PER_REPLICA: missing + "reference needs to give UniquePerReplica leader pods "
+                                                            "their own subdomain" + where,
+            Feature.TPU_ENV_INJECTION: missing + "reference needs to give each TPU worker pod its own "
+                                                 "TPU_WORKER_ID and subgroup host list" + where,
+        }
     return {}
 
 
