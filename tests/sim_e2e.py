@@ -62,8 +62,10 @@ def _nodes_ready(api: client.ApiClient, specs: list[layout.NodeSpec]) -> dict[st
         conditions = {c["type"]: c["status"] for c in (node.get("status") or {}).get("conditions") or []}
         if conditions.get("Ready") != "True":
             raise core.NotYet(f"node {spec.name} Ready={conditions.get('Ready')}")
-        if spec.gpus and (node["status"].get("allocatable") or {}).get(GPU) != str(spec.gpus):
-            raise core.NotYet(f"node {spec.name} allocatable {GPU}={node['status'].get('allocatable', {}).get(GPU)}")
+        for resource, count in spec.devices.items():  # GPUs and TPUs, once their fake plugins registered
+            have = (node["status"].get("allocatable") or {}).get(resource)
+            if have != str(count):
+                raise core.NotYet(f"node {spec.name} allocatable {resource}={have}")
     return nodes
 
 

@@ -21,16 +21,19 @@ from lwsconf.deviceplugin import plugin as plugin_mod
 
 
 def build_parser(prog: str = "lwsconf deviceplugin") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Fake GPU device plugin for the kubelet (API v1beta1).")
+    parser = argparse.ArgumentParser(prog=prog, description="Fake GPU (or TPU, --resource google.com/tpu) device "
+                                     "plugin for the kubelet (API v1beta1).")
     parser.add_argument("--socket-dir", default=dp.DEFAULT_SOCKET_DIR,
                         help="the kubelet's device-plugin directory holding kubelet.sock (default: %(default)s)")
     parser.add_argument("--count", type=int, default=8, help="number of fake devices (default: %(default)s)")
     parser.add_argument("--resource", default="nvidia.com/gpu", help="extended resource name (default: %(default)s)")
-    parser.add_argument("--product", default=plugin_mod.DEFAULT_PRODUCT,
-                        help="value of LWSCONF_FAKE_GPU_PRODUCT in allocated containers (default: %(default)s)")
+    parser.add_argument("--product", default=None,
+                        help="value of LWSCONF_FAKE_GPU_PRODUCT (LWSCONF_FAKE_TPU_PRODUCT, ...) in allocated "
+                             f"containers (default: {plugin_mod.DEFAULT_PRODUCT} for GPUs, "
+                             f"{plugin_mod.DEFAULT_TPU_PRODUCT} for TPUs)")
     parser.add_argument("--env-prefix", default="MOCK_",
-                        help="prefix of <prefix>NVIDIA_VISIBLE_DEVICES; an empty prefix would trigger a real "
-                             "NVIDIA runtime hook (default: %(default)s)")
+                        help="prefix of <prefix>NVIDIA_VISIBLE_DEVICES (<prefix>TPU_VISIBLE_DEVICES for TPUs); an "
+                             "empty prefix would trigger a real NVIDIA runtime hook (default: %(default)s)")
     parser.add_argument("--node-name", default=None, help="node name used to derive stable device ids "
                         "(default: $NODE_NAME, else the host name)")
     parser.add_argument("--socket-name", default=None, help="the plugin's socket file name in --socket-dir")

@@ -1,16 +1,21 @@
-"""A fake GPU device plugin: N always-present GPUs that a kubelet can count, hand out and lose.
+"""A fake device plugin: N always-present GPUs (or TPUs, or any extended resource) that a kubelet can
+count, hand out and lose.
 
-Why: LWS workloads request `nvidia.com/gpu`, and kubelets only advertise that resource when a
-device plugin registers it. This plugin speaks the real v1beta1 API over a unix socket, so the same
+Why: LWS workloads request `nvidia.com/gpu` or `google.com/tpu`, and kubelets only advertise such a
+resource when a device plugin registers it. The resource name is a parameter; the rest follows from it.
+This plugin speaks the real v1beta1 API over a unix socket, so the same
 code serves a real kubelet (kind DaemonSet) and the simulator's kubelet side. What it does:
 
 * serves `DevicePlugin` on `<socket_dir>/<socket_name>` and registers with `<socket_dir>/kubelet.sock`
   (version v1beta1, endpoint = its socket file name, resource name, options);
-* devices have stable ids `GPU-<uuid5(node, resource, index)>`, all Healthy until `set_health`;
-  ListAndWatch sends the full list at once and again after every health change;
+* devices have stable ids `GPU-<uuid5(node, resource, index)>` (`TPU-...` for `google.com/tpu`: the
+  resource's name part, upper-cased), all Healthy until `set_health`; ListAndWatch sends the full list
+  at once and again after every health change;
 * Allocate answers env `<env_prefix>NVIDIA_VISIBLE_DEVICES=<ids>` (default prefix `MOCK_`, as
   run.ai's fake-gpu-operator does, so no real NVIDIA container-runtime hook ever fires) and
-  `LWSCONF_FAKE_GPU_PRODUCT`, plus container annotations naming the devices;
+  `LWSCONF_FAKE_GPU_PRODUCT`, plus container annotations naming the devices; for another resource the
+  env names are `<env_prefix><NAME>_VISIBLE_DEVICES` and `LWSCONF_FAKE_<NAME>_PRODUCT`
+  (`MOCK_TPU_VISIBLE_DEVICES`, `LWSCONF_FAKE_TPU_PRODUCT` for `google.com/tpu`);
 * a watcher polls the directory: when kubelet.sock is (re)created, or the kubelet wiped our socket on
   its restart (kubelets delete stale sockets at start, the documented re-registration signal), it
   serves again and re-registers.
@@ -55,9 +60,28 @@ class RegistrationError(RuntimeError):
         self.retryable = retryable
 
 
+GPU_RESOURCE = "nvidia.com/gpu"
+TPU_RESOURCE = "google.com/tpu"
+DEFAULT_TPU_PRODUCT = "tpu-v5-lite-podslice"
+
+
+def kind_of(resource: str) -> str:
+    """`GPU` for `nvidia.com/gpu`, `TPU` for `google.com/tpu`: the name part of the resource, upper-cased."""
+    return resource.rsplit("/", 1)[-1].upper().replace(".", "_").replace("-", "_")
+
+
+def visible_devices_env(resource: str) -> str:
+    """The env var Allocate names the devices in, before the prefix (NVIDIA's name for GPUs)."""
+    return "NVIDIA_VISIBLE_DEVICES" if resource == GPU_RESOURCE else f"{kind_of(resource)}_VISIBLE_DEVICES"
+
+
+def product_env(resource: str) -> str:
+    return PRODUCT_ENV if resource == GPU_RESOURCE else f"LWSCONF_FAKE_{kind_of(resource)}_PRODUCT"
+
+
 def device_id(node_name: str, resource: str, index: int) -> str:
     """The stable id of device `index`: the same node, resource and index always give the same id."""
-    return f"GPU-{uuid.uuid5(_ID_NAMESPACE, f'{node_name}/{resource}/{index}')}"
+    return f"{kind_of(resource)}-{uuid.uuid5(_ID_NAMESPACE, f'{node_name}/{resource}/{index}')}"
 
 
 def default_node_name() -> str:
@@ -75,10 +99,13 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 
 
 class FakeGPUPlugin:
-    """A device plugin advertising `count` fake devices of `resource` (see the module docstring)."""
+    """A device plugin advertising `count` fake devices of `resource` (see the module docstring).
+
+    `product` defaults per resource: an H100 for `nvidia.com/gpu`, `tpu-v5-lite-podslice` for `google.com/tpu`.
+    """
 
     def __init__(self, socket_dir: Path | str, resource: str = "nvidia.com/gpu", count: int = 8, *,
-                 product: str = DEFAULT_PRODUCT, env_prefix: str = "MOCK_", node_name: str | None = None,
+                 product: str | None = None, env_prefix: str = "MOCK_", node_name: str | None = None,
                  socket_name: str | None = None, poll_interval: float = 1.0,
                  preferred_allocation: bool = True, pre_start_required: bool = False,
                  rpc_timeout: float = 10.0) -> None:
@@ -86,7 +113,8 @@ class FakeGPUPlugin:
             raise ValueError(f"count must be >= 0, got {count}")
         self.socket_dir = Path(socket_dir).absolute()
         self.resource = resource
-        self.product = product
+        self.product = product or {GPU_RESOURCE: DEFAULT_PRODUCT,
+                                   TPU_RESOURCE: DEFAULT_TPU_PRODUCT}.get(resource, resource)
         self.env_prefix = env_prefix
         self.node_name = node_name or default_node_name()
         self.socket_name = socket_name or "lwsconf-" + resource.replace("/", "_") + ".sock"
@@ -265,7 +293,8 @@ class FakeGPUPlugin:
         self.allocate_calls.append(list(ids))
         joined = ",".join(ids)
         return pb.ContainerAllocateResponse(
-            envs={f"{self.env_prefix}NVIDIA_VISIBLE_DEVICES": joined, PRODUCT_ENV: self.product},
+            envs={f"{self.env_prefix}{visible_devices_env(self.resource)}": joined,
+                  product_env(self.resource): self.product},
             annotations={DEVICES_ANNOTATION: joined, NODE_ANNOTATION: self.node_name})
 
     def prefer(self, request: pb.ContainerPreferredAllocationRequest) -> list[str]:

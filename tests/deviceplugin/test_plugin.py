@@ -214,6 +214,20 @@ def test_allocate_returns_mock_visible_devices_product_and_annotations(sockdir: 
     run(scenario)
 
 
+def test_a_tpu_plugin_names_its_devices_and_env_after_the_resource(sockdir: Path) -> None:
+    async def scenario() -> None:
+        plugin = plugin_mod.FakeGPUPlugin(sockdir, "google.com/tpu", 4, node_name="n0")
+        assert plugin.socket_name == "lwsconf-google.com_tpu.sock"
+        assert all(re.fullmatch(r"TPU-[0-9a-f-]{36}", d) for d in plugin.device_ids), plugin.device_ids
+        async with running(plugin), stub_for(plugin) as stub:
+            response = await stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=plugin.device_ids[:2])]))
+            (container,) = response.container_responses
+            assert dict(container.envs) == {"MOCK_TPU_VISIBLE_DEVICES": ",".join(plugin.device_ids[:2]),
+                                            "LWSCONF_FAKE_TPU_PRODUCT": "tpu-v5-lite-podslice"}
+    run(scenario)
+
+
 def test_preferred_allocation_keeps_must_include_then_lowest_indexes(sockdir: Path) -> None:
     async def scenario() -> None:
         plugin = plugin_mod.FakeGPUPlugin(sockdir, count=6, node_name="n0")

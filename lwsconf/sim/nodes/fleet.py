@@ -1,8 +1,8 @@
 """All node agents of a simulated cluster, built from one layout: what `SimCluster` runs.
 
 `NodeFleet` holds the cluster-wide choices (layout, pod network, work folder, stage sets, seed,
-whether containers may run as processes, whether fake GPU device plugins run) and hands out one
-runner per node agent, plus one per fake device plugin (the DaemonSet a real GPU cluster runs) and,
+whether fake device plugins run) and hands out one runner per node agent, plus one per fake device
+plugin and resource of a node (`nvidia.com/gpu`, `google.com/tpu`: the DaemonSets a real cluster runs) and,
 when containers may run as processes, the cluster's one DNS ("coredns/cluster-dns",
 `dns.SharedClusterDNS`: the hosts files of every node's pods, fed by one pod and one service watch):
 
@@ -54,8 +54,8 @@ class NodeFleet:
             that ask for them). A comma-separated list picks sets explicitly ("general,chaos").
         seed: seeds the stages' jitter.
         processes: run runnable containers (python) as real processes when the runtime is installed.
-        device_plugins: run a fake GPU device plugin on every GPU node, with a device manager in
-            its agent, when those modules are installed.
+        device_plugins: run a fake device plugin per device resource of a node (`NodeSpec.devices`: its
+            GPUs, TPUs, ...), with a device manager in its agent, when those modules are installed.
         cluster_addresses: show pod IPs to the API as 198.18 addresses (`podnet`), for a real
             kube-apiserver, which refuses loopback endpoints (`LocalCluster`); False on the sim.
     """
@@ -88,20 +88,23 @@ class NodeFleet:
         """The most recent agent per node name (for tests and diagnostics)."""
         self.plugins: dict[str, Any] = {}
         """The most recent fake GPU plugin per node name."""
+        self.resource_plugins: dict[tuple[str, str], Any] = {}
+        """The most recent fake plugin per (node name, resource), GPUs included."""
         self.dns = dns.SharedClusterDNS(addresses=self.addresses)
         """The cluster's DNS, shared by every agent's process launcher (its watches open at the first launch)."""
         shutdown.at_exit(self.close)  # should the process end without close(): no folder or lock left
 
     def controllers(self) -> list[tuple[str, ControllerFactory]]:
         """(name, factory) pairs in SimCluster's format: the cluster DNS (when containers may run as processes),
-        one kubelet per node, one plugin per GPU node."""
+        one kubelet per node, one plugin per device resource of a node."""
         out: list[tuple[str, ControllerFactory]] = []
         if self.processes and _optional("lwsconf.sim.nodes.runtime") is not None:
             out.append((DNS_CONTROLLER, self._dns_factory))
         for index, spec in enumerate(self.specs):
             out.append((f"kubelet/{spec.name}", self._agent_factory(index)))
             if self._with_devices(spec):
-                out.append((f"nvidia-device-plugin/{spec.name}", self._plugin_factory(spec)))
+                for resource in spec.devices:
+                    out.append((f"{plugin_name(resource)}/{spec.name}", self._plugin_factory(spec, resource)))
         return out
 
     def _dns_factory(self, client: kc.Client) -> Runner:
@@ -110,8 +113,8 @@ class NodeFleet:
     def _agent_factory(self, index: int) -> ControllerFactory:
         return lambda client: self.agent(client, index).run
 
-    def _plugin_factory(self, spec: layout.NodeSpec) -> ControllerFactory:
-        return lambda _client: (lambda stop: self._run_plugin(spec, stop))
+    def _plugin_factory(self, spec: layout.NodeSpec, resource: str) -> ControllerFactory:
+        return lambda _client: (lambda stop: self._run_plugin(spec, resource, stop))
 
     def agent(self, client: kc.Client, index: int) -> agent_mod.NodeAgent:
         """A new agent for node `index` (SimCluster calls this again after a crash)."""
@@ -165,7 +168,7 @@ class NodeFleet:
         return runtime
 
     def _with_devices(self, spec: layout.NodeSpec) -> bool:
-        return self.device_plugins and spec.gpus > 0 and _optional("lwsconf.sim.nodes.devicemanager") is not None \
+        return self.device_plugins and bool(spec.devices) and _optional("lwsconf.sim.nodes.devicemanager") is not None \
             and _optional("lwsconf.deviceplugin.plugin") is not None
 
     def socket_dir(self, spec: layout.NodeSpec) -> Path:
@@ -185,14 +188,26 @@ class NodeFleet:
         manager: nodectx.DeviceManager = module.DeviceManager(self.socket_dir(spec))
         return manager
 
-    async def _run_plugin(self, spec: layout.NodeSpec, stop: asyncio.Event) -> None:
-        """The fake GPU plugin of one node, as the NVIDIA device-plugin DaemonSet would run it."""
+    async def _run_plugin(self, spec: layout.NodeSpec, resource: str, stop: asyncio.Event) -> None:
+        """The fake plugin of one node and resource, as a vendor's device-plugin DaemonSet would run it."""
         module = importlib.import_module("lwsconf.deviceplugin.plugin")
-        product = spec.labels.get("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3")
-        plugin = module.FakeGPUPlugin(self.socket_dir(spec), layout.GPU_RESOURCE, spec.gpus, product=product,
+        product = spec.labels.get("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3") \
+            if resource == layout.GPU_RESOURCE else None
+        plugin = module.FakeGPUPlugin(self.socket_dir(spec), resource, spec.devices[resource], product=product,
                                       node_name=spec.name, poll_interval=0.1)
-        self.plugins[spec.name] = plugin
+        if resource == layout.GPU_RESOURCE:
+            self.plugins[spec.name] = plugin
+        self.resource_plugins[(spec.name, resource)] = plugin
         await plugin.run(stop)
+
+
+def plugin_name(resource: str) -> str:
+    """The plugin's controller name (and User-Agent) before `/<node>`: `nvidia-device-plugin` for GPUs,
+    `google-tpu-device-plugin` for `google.com/tpu`, `<vendor>-<name>-device-plugin` otherwise."""
+    if resource == layout.GPU_RESOURCE:
+        return "nvidia-device-plugin"
+    domain, _, name = resource.partition("/")
+    return f"{domain.split('.')[0]}-{name}-device-plugin".replace(".", "-").lower()
 
 
 def stage_sets(stage_set: str) -> list[str]:

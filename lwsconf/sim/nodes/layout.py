@@ -1,9 +1,10 @@
 """Which nodes a simulated cluster has: names, labels, capacity and taints, as plain data.
 
-The default layout is what LWS tests need to say something about GPUs and topology: four GPU nodes
+The default layout is what LWS tests need to say something about GPUs, TPUs and topology: four GPU nodes
 (8 `nvidia.com/gpu` each, with the labels NVIDIA's GPU feature discovery puts on real nodes) in two
-zones and two racks, plus two CPU-only nodes. `load_layout` reads the same shape from a YAML
-topology file, so `lwsconf sim up --topology FILE` can describe other clusters:
+zones and two racks, plus two CPU nodes with 8 `google.com/tpu` each (for LWS's TPU env, contract 3.5).
+`load_layout` reads the same shape from a YAML topology file, so `lwsconf sim up --topology FILE` can
+describe other clusters:
 
     nodeGroups:
     - name: gpu                      # nodes gpu-0, gpu-1, ...
@@ -11,6 +12,7 @@ topology file, so `lwsconf sim up --topology FILE` can describe other clusters:
       labels: {example.com/pool: big}
       capacity: {cpu: "32", memory: 256Gi, pods: "110"}
       gpu: {count: 8, product: NVIDIA-H100-80GB-HBM3, memoryMiB: 81559}   # optional
+      devices: {google.com/tpu: 4}   # optional: other extended resources served by fake device plugins
       spread:                        # optional: contiguous equal runs of nodes per value
         topology.kubernetes.io/zone: [zone-a, zone-b]
       taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
@@ -31,14 +33,17 @@ import yaml
 from lwsconf.sim.nodes import ipam
 
 GPU_RESOURCE = "nvidia.com/gpu"
+TPU_RESOURCE = "google.com/tpu"
 SIMULATED_GPU_LABEL = "lwsconf.dev/simulated-gpu"
+SIMULATED_DEVICES_LABEL = "lwsconf.dev/simulated-devices"
+"""On nodes whose `devices:` come from fake device plugins: the resource names, `_`-joined (`google.com_tpu`)."""
 ZONE_LABEL = "topology.kubernetes.io/zone"
 RACK_LABEL = "lwsconf.dev/rack"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_NODES = ipam.MAX_NODES
 """Node n uses 127.X.(n+1).0/24 for its pods and 127.X.128.0/17 holds Service IPs: at most 127 nodes."""
 
-_GROUP_KEYS = {"name", "count", "labels", "capacity", "taints", "gpu", "spread"}
+_GROUP_KEYS = {"name", "count", "labels", "capacity", "taints", "gpu", "devices", "spread"}
 _GPU_KEYS = {"count", "product", "memoryMiB"}
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -56,6 +61,20 @@ class NodeSpec:
     def gpus(self) -> int:
         """How many `nvidia.com/gpu` the layout gives this node (0 for CPU-only nodes)."""
         return int(self.capacity.get(GPU_RESOURCE, "0"))
+
+    @property
+    def devices(self) -> dict[str, int]:
+        """Device-plugin resources: each extended resource of the capacity (`<domain>/<name>` outside
+        kubernetes.io, a whole count > 0) -> count. The fleet runs one fake device plugin per entry."""
+        return {name: int(quantity) for name, quantity in self.capacity.items()
+                if is_device_resource(name) and quantity.isdigit() and int(quantity) > 0}
+
+
+def is_device_resource(name: str) -> bool:
+    """An extended resource name a device plugin may serve: `<domain>/<name>` outside kubernetes.io."""
+    domain, _, rest = name.partition("/")
+    return bool(rest) and "." in domain and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
+        and not name.startswith("requests.")
 
 
 class LayoutError(ValueError):
@@ -76,7 +95,7 @@ def base_labels(name: str) -> dict[str, str]:
 
 
 def default_layout(gpu_nodes: int = 4, cpu_nodes: int = 2) -> list[NodeSpec]:
-    """4 GPU nodes (8 H100s each) in zone-a/rack-a and zone-b/rack-b, then 2 CPU-only nodes.
+    """4 GPU nodes (8 H100s each) in zone-a/rack-a and zone-b/rack-b, then 2 CPU nodes with 8 fake TPUs each.
 
     Other counts keep the same shape (each kind split into a zone-a half and a zone-b half), which
     is what `lwsconf sim up --nodes N` uses.
@@ -92,7 +111,7 @@ def default_layout(gpu_nodes: int = 4, cpu_nodes: int = 2) -> list[NodeSpec]:
         groups.append({"name": "gpu", "count": gpu_nodes, "gpu": {"count": 8}, "spread": spread,
                        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}})
     if cpu_nodes:
-        groups.append({"name": "cpu", "count": cpu_nodes, "spread": spread,
+        groups.append({"name": "cpu", "count": cpu_nodes, "spread": spread, "devices": {TPU_RESOURCE: 8},
                        "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "512Gi"}})
     return expand_groups(groups, where="default layout")
 
@@ -152,6 +171,10 @@ def _expand_group(group: Any, at: str) -> list[NodeSpec]:
         gpu_count, gpu_label_map = _gpu(group["gpu"], f"{at}.gpu")
         capacity[GPU_RESOURCE] = str(gpu_count)
         labels = {**gpu_label_map, **labels}
+    if "devices" in group:
+        devices = _devices(group["devices"], f"{at}.devices")
+        capacity.update({name: str(count) for name, count in devices.items()})
+        labels = {SIMULATED_DEVICES_LABEL: "_".join(n.replace("/", "_") for n in devices), **labels}
     taints = _taints(group.get("taints", []), f"{at}.taints")
     spread = _spread(group.get("spread", {}), f"{at}.spread")
     nodes = []
@@ -196,6 +219,22 @@ def _gpu(value: Any, at: str) -> tuple[int, dict[str, str]]:
     if not isinstance(product, str) or not product:
         raise LayoutError(f"{at}.product: must be a non-empty string, got {product!r}")
     return count, gpu_labels(count, product, memory)
+
+
+def _devices(value: Any, at: str) -> dict[str, int]:
+    if not isinstance(value, dict) or not value:
+        raise LayoutError(f"{at}: must map extended resource names to device counts, e.g. {{google.com/tpu: 4}}")
+    out: dict[str, int] = {}
+    for name, count in value.items():
+        if not isinstance(name, str) or not is_device_resource(name):
+            raise LayoutError(f"{at}.{name}: not an extended resource name (want <domain>/<name> outside "
+                              "kubernetes.io, e.g. google.com/tpu)")
+        if name == GPU_RESOURCE:
+            raise LayoutError(f"{at}.{name}: use the gpu key for {GPU_RESOURCE} (it adds the GPU labels)")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise LayoutError(f"{at}.{name}: must be a positive integer, got {count!r}")
+        out[name] = count
+    return out
 
 
 def _taints(value: Any, at: str) -> tuple[dict[str, str], ...]:

@@ -28,6 +28,8 @@ def test_default_layout_has_four_gpu_nodes_in_two_zones_and_two_cpu_nodes() -> N
     assert [(n.capacity["cpu"], n.capacity["memory"]) for n in cpus] == [("16", "64Gi")] * 2
     assert all("nvidia.com/gpu.present" not in n.labels for n in cpus)
     assert [n.labels[layout.ZONE_LABEL] for n in cpus] == ["zone-a", "zone-b"]
+    assert [n.devices for n in cpus] == [{"google.com/tpu": 8}] * 2
+    assert [n.devices for n in gpus] == [{"nvidia.com/gpu": 8}] * 4
 
 
 def test_topology_file_expands_groups_with_spread_gpu_and_taints(tmp_path: Path) -> None:
@@ -52,10 +54,22 @@ nodeGroups:
     assert nodes[3].gpus == 0 and nodes[3].capacity["cpu"] == "8"
 
 
+def test_topology_devices_add_capacity_served_by_fake_plugins(tmp_path: Path) -> None:
+    path = tmp_path / "topology.yaml"
+    path.write_text("- {name: tpu, count: 2, devices: {google.com/tpu: 4, example.com/fpga: 1}}\n")
+    nodes = layout.load_layout(path)
+    assert nodes[0].capacity["google.com/tpu"] == "4" and nodes[0].capacity["example.com/fpga"] == "1"
+    assert nodes[0].devices == {"google.com/tpu": 4, "example.com/fpga": 1} and nodes[0].gpus == 0
+    assert nodes[1].labels[layout.SIMULATED_DEVICES_LABEL] == "google.com_tpu_example.com_fpga"
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("nodeGroups: []", "non-empty list"),
     ("nodes: []", "unknown top-level key"),
     ("- {name: a, cuont: 2}", r"nodeGroups\[0\]: unknown key\(s\) \['cuont'\]"),
+    ("- {name: a, devices: {tpu: 4}}", r"nodeGroups\[0\].devices.tpu: not an extended resource name"),
+    ("- {name: a, devices: {google.com/tpu: 0}}", r"nodeGroups\[0\].devices.google.com/tpu: must be a positive"),
+    ("- {name: a, devices: {nvidia.com/gpu: 2}}", r"use the gpu key"),
     ("- {name: Big_Node}", r"nodeGroups\[0\].name: must be a lowercase DNS label"),
     ("- {name: a, count: 0}", r"nodeGroups\[0\].count: must be a positive integer"),
     ("- {name: a, capacity: {cpu: 8}}\n- {name: b, capacity: {cpu: [1]}}", r"nodeGroups\[1\].capacity.cpu"),
