@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease in --lease-namespace, so several replicas can run safely")
     rec.add_argument("--lease-namespace", default="kube-system", help="namespace of the leader-election Lease")
     rec.add_argument("--namespace", default=None, help="reconcile only this namespace (default: all)")
+    rec.add_argument("--gang-scheduling", default=None, choices=["volcano"],
+                     help="create a Volcano PodGroup per group and annotate pods with it, as upstream's "
+                          "gangSchedulingManagement.schedulerProvider (needs the PodGroup CRD served)")
     rec.add_argument("--exit-on-stdin-close", action="store_true",
                      help="stop when standard input closes: a parent that runs it on a pipe (the conformance "
                           "harness's --lws-impl=reference-process) never leaves it behind, even when killed")
@@ -117,7 +120,7 @@ async def _reconciler(args: argparse.Namespace) -> int:
     print(f"reference reconciler running against {creds.server} (Ctrl-C to stop)", flush=True)
     try:
         await run.serve(client, stop, leader_election=args.leader_elect, lease_namespace=args.lease_namespace,
-                        namespace=args.namespace)
+                        namespace=args.namespace, gang_scheduling=args.gang_scheduling)
     finally:
         await client.close()
     return 0

@@ -144,9 +144,11 @@ class ReferenceProcess:
 
     how = "stop the reference reconciler process (SIGTERM) and start it again"
 
-    def __init__(self, kubeconfig: Path, context: str | None, timeouts: Timeouts) -> None:
+    def __init__(self, kubeconfig: Path, context: str | None, timeouts: Timeouts, *,
+                 gang_scheduling: str | None = None) -> None:
         self.args = [sys.executable, "-m", "lwsconf", "reconciler", "--kubeconfig", str(kubeconfig),
-                     *(["--context", context] if context else []), "--exit-on-stdin-close"]
+                     *(["--context", context] if context else []), "--exit-on-stdin-close",
+                     *([f"--gang-scheduling={gang_scheduling}"] if gang_scheduling else [])]
         self.timeouts = timeouts
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None

@@ -5,7 +5,9 @@ Two level-based loops, as upstream has (docs/lws-contract.md section 0):
 * the **LWS loop** (key: the LeaderWorkerSet) owns ControllerRevisions, the leader StatefulSet
   (rollout partition and surge), the shared headless Service and the status;
 * the **pod loop** (key: a pod carrying the `name` label) stamps the labels upstream's pod webhook
-  would, decides group recreation, and creates each leader's worker StatefulSet and per-group Service.
+  would, decides group recreation, and creates each leader's worker StatefulSet and per-group Service;
+  with gang scheduling (`gang_scheduling="volcano"`) also each leader's Volcano PodGroup and every pod's
+  `scheduling.k8s.io/group-name` annotation (`gang`).
 
 Everything is read from informer caches filled by LIST+WATCH; every decision comes from the pure core
 (`revision`, `rollout`, `desired`, `status`, `groups`, `restart`, `pods`); this module only wires
@@ -25,6 +27,7 @@ from lwsconf.reconciler import (
     desired,
     eventrecorder,
     events,
+    gang,
     groups,
     labels,
     names,
@@ -46,6 +49,7 @@ REVISIONS = kubeclient.GVR("apps", "v1", "controllerrevisions")
 PODS = kubeclient.GVR("", "v1", "pods")
 SERVICES = kubeclient.GVR("", "v1", "services")
 NODES = kubeclient.GVR("", "v1", "nodes", namespaced=False)
+PODGROUPS = kubeclient.GVR(lwsapi.VOLCANO_GROUP, lwsapi.VOLCANO_VERSION, lwsapi.PODGROUP_PLURAL)
 OWNED = labels.NAME  # every object the reconciler creates or watches carries this label key
 REQUEUE_WAITING = 5.0
 
@@ -61,8 +65,11 @@ def _lws_name_of(obj: Obj) -> str | None:
 class Manager:
     """All informers and both loops for one cluster; `run(stop)` until stop is set."""
 
-    def __init__(self, client: kubeclient.Client, *, workers: int = 4, namespace: str | None = None) -> None:
+    def __init__(self, client: kubeclient.Client, *, workers: int = 4, namespace: str | None = None,
+                 gang_scheduling: str | None = None) -> None:
         self.client = client
+        self.gang_scheduling = gang.check_provider(gang_scheduling)
+        """The gang-scheduling provider (`volcano`), as upstream's gangSchedulingManagement; None: off."""
         self.recorder = eventrecorder.EventRecorder(client, component="lws-reference")
         selector = OWNED
         self.lws = kubeclient.Informer(client, LWS, namespace=namespace)
@@ -70,13 +77,16 @@ class Manager:
         self.revisions = kubeclient.Informer(client, REVISIONS, namespace=namespace, label_selector=selector)
         self.pods = kubeclient.Informer(client, PODS, namespace=namespace, label_selector=selector)
         self.services = kubeclient.Informer(client, SERVICES, namespace=namespace, label_selector=selector)
+        self.podgroups = (kubeclient.Informer(client, PODGROUPS, namespace=namespace, label_selector=selector)
+                          if self.gang_scheduling else None)
         self.lws_loop = runtime.Controller("lws", LwsReconciler(self), workers=workers)
         self.pod_loop = runtime.Controller("lws-pods", PodReconciler(self), workers=workers)
         self._wire()
 
     @property
     def informers(self) -> list[kubeclient.Informer]:
-        return [self.lws, self.statefulsets, self.revisions, self.pods, self.services]
+        extra = [self.podgroups] if self.podgroups is not None else []
+        return [self.lws, self.statefulsets, self.revisions, self.pods, self.services, *extra]
 
     def _wire(self) -> None:
         def lws_event(_t: str, obj: Obj, _old: Obj | None) -> None:
@@ -91,6 +101,11 @@ class Manager:
             child_event(t, obj, old)
             if t != "DELETED":
                 self.pod_loop.enqueue(runtime.Request(_meta(obj).get("namespace", ""), _meta(obj)["name"]))
+
+        def leader_owned_event(_t: str, obj: Obj, _old: Obj | None) -> None:
+            for ref in _meta(obj).get("ownerReferences") or []:
+                if ref.get("kind") == "Pod" and ref.get("controller"):
+                    self.pod_loop.enqueue(runtime.Request(_meta(obj).get("namespace", ""), ref["name"]))
 
         def worker_sts_event(t: str, obj: Obj, old: Obj | None) -> None:
             child_event(t, obj, old)
@@ -111,6 +126,8 @@ class Manager:
         self.revisions.add_handler(child_event)
         self.services.add_handler(child_event)
         self.pods.add_handler(pod_event)
+        if self.podgroups is not None:
+            self.podgroups.add_handler(leader_owned_event)
 
     async def run(self, stop: asyncio.Event) -> None:
         for informer in self.informers:
@@ -164,6 +181,14 @@ async def _create_or_ignore(client: kubeclient.Client, gvr: kubeclient.GVR, body
         if exc.is_already_exists:
             return None
         raise
+
+
+def _with_labels(pod: Obj, added: dict[str, str]) -> Obj:
+    """`pod` as it reads once `added` labels are patched on (the PodGroup name needs the group index)."""
+    if not added:
+        return pod
+    meta = _meta(pod)
+    return {**pod, "metadata": {**meta, "labels": {**(meta.get("labels") or {}), **added}}}
 
 
 def _owned_by(obj: Obj, owner: Obj) -> bool:
@@ -273,11 +298,14 @@ class PodReconciler:
         lws = self.mgr.lws.get(name, req.namespace)
         if lws is None or _meta(lws).get("deletionTimestamp"):
             return runtime.Result()
-        patch = pods.label_patch(pod)
+        patch: Obj = {}
+        if label_patch := pods.label_patch(pod):
+            patch["labels"] = label_patch
+        if self.mgr.gang_scheduling and (annotations := gang.annotation_patch(_with_labels(pod, label_patch))):
+            patch["annotations"] = annotations
         if patch:
             with contextlib.suppress(kubeclient.ApiError):
-                pod = await self.mgr.client.patch(PODS, req.name, {"metadata": {"labels": patch}},
-                                                  namespace=req.namespace)
+                pod = await self.mgr.client.patch(PODS, req.name, {"metadata": patch}, namespace=req.namespace)
         if await self._maybe_recreate_group(lws, pod):
             return runtime.Result()
         if not pods.is_leader(pod):
@@ -316,9 +344,11 @@ class PodReconciler:
         if spec.LwsSpec.of(lws).exclusive_topology and node_name:
             with contextlib.suppress(kubeclient.ApiError):
                 node = await self.mgr.client.get(NODES, node_name)
-        plan = groups.plan(lws, leader, revisions=self.mgr.owned_revisions(lws), node=node)
+        plan = groups.plan(lws, leader, revisions=self.mgr.owned_revisions(lws), node=node,
+                           gang_scheduling=self.mgr.gang_scheduling is not None)
         if plan.service is not None and self.mgr.services.get(_meta(plan.service)["name"], ns) is None:
             await _create_or_ignore(self.mgr.client, SERVICES, plan.service, ns)
+        podgroup_pending = await self._ensure_pod_group(plan.pod_group, leader)
         if plan.worker_statefulset is not None:
             sts_name = _meta(plan.worker_statefulset)["name"]
             existing = self.mgr.statefulsets.get(sts_name, ns)
@@ -329,6 +359,18 @@ class PodReconciler:
                 return runtime.Result(requeue_after=1.0)  # T5: the old group's StatefulSet must be gone first
         if plan.event is not None:
             await self.mgr.recorder.record(lws, plan.event)
-        if plan.retry:
+        if plan.retry or podgroup_pending:
             return runtime.Result(requeue_after=1.0)
         return runtime.Result()
+
+    async def _ensure_pod_group(self, podgroup: Obj | None, leader: Obj) -> bool:
+        """Create the group's PodGroup if absent; True while a same-named one of a former leader is still there
+        (it goes with that leader; look again then). Upstream's is create-once too (volcano_provider.go:54-98)."""
+        if podgroup is None or self.mgr.podgroups is None:
+            return False
+        ns = _meta(leader)["namespace"]
+        existing = self.mgr.podgroups.get(_meta(podgroup)["name"], ns)
+        if existing is None:
+            await _create_or_ignore(self.mgr.client, PODGROUPS, podgroup, ns)
+            return False
+        return not gang.owned_by(existing, leader)

@@ -2,19 +2,20 @@
 
 This is the decision half of upstream's pod reconciler for leader pods (docs/lws-contract.md section 4.1),
 in its order: the leader-name safety check, skip a terminating leader, the `UniquePerReplica` Service
-(before any gate, also for size 1), nothing more for size 1, the `LeaderReady` gate, the leader's
-revision must exist, exclusive placement needs a scheduled leader on a node carrying the topology label.
-The runtime creates what the plan returns when it does not exist yet (both objects are create-once) and
+(before any gate, also for size 1) and with gang scheduling the Volcano PodGroup (`gang`), nothing more for
+size 1, the `LeaderReady` gate, the leader's revision must exist, exclusive placement needs a scheduled
+leader on a node carrying the topology label.
+The runtime creates what the plan returns when it does not exist yet (all are create-once) and
 records `created_worker_statefulset` after a successful create. No I/O here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from lwsconf.reconciler import desired, events, labels, pods, revision, spec
+from lwsconf.reconciler import desired, events, gang, labels, pods, revision, spec
 
 Obj = dict[str, Any]
 
@@ -25,6 +26,8 @@ class GroupPlan:
 
     service: Obj | None = None
     """The per-group headless Service (UniquePerReplica only)."""
+    pod_group: Obj | None = None
+    """The group's Volcano PodGroup (gang scheduling only; `gang`)."""
     worker_statefulset: Obj | None = None
     wait: str | None = None
     """Nothing more to do until the leader pod changes (not ready yet, not scheduled yet, terminating)."""
@@ -34,7 +37,7 @@ class GroupPlan:
 
 
 def plan(lws: Mapping[str, Any], leader_pod: Mapping[str, Any], *, revisions: Sequence[Mapping[str, Any]],
-         node: Mapping[str, Any] | None) -> GroupPlan:
+         node: Mapping[str, Any] | None, gang_scheduling: bool = False) -> GroupPlan:
     """Plan the group of `leader_pod`.
 
     Args:
@@ -43,7 +46,19 @@ def plan(lws: Mapping[str, Any], leader_pod: Mapping[str, Any], *, revisions: Se
         revisions: the LWS's owned ControllerRevisions.
         node: the Node named by the leader's `spec.nodeName` (only read under exclusive placement; None
             when the pod is unscheduled or the node was not found).
+        gang_scheduling: plan the group's PodGroup too (after the Service, before every gate, as upstream's
+            pod_controller.go:130-135).
     """
+    planned = _plan(lws, leader_pod, revisions=revisions, node=node)
+    stopped_early = bool(((leader_pod.get("metadata") or {}).get("annotations") or {}).get(labels.LEADER_NAME)
+                         or pods.is_deleting(leader_pod))
+    if not gang_scheduling or stopped_early:
+        return planned
+    return replace(planned, pod_group=gang.pod_group(lws, leader_pod))
+
+
+def _plan(lws: Mapping[str, Any], leader_pod: Mapping[str, Any], *, revisions: Sequence[Mapping[str, Any]],
+          node: Mapping[str, Any] | None) -> GroupPlan:
     view = spec.LwsSpec.of(lws)
     meta = leader_pod.get("metadata") or {}
     name = str(meta.get("name", ""))

@@ -44,13 +44,15 @@ def make_elector(client: kubeclient.Client, *, lease_namespace: str = DEFAULT_LE
 
 async def serve(client: kubeclient.Client, stop: asyncio.Event, *, leader_election: bool = False,
                 lease_namespace: str = DEFAULT_LEASE_NAMESPACE, identity: str | None = None,
-                namespace: str | None = None, elector: leaderelection.LeaderElector | None = None) -> None:
+                namespace: str | None = None, elector: leaderelection.LeaderElector | None = None,
+                gang_scheduling: str | None = None) -> None:
     """Run the reconciler until `stop` is set (only while holding the Lease, with leader election).
 
-    `elector` (implies leader election) lets the caller watch `elector.is_leader`.
+    `elector` (implies leader election) lets the caller watch `elector.is_leader`. `gang_scheduling` names the
+    gang-scheduling provider (`volcano`; None: off), as upstream's configuration does (`gang`).
     """
     async def lead(stop_leading: asyncio.Event) -> None:
-        await controller.Manager(client, namespace=namespace).run(stop_leading)
+        await controller.Manager(client, namespace=namespace, gang_scheduling=gang_scheduling).run(stop_leading)
 
     if not leader_election and elector is None:
         await lead(stop)
@@ -82,8 +84,10 @@ class RunningReconciler:
     unique per instance) and reconciles only while `is_leader`.
     """
 
-    def __init__(self, kubeconfig: Path, *, leader_election: bool = False, identity: str | None = None) -> None:
+    def __init__(self, kubeconfig: Path, *, leader_election: bool = False, identity: str | None = None,
+                 gang_scheduling: str | None = None) -> None:
         self.kubeconfig = kubeconfig
+        self.gang_scheduling = gang_scheduling
         self.leader_election = leader_election
         self.identity = identity or default_identity()
         self._elector: leaderelection.LeaderElector | None = None
@@ -101,7 +105,8 @@ class RunningReconciler:
                                                              loopback_only=False)
             if self.leader_election:
                 self._elector = make_elector(self._client, identity=self.identity)
-            self._task = asyncio.create_task(serve(self._client, self._stop, elector=self._elector))
+            self._task = asyncio.create_task(serve(self._client, self._stop, elector=self._elector,
+                                                   gang_scheduling=self.gang_scheduling))
 
         self._loop.run(start())
         return self
