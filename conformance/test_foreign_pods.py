@@ -21,7 +21,7 @@ from conformance.rollouts import leader_revision as revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import observe
+from lwsconf.waits import core, observe
 
 Obj = dict[str, Any]
 LWS_ENV = {"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"}
@@ -191,11 +191,16 @@ def test_statefulsets_outside_the_lws_are_left_alone(lws: LWSHarness) -> None:
     manifest = workloads.probe_lws("fsts", replicas=2, size=2)
     lws.create(manifest)
     sent = {name: _foreign_set(name, extra) for name, extra in FOREIGN_SETS.items()}
-    for body in sent.values():
-        lws.apps.create_namespaced_stateful_set(lws.namespace, body)  # type: ignore[arg-type]
+    created = {name: observe.raw(lws.apps.create_namespaced_stateful_set(
+        lws.namespace, body, _preload_content=False))["metadata"]["uid"] for name, body in sent.items()}  # type: ignore[arg-type]
     lws.ready("fsts", replicas=2, size=2)
 
     def foreign_pods_ready() -> dict[str, str]:
+        live = {name: sts["metadata"] for name, sts in lws.statefulsets().items() if name in sent}
+        gone = sorted(n for n, uid in created.items() if n not in live or live[n]["uid"] != uid
+                      or live[n].get("deletionTimestamp"))
+        if gone:
+            raise core.Terminal(f"StatefulSets {gone}, not the LWS's, were deleted or replaced (2.7)")
         pods = {p["metadata"]["name"]: p for p in observe.raw(lws.core.list_namespaced_pod(
             lws.namespace, label_selector="app=own,set", _preload_content=False))["items"]}
         want = {f"{name}-0" for name in sent}
