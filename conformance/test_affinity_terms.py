@@ -88,6 +88,28 @@ def test_exclusive_placement_keeps_user_affinity(lws: LWSHarness) -> None:
     lws.ready("aff", replicas=1, size=2)
 
 
+@conformance(short_name="NoExclusivePlacementAddsNoAffinity", features={Feature.EXCLUSIVE_PLACEMENT},
+             description="Without the exclusive-topology annotation no pod (anti-)affinity term is added: leader and "
+                         "workers carry exactly the user's own terms (4.7; upstream pod webhook test 'Leader pod with "
+                         "exclusive placement disabled will not have pod affinity/anti-affinity').")
+def test_no_exclusive_placement_adds_no_affinity(lws: LWSHarness) -> None:
+    # Upstream adds its terms only when the pod carries the (subgroup-)exclusive-topology annotation (v0.9.0
+    # pkg/webhooks/pod_webhook.go:122-124, :132, :153); the user's terms are there to tell kept from added.
+    manifest = workloads.probe_lws("noex", replicas=2, size=2)
+    lws.create(workloads.edit_templates(manifest, _with_user_terms))
+    pods = _pods_must_exist(lws, "noex", ["noex-0", "noex-1", "noex-0-1", "noex-1-1"])
+    for name, pod in sorted(pods.items()):
+        seen = {"required podAntiAffinity": _terms(pod, "podAntiAffinity"),
+                "required podAffinity": _terms(pod, "podAffinity"),
+                "preferred podAffinity": _terms(pod, "podAffinity", "preferredDuringSchedulingIgnoredDuringExecution"),
+                "preferred podAntiAffinity": _terms(pod, "podAntiAffinity",
+                                                    "preferredDuringSchedulingIgnoredDuringExecution")}
+        want = {"required podAntiAffinity": [USER_ANTI], "required podAffinity": [],
+                "preferred podAffinity": [USER_PREFERRED], "preferred podAntiAffinity": []}
+        assert seen == want, (f"pod {name} of an LWS without {EXCLUSIVE} has affinity terms {seen}, want only the "
+                              f"user's {want}: no exclusive-placement term without the annotation (4.7)")
+
+
 def _pair(label: str, value: str, key: str) -> tuple[Obj, Obj]:
     """4.7's two terms for one group (label = group-key) or subgroup (label = subgroup-key) on topology `key`."""
     return ({"labelSelector": {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]},

@@ -112,6 +112,7 @@ ACCEPTED = [
                                             ((*RUC, "maxSurge"), "25%"))),
     Case("partition-above-replicas", (((*RUC, "partition"), 5),)),
     Case("partition-equal-to-replicas", (((*RUC, "partition"), 2),)),
+    Case("partition-zero", (((*RUC, "partition"), 0),), read_back=(((*RUC, "partition"), 0),)),
     Case("update-size", update={"spec": {"leaderWorkerTemplate": {"size": 3}}},
          read_back=(((*LWT, "size"), 3),)),
     Case("update-replicas", update={"spec": {"replicas": 3}}, read_back=((("spec", "replicas"), 3),)),

@@ -12,7 +12,7 @@ groups' timeline from the fault to the recovery (`lws.timeline`) for the report'
 from __future__ import annotations
 
 from conformance.harness import LWSHarness, Obj
-from lwsconf import workloads
+from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import core
@@ -150,6 +150,37 @@ def test_recreate_after_start_leaves_a_starting_group(lws: LWSHarness) -> None:
         lws.crash("starting-0")
         lws.pod_must_have_restarted("starting-0", uid=leader_uid, restarts=1, name="starting")
         lws.hold(left_alone, what="the still-starting group keeps its pods", name="starting")
+
+
+@conformance(short_name="RecreateAfterStartAnnotationLeavesAStartingGroup", features={Feature.RECREATE_AFTER_START},
+             description="Under RecreateGroupOnPodRestart with the experimental-recreate-group-after-start annotation "
+                         "a crash while a group pod is still Pending restarts only the container, as under "
+                         "RecreateGroupAfterStart (4.2).")
+def test_recreate_after_start_annotation_leaves_a_starting_group(lws: LWSHarness) -> None:
+    # Upstream: the annotation's presence turns RecreateGroupOnPodRestart into RecreateGroupAfterStart (v0.9.0
+    # pkg/controllers/pod_controller.go:220-222; its integration test "... RecreateGroupAfterStart annotation is
+    # set, and a pod is pending"). Without the annotation the same crash recreates the group
+    # (GroupRecreatedOnLeaderCrash), so this tells the annotation read from ignored.
+    def pend(template: dict[str, object]) -> None:
+        template["spec"]["nodeSelector"] = {workloads.PARKED_LABEL: "true"}  # type: ignore[index]
+    manifest = workloads.probe_lws("annot", replicas=1, size=2, restart_policy="RecreateGroupOnPodRestart",
+                                   annotations={lwsapi.RECREATE_GROUP_AFTER_START: ""})
+    lws.create(workloads.edit_templates(manifest, pend, leader=False))
+    lws.probe_json("annot-0")
+
+    def worker_exists() -> Obj:
+        return lws.pods("annot")["annot-0-1"]
+    lws.wait(worker_exists, what="worker annot-0-1 to exist (Pending)", name="annot")
+    uids = {pod: lws.pod(pod)["metadata"]["uid"] for pod in ("annot-0", "annot-0-1")}
+
+    def left_alone() -> None:
+        now = {p: obj["metadata"]["uid"] for p, obj in lws.pods("annot").items()}
+        assert now == uids, (f"group changed {now}, want {uids}: with the experimental-recreate-group-after-start "
+                             "annotation a group with a Pending pod is still starting and is not recreated (4.2)")
+    with lws.timeline("annot"):
+        lws.crash("annot-0")
+        lws.pod_must_have_restarted("annot-0", uid=uids["annot-0"], restarts=1, name="annot")
+        lws.hold(left_alone, what="the still-starting group keeps its pods", name="annot")
 
 
 @conformance(short_name="RecreateAfterStartLeavesAGroupShortOfPods",
