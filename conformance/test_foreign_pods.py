@@ -1,4 +1,4 @@
-"""Pods outside an LWS are left alone (docs/lws-contract.md sections 3.4, 4.2, 4.5, 5.2).
+"""Pods and StatefulSets outside an LWS are left alone (docs/lws-contract.md sections 2.7, 2.8, 3.4, 4.2, 4.5, 5.2).
 
 An implementation acts only on pods labelled `leaderworkerset.sigs.k8s.io/name` (5.2: "pod without the name label:
 untouched"; upstream's pod webhooks select on that label, config/webhook/*-patch.yaml `objectSelector`, and its
@@ -8,6 +8,7 @@ tests "not leaderworkerset pods should have no effect" (mutating and validating,
 half; this checks all of it on running pods that look like an LWS's: the same namespace, names in its pattern
 (`N-i`, `N-i-j`) and the index labels, only without the name label. They are admitted exactly as sent, never
 counted, never deleted: not when they are deleted themselves (no group restart, 4.2), and not when the LWS is.
+StatefulSets the LWS does not own are left alone the same way (upstream #957; see the second test).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ timeline (`lws.timeline`) for the report's picture. Partition holds the
 groups below it on the old revision (T14) and lowering it resumes the rollout. The cap of maxSurge at R
 shows only in the leader StatefulSet's own `maxUnavailable` (2.2), checked where the API server keeps
 that field (the MaxUnavailableStatefulSet feature, on by default since Kubernetes 1.35). A group held
-below the partition that fails is recreated from its own old revision (template and size), not from the
-LWS's current spec.
+below the partition that fails is recreated from its own old revision (template and size, subgroup policy
+type, subdomain policy, claim templates: upstream #963), not from the LWS's current spec.
 """
 
 from __future__ import annotations
