@@ -193,6 +193,15 @@ def test_worker_statefulset_is_built_from_the_leaders_revision_not_the_live_spec
     assert sts["spec"]["template"]["metadata"]["labels"][labels.TEMPLATE_REVISION_HASH] == revision.key_of(rev)
 
 
+def test_worker_statefulset_subgroup_policy_type_comes_from_the_leaders_revision() -> None:
+    # Upstream #963 (main 060ab4d pod_controller.go:419-424); conformance RestartBelowPartitionKeepsOldSubGroupPolicy.
+    old = f.lws(size=3, subGroupPolicy={"subGroupSize": 2, "subGroupPolicyType": "LeaderWorker"})
+    pod, rev = _group(old)
+    live = f.lws(size=3, subGroupPolicy={"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"})
+    annotations = desired.worker_statefulset(live, pod, rev)["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations[labels.SUBGROUP_POLICY_TYPE], annotations[labels.SUBGROUP_SIZE]) == ("LeaderWorker", "2")
+
+
 def test_worker_containers_observe_literal_address_and_their_own_index() -> None:
     lws = f.lws(size=3, worker=_with_env_users())
     pod, rev = _group(lws, 2)
