@@ -13,7 +13,8 @@ from conformance.harness import LWSHarness, Obj
 from lwsconf import lwsapi, workloads
 from lwsconf.timeline import analysis
 from lwsconf.timeline import model as timeline_model
-from lwsconf.waits import rollout
+from lwsconf.waits import core, rollout
+from lwsconf.waits import lws as lws_waits
 
 
 def rolling_update(**conf: object) -> Obj:
@@ -33,6 +34,52 @@ def change_template(lws: LWSHarness, name: str, manifest: Obj, marker: str, *, u
     text = (f"template updated{which} (LWSCONF_REVISION={marker}"
             f"{'; its pods never turn Ready' if unready else ''})")
     lws.patch(name, {"spec": {"leaderWorkerTemplate": lwt}}, step=text)
+
+
+def hold_new_workers(lws: LWSHarness, name: str, manifest: Obj, marker: str = "2") -> None:
+    """Patch the pod templates to a new revision whose leaders turn Ready at once while its workers start unready
+    until released (/ready?value=true, `rollout_must_finish_releasing`).
+
+    Each group on it is up but not ready, so the rollout stops exactly where maxUnavailable and maxSurge stop it
+    (4.4.4), surge groups included; the leaders being Ready leaves the leader StatefulSet's own budget alone.
+    """
+    changed = workloads.with_env(manifest, {"LWSCONF_REVISION": marker})
+    changed = workloads.with_env(changed, {"LWSCONF_START_UNREADY": "1"}, leader=False)
+    lws.patch(name, {"spec": {"leaderWorkerTemplate": changed["spec"]["leaderWorkerTemplate"]}},
+              step=f"template updated (LWSCONF_REVISION={marker}; its workers unready until released)")
+
+
+def running(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def release_held_workers(lws: LWSHarness, name: str, revision: str) -> None:
+    """Release every running, unready worker on `revision` (the probe answers only once its container runs, so a
+    worker made later is released by a later call)."""
+    for group in lws.groups(name).values():
+        for j, pod in group.pods.items():
+            labels = pod["metadata"].get("labels") or {}
+            if j and labels.get(lwsapi.TEMPLATE_REVISION_HASH) == revision and running(pod) and not _ready(pod):
+                lws.probe(pod["metadata"]["name"], "/ready", value="true")
+
+
+def rollout_must_finish_releasing(lws: LWSHarness, name: str, *, old: set[str], new: str, replicas: int,
+                                  size: int) -> None:
+    """Wait (rollout_complete) until groups 0..replicas-1 all have `size` ready pods on `new`, releasing each new
+    group's held workers as they come (`lws_waits.one_new_revision` counts the pods: a group whose workers were
+    made after its leader turned Ready would otherwise stay held)."""
+    def rolled_out() -> None:
+        release_held_workers(lws, name, new)
+        done = lws_waits.one_new_revision(lws.groups(name), replicas=replicas, size=size, old=old)
+        if done != new:
+            raise core.NotYet(f"every group on {done}, want {new}")
+    lws.wait(rolled_out, within="rollout_complete", name=name,
+             what="the rollout to finish, releasing each new group's workers")
 
 
 def leader_revision(lws: LWSHarness, name: str) -> str:

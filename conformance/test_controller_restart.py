@@ -26,13 +26,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.harness import NAME, LWSHarness
-from conformance.rollouts import assert_at_most_down, leader_revision
+from conformance.rollouts import (
+    assert_at_most_down,
+    hold_new_workers,
+    leader_revision,
+    rollout_must_finish_releasing,
+    running,
+)
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.timeline import analysis
 from lwsconf.waits import core, observe
-from lwsconf.waits import lws as lws_waits
 
 Obj = dict[str, Any]
 
@@ -131,13 +136,6 @@ def test_controller_restart_at_rest(lws: LWSHarness) -> None:
         f"scaling up after the restart replaced pods of groups 0-1: {kept}, want {before.pods}"
 
 
-def _held_workers_template(lws: LWSHarness, name: str, manifest: Obj) -> None:
-    """A new revision whose leaders turn Ready at once while its workers wait for /ready?value=true."""
-    changed = workloads.with_env(manifest, {"LWSCONF_REVISION": "2"})
-    changed = workloads.with_env(changed, {"LWSCONF_START_UNREADY": "1"}, leader=False)
-    lws.patch(name, {"spec": {"leaderWorkerTemplate": changed["spec"]["leaderWorkerTemplate"]}})
-
-
 def _stalled_group(lws: LWSHarness, name: str, old: str) -> tuple[int, str]:
     """(index, revision) of the one group on the new revision: leader Ready, its workers up but held unready."""
     fresh = {i: g for i, g in lws.groups(name).items() if g.revisions() - {old}}
@@ -145,7 +143,7 @@ def _stalled_group(lws: LWSHarness, name: str, old: str) -> tuple[int, str]:
     index, group = next(iter(fresh.items()))
     size = int((group.pods[0]["metadata"].get("annotations") or {}).get(lwsapi.SIZE, "0"))
     assert len(group.pods) == size, f"group {index}: {len(group.pods)}/{size} pods"
-    assert all(_running(p) for p in group.pods.values()), f"group {index}: not all pods running"
+    assert all(running(p) for p in group.pods.values()), f"group {index}: not all pods running"
     return index, next(iter(group.revisions()))
 
 
@@ -158,38 +156,6 @@ def _first_group_must_stall(lws: LWSHarness, name: str, old: str) -> tuple[int, 
                     what="the rollout's first group to be up on the new revision with workers held")
 
 
-def _running(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running"
-
-
-def _release_new_workers(lws: LWSHarness, name: str, new: str) -> None:
-    """Release every running, unready worker on revision `new`; NotYet until groups 0..R-1 are all updated and
-    ready (the probe answers only once its container runs, so a worker is released on a later poll)."""
-    for group in lws.groups(name).values():
-        for j, pod in group.pods.items():
-            labels = pod["metadata"].get("labels") or {}
-            if j and labels.get(lwsapi.TEMPLATE_REVISION_HASH) == new and _running(pod) and not _ready(pod):
-                lws.probe(pod["metadata"]["name"], "/ready", value="true")
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def _rollout_must_finish(lws: LWSHarness, name: str, *, old: str, new: str, replicas: int, size: int) -> None:
-    """Wait (rollout_complete) until every group has all `size` pods on `new`, ready, releasing each new group's
-    held workers as they come (`lwsconf.waits.lws.one_new_revision` counts the pods: a group whose workers were
-    made after its leader turned Ready would otherwise stay held)."""
-    def rolled_out() -> None:
-        _release_new_workers(lws, name, new)
-        done = lws_waits.one_new_revision(lws.groups(name), replicas=replicas, size=size, old={old})
-        if done != new:
-            raise core.NotYet(f"every group on {done}, want {new}")
-    lws.wait(rolled_out, within="rollout_complete", name=name,
-             what="the rollout to finish, releasing each new group's workers")
-
-
 def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_unavailable: int,
                             max_surge: int) -> None:
     """Stall a rollout at its first group, restart the controller there, then let the rollout finish."""
@@ -199,7 +165,7 @@ def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_un
     before = lws.ready(name, replicas=replicas, size=2)
     old = leader_revision(lws, name)
     with lws.timeline(name) as timeline:
-        _held_workers_template(lws, name, manifest)
+        hold_new_workers(lws, name, manifest)
         stalled, new = _first_group_must_stall(lws, name, old)
         how = lws.restart_controller()
 
@@ -212,7 +178,7 @@ def _rollout_across_restart(lws: LWSHarness, name: str, *, replicas: int, max_un
                 f"{max_surge} allow no more; the restarted controller must resume the rollout where it stopped "
                 "(4.4.4)")
         lws.hold(held, what="the held rollout to stay where it stopped after the restart", name=name)
-        _rollout_must_finish(lws, name, old=old, new=new, replicas=replicas, size=2)
+        rollout_must_finish_releasing(lws, name, old={old}, new=new, replicas=replicas, size=2)
         lws.rollout_must_complete(name, old=old, replicas=replicas, size=2)
     assert analysis.half_updated(timeline) == [], f"groups served half-updated:\n{analysis.describe(timeline)}"
     # Groups the controller took down (leader replaced), not readiness flaps of untouched groups: at load 9 on

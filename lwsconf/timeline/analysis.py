@@ -4,9 +4,9 @@ Waiting for an end state cannot show what happened on the way; these read every 
 a group serving half-updated (`half_updated`), the order groups were replaced in
 (`replacement_order`), the most groups down at once (`max_unready`; `max_taken_down` counts only groups whose
 leader was replaced, until they are back), the fewest serving
-(`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`), and for serving tests the requests
-sent per phase with their failures and latency (`request_phases`). `describe` is what a failed
-assertion prints. Pure functions of the model.
+(`min_ready`), the leader StatefulSet's surge (`peak_leader_replicas`) and partition steps (`partitions`), and
+for serving tests the requests sent per phase with their failures and latency (`request_phases`). `describe` is
+what a failed assertion prints. Pure functions of the model.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from lwsconf.timeline.model import GroupSample, LeaderSample, Request, Timeline
 
 __all__ = ["Phase", "describe", "half_updated", "leader_uids", "max_taken_down", "max_unready", "min_ready",
-           "peak_leader_replicas", "percentile", "replacement_order", "request_phases", "states"]
+           "partitions", "peak_leader_replicas", "percentile", "replacement_order", "request_phases", "states"]
 
 
 def half_updated(timeline: Timeline) -> list[GroupSample]:
@@ -101,6 +101,16 @@ def min_ready(timeline: Timeline) -> int:
 
 def peak_leader_replicas(timeline: Timeline) -> int:
     return max((s.replicas for s in timeline.leader_sts), default=0)
+
+
+def partitions(timeline: Timeline, revision: str, *, since: float = 0.0) -> list[int]:
+    """The leader StatefulSet's partition values while it carried `revision` (from `since` on), repeats collapsed:
+    the steps of that revision's rollout."""
+    out: list[int] = []
+    for s in timeline.leader_sts:
+        if s.t >= since and s.revision == revision and (not out or out[-1] != s.partition):
+            out.append(s.partition)
+    return out
 
 
 def leader_uids(timeline: Timeline) -> dict[int, set[str]]:

@@ -51,6 +51,15 @@ def test_peak_leader_replicas_is_the_largest_replicas_seen() -> None:
     assert analysis.peak_leader_replicas(Timeline()) == 0
 
 
+def test_partitions_are_one_revisions_steps_with_repeats_collapsed() -> None:
+    timeline = Timeline(leader_sts=[LeaderSample(0.0, 3, 0, 1, "a"), LeaderSample(1.0, 4, 3, 2, "b"),
+                                    LeaderSample(2.0, 4, 2, 2, "b"), LeaderSample(2.5, 3, 2, 2, "b"),
+                                    LeaderSample(3.0, 4, 3, 2, "c"), LeaderSample(4.0, 3, 0, 2, "b")])
+    assert analysis.partitions(timeline, "b") == [3, 2, 0]
+    assert analysis.partitions(timeline, "b", since=2.5) == [2, 0]
+    assert analysis.partitions(timeline, "z") == []
+
+
 def test_taken_down_leaves_out_a_group_unready_with_its_original_pods() -> None:
     """Groups 1 and 2 replaced (new leader UIDs), group 0 unready with the pods it started with: three unready,
     two taken down; once group 0's leader is replaced it counts too."""
