@@ -61,6 +61,17 @@ def _check(lws: LWSHarness, pod: str, want: dict[str, str], port: int = workload
     assert_fields(f"pod {pod} {container}'s TPU environment", want, _seen(lws, pod, port), exact=True, why=WHY)
 
 
+def _check_pods(lws: LWSHarness, cases: list[tuple[str, dict[str, str]]]) -> None:
+    """`_check` for every (pod, want), all reported together: one wrong pod does not hide the others."""
+    wrong = []
+    for pod, want in cases:
+        try:
+            _check(lws, pod, want)
+        except AssertionError as exc:
+            wrong.append(str(exc))
+    assert not wrong, "\n".join(wrong)
+
+
 def _check_none(lws: LWSHarness, pod: str, why: str, port: int = workloads.PROBE_PORT) -> None:
     seen = _seen(lws, pod, port)
     assert not seen, f"pod {pod} (port {port}) sees {seen}, want no TPU variables: {why} (3.5)"
@@ -76,8 +87,8 @@ def test_tpu_env_when_leader_requests_tpus(lws: LWSHarness) -> None:
     for group in (0, 1):
         leader = f"tpu-{group}"
         hosts = [f"{leader}.tpu", f"{leader}-1.tpu", f"{leader}-2.tpu"]
-        for w, pod in enumerate([leader, f"{leader}-1", f"{leader}-2"]):
-            _check(lws, pod, _want(hosts, w, leader))
+        pods = [leader, f"{leader}-1", f"{leader}-2"]
+        _check_pods(lws, [(pod, _want(hosts, w, leader)) for w, pod in enumerate(pods)])
         for host in hosts:  # the list names the group's pods, leader first, by names that resolve
             answer = lws.probe_json(leader, "/peer", host=host, port=str(workloads.PROBE_PORT))
             got = (answer.get("answer") or {}).get("pod")
@@ -92,8 +103,7 @@ def test_tpu_env_when_only_workers_request_tpus(lws: LWSHarness) -> None:
     lws.ready("wtpu", replicas=1, size=4)
     _check_none(lws, "wtpu-0", "the leader requests no TPUs")
     hosts = ["wtpu-0-1.wtpu", "wtpu-0-2.wtpu", "wtpu-0-3.wtpu"]
-    for w in (1, 2, 3):
-        _check(lws, f"wtpu-0-{w}", _want(hosts, w - 1, "wtpu-0"))
+    _check_pods(lws, [(f"wtpu-0-{w}", _want(hosts, w - 1, "wtpu-0")) for w in (1, 2, 3)])
 
 
 @conformance(short_name="TPUEnvPerSubgroupWithTPULeader", features={Feature.TPU_ENV_INJECTION, Feature.SUBGROUPS},
@@ -103,9 +113,8 @@ def test_tpu_env_per_subgroup_with_tpu_leader(lws: LWSHarness) -> None:
     lws.create(_tpu_lws("sgt", size=4, subgroup=2))
     lws.ready("sgt", replicas=1, size=4)
     first, second = ["sgt-0.sgt", "sgt-0-1.sgt"], ["sgt-0-2.sgt", "sgt-0-3.sgt"]
-    for pod, hosts, worker_id in (("sgt-0", first, 0), ("sgt-0-1", first, 1), ("sgt-0-2", second, 0),
-                                  ("sgt-0-3", second, 1)):
-        _check(lws, pod, _want(hosts, worker_id, "sgt-0"))
+    _check_pods(lws, [(pod, _want(hosts, worker_id, "sgt-0")) for pod, hosts, worker_id in (
+        ("sgt-0", first, 0), ("sgt-0-1", first, 1), ("sgt-0-2", second, 0), ("sgt-0-3", second, 1))])
 
 
 @conformance(short_name="TPUEnvPerSubgroupWithoutTPULeader", features={Feature.TPU_ENV_INJECTION, Feature.SUBGROUPS},
@@ -116,8 +125,8 @@ def test_tpu_env_per_subgroup_without_tpu_leader(lws: LWSHarness) -> None:
     lws.ready("sgw", replicas=1, size=5)
     _check_none(lws, "sgw-0", "the leader requests no TPUs")
     first, second = ["sgw-0-1.sgw", "sgw-0-2.sgw"], ["sgw-0-3.sgw", "sgw-0-4.sgw"]
-    for w, hosts in ((1, first), (2, first), (3, second), (4, second)):
-        _check(lws, f"sgw-0-{w}", _want(hosts, (w - 1) % 2, "sgw-0"))
+    _check_pods(lws, [(f"sgw-0-{w}", _want(hosts, (w - 1) % 2, "sgw-0"))
+                      for w, hosts in ((1, first), (2, first), (3, second), (4, second))])
 
 
 def _probe_on(name: str, port: int, *, tpus: bool) -> Obj:
