@@ -234,45 +234,52 @@ def _only_revision_must_be(lws: LWSHarness, name: str, key: str) -> None:
     lws.wait(only_revision, what="the superseded ControllerRevisions to be pruned", name=name)
 
 
+_SUBGROUP_OF = (0, 0, 1, 1)
+"""Subgroup index of pods 0..3 (leader first) for size 4, subGroupSize 2 by the 4.8 formula ((S-1) % sgs != 0:
+`j // sgs`): {L, 1}, {2, 3}. A layout on which upstream v0.9.0's older formula agrees (conformance/divergences.yaml,
+SubGroupLabelsAndIndex[size3-sgs1-leader-excluded]), so this test checks the labels' presence on every group, not
+the formula again."""
+
+
 def _subgroup_labels_must_be_right(lws: LWSHarness, name: str, groups: set[int], when: str) -> None:
-    """Wait (lws_available) until every pod of `groups` carries subgroup-index and subgroup-key by the 4.8 formula
-    for size 2 and subGroupSize 1 (leader 0, worker 1: `j // 1`, as S % 1 == 0) and the subgroup-size annotation
-    (the reference patches the labels on just after a pod appears; upstream's webhook stamps them at admission)."""
+    """Wait (lws_available) until every pod of `groups` carries subgroup-index (`_SUBGROUP_OF`) and subgroup-key
+    sha1('<leader>/<index>') and the subgroup-size annotation (the reference patches the labels on just after a
+    pod appears; upstream's webhook stamps them at admission)."""
     def labelled() -> None:
         found = lws.groups(name)
         for i in sorted(groups):
             for j, pod in sorted(found[i].pods.items()):
                 seen = (labels(pod).get(SUBGROUP_INDEX), labels(pod).get(SUBGROUP_KEY),
                         annotations_of(pod).get(lwsapi.PREFIX + "subgroup-size"))
-                want = (str(j), sha1(f"{name}-{i}/{j}"), "1")
+                want = (str(_SUBGROUP_OF[j]), sha1(f"{name}-{i}/{_SUBGROUP_OF[j]}"), "2")
                 assert seen == want, (f"pod {pod['metadata']['name']} (subgroup-index, subgroup-key, subgroup-size) "
-                                      f"{seen}, want {want} (4.8: index j // subGroupSize, key "
-                                      "sha1('<leader>/<index>'))")
+                                      f"{seen}, want {want} (4.8, 3.1: key sha1('<leader>/<index>'))")
     lws.wait(labelled, what=f"subgroup labels on every pod of groups {sorted(groups)} {when}", name=name)
 
 
 @conformance(short_name="SubGroupsThroughSurgeRollout", slow=True,
              features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.SUBGROUPS},
-             description="R=2, size 2, subGroupSize 1, maxSurge 2: the rollout peaks at 3 leaders (R + R - "
+             description="R=2, size 4, subGroupSize 2, maxSurge 2: the rollout peaks at 3 leaders (R + R - "
                          "maxUnavailable), the surge group's pods carry the subgroup labels as the others do, and it "
                          "ends with every group on the new revision, its pods labelled, surge released (4.4.4, "
                          "4.4.7, 4.8).")
 def test_subgroups_through_surge_rollout(lws: LWSHarness) -> None:
     # Upstream: e2e "Can perform a rolling update with subgroupsize and MaxSurge set" (R=4, maxSurge 4, subGroupSize
-    # 1: replicas 7, then 4, valid pods); contract 4.4.4 wantReplicas (u = 2 <= maxSurge: R + u - maxUnavailable).
-    manifest = workloads.probe_lws("sgsurge", replicas=2, size=2, rollout=rolling_update(maxSurge=2),
-                                   subgroup={"subGroupSize": 1})
+    # 1: replicas 7, then 4, valid pods) with the layout of its "Can deploy lws with subgroupsize set" (size 4,
+    # subGroupSize 2, labels on every pod); contract 4.4.4 wantReplicas (u = 2 <= maxSurge: R + u - maxUnavailable).
+    manifest = workloads.probe_lws("sgsurge", replicas=2, size=4, rollout=rolling_update(maxSurge=2),
+                                   subgroup={"subGroupSize": 2})
     lws.create(manifest)
-    before = lws.ready("sgsurge", replicas=2, size=2)
+    before = lws.ready("sgsurge", replicas=2, size=4)
     old = revision(lws, "sgsurge")
     _subgroup_labels_must_be_right(lws, "sgsurge", {0, 1}, "before the rollout")
     with lws.timeline("sgsurge") as timeline:
         hold_new_workers(lws, "sgsurge", manifest)
         new = _rollout_must_stop(lws, "sgsurge", replicas=3, partition=1, held={1, 2}, not_on={old},
-                                 kept={0: before[0].uids})
+                                 kept={0: before[0].uids}, size=4)
         _subgroup_labels_must_be_right(lws, "sgsurge", {0, 1, 2}, "held mid-rollout (group 2 is the surge group)")
-        release_until_done(lws, "sgsurge", old={old}, new=new, replicas=2, size=2)
-        lws.rollout_must_complete("sgsurge", old=old, replicas=2, size=2)
+        release_until_done(lws, "sgsurge", old={old}, new=new, replicas=2, size=4)
+        lws.rollout_must_complete("sgsurge", old=old, replicas=2, size=4)
     _surge_released(lws, "sgsurge", 2)
     _subgroup_labels_must_be_right(lws, "sgsurge", {0, 1}, "after the rollout")
     assert analysis.peak_leader_replicas(timeline) == 3, \
