@@ -30,7 +30,8 @@ conformance: $(STAMP)
 ## fidelity floor, the suite with the reference and the suite against upstream's LWS manager
 # Green full runs, 2026-12-03 (2 cores, load 4-8 from other work): conformance-local 149 passed, 6 skipped in 492 s;
 # conformance-upstream 144 passed, 7 known divergences (xfail), 4 skipped in 694 s.
-test: lint typecheck controlplane openapi unit conformance fidelity diff-impls conformance-local conformance-upstream
+test: lint typecheck controlplane openapi unit conformance fidelity diff-impls conformance-local conformance-upstream \
+      conformance-sim-upstream
 
 ## fidelity: the differential corpus (lwsconf fidelity: the sim API server against the real kube-apiserver) into
 ## reports/fidelity.md; fails when the share of identical answers drops below FIDELITY_FLOOR percent
@@ -75,28 +76,49 @@ conformance-local: $(STAMP)
 	  echo "make conformance-local: no Go on PATH: skipped (the real control plane is not built; install Go 1.26)"; \
 	fi
 
-## conformance-upstream: the suite on --cluster=local against upstream's LWS manager (--lws-impl=upstream-local, the
-## pinned release); exits 0 when the only failures are the known divergences of conformance/divergences.yaml;
-## writes reports/local-upstream/<run-id>/
+## conformance-upstream: the suite on --cluster=local against upstream's LWS manager (--lws-impl=upstream-local:$(UPSTREAM),
+## default v0.10.0, the newest release, built from its source snapshot); exits 0 when the only failures are the known
+## divergences conformance/divergences.yaml lists for that version; writes reports/local-upstream-<version>/<run-id>/.
+## Any pinned version: make conformance-upstream UPSTREAM=v0.9.0 (or main). A snapshot that is absent skips the run
+## with the reason, unless LWSCONF_REQUIRE_UPSTREAM_SNAPSHOTS=1 (.ci/run), which makes it an error.
+UPSTREAM ?= v0.10.0
 conformance-upstream: $(STAMP)
-	@if $(NEEDS_GO); then \
-	  $(PY) -m pytest conformance --cluster=local --lws-impl=upstream-local -n $(LOCAL_WORKERS) $(LOCAL_CLAIMS) \
-	    --loopback-monitor --lwsconf-reports reports/local-upstream; \
-	else \
-	  echo "make conformance-upstream: no Go on PATH: skipped (upstream's manager and the control plane are not built; install Go 1.26)"; \
-	fi
+	@$(call upstream_run,conformance-upstream,$(UPSTREAM),--cluster=local -n $(LOCAL_WORKERS) $(LOCAL_CLAIMS) --loopback-monitor,local)
+
+# upstream_run(target, version, pytest options, cluster): the suite against upstream's manager at `version` when it can be
+# built here (Go on PATH, its snapshot present), else one line saying why it did not run.
+define upstream_run
+if ! ( $(NEEDS_GO) ); then \
+  echo "make $(1): no Go on PATH: skipped (upstream's manager is not built; install Go 1.26)"; \
+else \
+  $(PY) -m lwsconf.cli upstream where --version $(2) >/dev/null; rc=$$?; \
+  if [ $$rc = 3 ] && [ "$${LWSCONF_REQUIRE_UPSTREAM_SNAPSHOTS:-0}" != 1 ]; then \
+    echo "make $(1): upstream $(2) skipped: its source snapshot is absent (above)"; \
+  elif [ $$rc != 0 ]; then exit $$rc; \
+  else \
+    $(PY) -m pytest conformance --lws-impl=upstream-local:$(2) $(3) \
+      --lwsconf-reports reports/$(4)-upstream-$$($(PY) -m lwsconf.cli upstream where --version $(2) | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["version"])'); \
+  fi; \
+fi
+endef
 
 ## controlplane: build the real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of
 ## every tested Kubernetes release, and upstream's LWS manager (all cached under ~/.cache/lwsconf; seconds when
 ## up to date). Without Go it says so and the tests that need the binaries skip; LWSCONF_REQUIRE_GO=1 (set by
 ## .ci/run) makes a missing Go an error instead.
 KUBERNETES_VERSIONS ?= 1.37.2 1.36.3
+UPSTREAM_VERSIONS ?= v0.9.0 v0.10.0 main
 controlplane: $(STAMP)
 	@if command -v go >/dev/null 2>&1 || [ "$${LWSCONF_REQUIRE_GO:-0}" = 1 ]; then \
 	  for version in $(KUBERNETES_VERSIONS); do \
 	    $(PY) -m lwsconf.cli controlplane build --kubernetes-version $$version || exit $$?; \
 	  done; \
-	  $(PY) -m lwsconf.cli upstream build || exit $$?; \
+	  for version in $(UPSTREAM_VERSIONS); do \
+	    $(PY) -m lwsconf.cli upstream build --version $$version; rc=$$?; \
+	    if [ $$rc = 3 ] && [ "$${LWSCONF_REQUIRE_UPSTREAM_SNAPSHOTS:-0}" != 1 ]; then \
+	      echo "make controlplane: upstream $$version not built: its source snapshot is absent (its runs skip)"; \
+	    elif [ $$rc != 0 ]; then exit $$rc; fi; \
+	  done; \
 	else \
 	  echo "make controlplane: no Go on PATH: not building the real control plane; tests on --cluster=local skip (install Go 1.26 to run them)"; \
 	fi
@@ -114,29 +136,27 @@ openapi: $(STAMP)
 
 ## implementations: docs/implementations.md and docs/implementations.html, feature by implementation by cluster, from
 ## the last run of each column: the reference on the sim (make conformance) and on local (make conformance-local),
-## upstream's manager on the sim (make conformance-sim-upstream) and on local (make conformance-upstream). Known
-## divergences link to their rows of conformance/divergences.yaml; a run without a report is a "not run" column
-## saying why (no code change picks it up: the next make implementations after the run shows it).
-SIM_UPSTREAM_NOT_RUN ?= no report yet: run make conformance-sim-upstream
+## upstream's manager v0.9.0, v0.10.0 and main on the sim (make conformance-sim-upstream SIM_UPSTREAM=...) and on local
+## (make conformance-upstream UPSTREAM=...). Known divergences link to their rows of conformance/divergences.yaml; a run
+## without a report is a "not run" column saying why (the next make implementations after the run shows it).
+UPSTREAM_COLUMNS = sim:v0.9.0 local:v0.9.0 sim:v0.10.0 local:v0.10.0 sim:main-060ab4d local:main-060ab4d
 implementations: $(STAMP)
 	$(PY) -m lwsconf.cli report compare reports/sim-reference/latest reports/local-reference/latest \
-	  reports/sim-upstream/latest reports/local-upstream/latest \
+	  $(foreach c,$(UPSTREAM_COLUMNS),reports/$(word 1,$(subst :, ,$(c)))-upstream-$(word 2,$(subst :, ,$(c)))/latest) \
 	  --not-run reports/sim-reference/latest "reference on sim" "no report yet: run make conformance" \
 	  --not-run reports/local-reference/latest "reference on local" "no report yet: run make conformance-local" \
-	  --not-run reports/sim-upstream/latest "kubernetes-sigs/lws v0.9.0 (upstream-local) on sim" "$(SIM_UPSTREAM_NOT_RUN)" \
-	  --not-run reports/local-upstream/latest "kubernetes-sigs/lws v0.9.0 (upstream-local) on local" "no report yet: run make conformance-upstream" \
+	  $(foreach c,$(UPSTREAM_COLUMNS),--not-run reports/$(word 1,$(subst :, ,$(c)))-upstream-$(word 2,$(subst :, ,$(c)))/latest \
+	    "kubernetes-sigs/lws $(word 2,$(subst :, ,$(c))) (upstream-local) on $(word 1,$(subst :, ,$(c)))" \
+	    "no report yet: run make conformance-$(if $(filter sim,$(word 1,$(subst :, ,$(c)))),sim-)upstream $(if $(filter sim,$(word 1,$(subst :, ,$(c)))),SIM_)UPSTREAM=$(word 2,$(subst :, ,$(c)))") \
 	  --divergences conformance/divergences.yaml \
 	  --markdown docs/implementations.md --html docs/implementations.html >/dev/null
 	@echo "make implementations: wrote docs/implementations.md and docs/implementations.html"
 
-## conformance-sim-upstream: the suite on the sim against upstream's LWS manager; writes reports/sim-upstream/
+## conformance-sim-upstream: the suite on the sim against upstream's LWS manager at $(SIM_UPSTREAM) (default main, upstream's
+## main branch from its source snapshot); writes reports/sim-upstream-<version>/<run-id>/ (absent snapshot: as above)
+SIM_UPSTREAM ?= main
 conformance-sim-upstream: $(STAMP)
-	@if $(NEEDS_GO); then \
-	  $(PY) -m pytest conformance --lws-impl=upstream-local -n $(PYTEST_WORKERS) $(CONFORMANCE_CLAIMS) \
-	    --lwsconf-reports reports/sim-upstream; \
-	else \
-	  echo "make conformance-sim-upstream: no Go on PATH: skipped (upstream's manager is not built; install Go 1.26)"; \
-	fi
+	@$(call upstream_run,conformance-sim-upstream,$(SIM_UPSTREAM),-n $(PYTEST_WORKERS) $(CONFORMANCE_CLAIMS),sim)
 
 lint: $(STAMP) actionlint
 	$(VENV)/bin/ruff check lwsconf fixtures conformance tests bench

@@ -7,6 +7,7 @@ the run provides an artifacts directory (`artifacts_dir`), whole-timeline record
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,6 @@ from conformance.harness import LWSHarness
 from fixtures.plugin import option
 from lwsconf.conformance import spec_of
 from lwsconf.timeouts import Timeouts
-from lwsconf.upstream.versions import DEFAULT as DEFAULT_UPSTREAM
 
 
 def _optional_fixture(request: pytest.FixtureRequest, name: str) -> object | None:
@@ -40,14 +40,15 @@ def lws(request: pytest.FixtureRequest, implementation: object, api_client: clie
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests conformance/divergences.yaml lists for the implementation version under test: strict xfail,
-    the evidence as the reason (reported as KNOWN_DIVERGENCE)."""
-    which = divergences.implementation_version(str(option(config, "lws_impl")), DEFAULT_UPSTREAM.version)
+    the evidence as the reason (reported as KNOWN_DIVERGENCE); the row rides on the item so that a pass
+    (XPASS) fails naming it (pytest_runtest_makereport)."""
+    which = divergences.implementation_version(str(option(config, "lws_impl")))
     if which is None:
         return
     try:
         rows = divergences.expected(divergences.load(), *which)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    except (ValueError, OSError) as exc:
+        raise pytest.UsageError(f"the known-divergence table: {exc}") from None
     for item in items:
         spec = spec_of(item)
         if spec is None:
@@ -56,6 +57,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         row = rows.get(f"{spec.short_name}[{case.id}]") if case is not None else None
         row = row or rows.get(spec.short_name)
         if row is not None:
+            item.stash[_DIVERGENCE] = (row, which[1])
             item.add_marker(pytest.mark.xfail(
                 strict=True, raises=AssertionError,
-                reason=f"known divergence of {which[0]} {which[1]} ({row.klass}): {row.evidence}"))
+                reason=f"known divergence '{row.id}' of {which[0]} {which[1]} (class {row.klass}; "
+                       f"{row.describe_range()}; evidence: conformance/divergences.yaml line {row.line})"))
+
+
+_DIVERGENCE = pytest.StashKey[tuple[divergences.Divergence, str]]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest's skipping wrapper, which writes the XPASS
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                            pytest.TestReport]:
+    """A listed test that passed: pytest's strict XPASS, told as the stale row it is (which row, which
+    version, what to change), so the run fails saying what to fix rather than "[XPASS(strict)] <evidence>"."""
+    report = yield
+    listed = item.stash.get(_DIVERGENCE, None)
+    if (listed is not None and report.when == "call" and report.failed and isinstance(report.longrepr, str)
+            and report.longrepr.startswith("[XPASS(strict)]")):
+        report.longrepr = divergences.stale_message(*listed)
+    return report

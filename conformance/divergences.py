@@ -1,59 +1,63 @@
-"""The known-divergence table (conformance/divergences.yaml): which tests fail, with evidence, for which
-implementation version. Read by conformance/conftest.py, which marks those tests strict xfail."""
+"""The known-divergence table (conformance/divergences.yaml) as the suite reads it: which rows apply to the
+implementation version under test (conformance/conftest.py marks those tests strict xfail, and turns a
+listed test that passes into a failure naming its stale row). The model is `lwsconf.divergences`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from pathlib import Path
 
-import yaml
+from lwsconf import divergences as model
+from lwsconf.upstream import versions
 
 TABLE = Path(__file__).with_name("divergences.yaml")
-CLASSES = ("c", "version")
+TABLE_ENV = "LWSCONF_DIVERGENCES"
+"""Reads another table instead (an implementer's own, or a test's)."""
+
+Divergence = model.Divergence
 
 
-@dataclass(frozen=True)
-class Divergence:
-    implementation: str
-    versions: tuple[str, ...]
-    test: str
-    """The test's short name (@conformance short_name), or ShortName[case-id] for one parametrised case."""
-    klass: str
-    evidence: str
+def table_path() -> Path:
+    override = os.environ.get(TABLE_ENV)
+    return Path(override) if override else TABLE
 
 
-def load(path: Path = TABLE) -> list[Divergence]:
+def load(path: Path | None = None) -> list[Divergence]:
     """Every row; ValueError naming the row and field when the table is malformed."""
-    rows = (yaml.safe_load(path.read_text()) or {}).get("divergences") or []
-    out = []
-    for n, row in enumerate(rows):
-        where = f"{path.name}: divergences[{n}]"
-        try:
-            item = Divergence(str(row["implementation"]), tuple(str(v) for v in row["versions"]), str(row["test"]),
-                              str(row["class"]), " ".join(str(row["evidence"]).split()))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{where}: missing or malformed field {exc}") from None
-        if item.klass not in CLASSES or not item.evidence or not item.versions:
-            raise ValueError(f"{where}: class must be one of {CLASSES}, with versions and evidence")
-        out.append(item)
-    return out
+    where = path or table_path()
+    return model.read(where.read_text(), where.name)
 
 
-def implementation_version(lws_impl: str, default_upstream: str) -> tuple[str, str] | None:
-    """(implementation, version) that --lws-impl names a release of, or None (reference, installed, a checkout)."""
+def implementation_version(lws_impl: str) -> tuple[str, str] | None:
+    """(implementation, version) that --lws-impl names a release or pinned snapshot of, or None (reference,
+    installed, a checkout: nothing to place in version order)."""
     kind, _, rest = lws_impl.strip().partition(":")
     rest = rest.strip()
     if kind == "upstream-local":
-        if rest.startswith(("/", ".", "~")):
+        try:
+            source = versions.parse(rest or None)
+        except versions.BadSource:
             return None
-        version = rest or default_upstream
-    elif kind == "upstream" and rest:
-        version = rest
-    else:
-        return None
-    return "upstream", version if version.startswith("v") else f"v{version}"
+        if isinstance(source, versions.Checkout):
+            return None
+        return "upstream", source.version
+    if kind == "upstream" and rest:
+        return "upstream", rest if rest.startswith("v") else f"v{rest}"
+    return None
 
 
 def expected(table: list[Divergence], implementation: str, version: str) -> dict[str, Divergence]:
     """The rows that apply to this implementation version, by test short name."""
-    return {d.test: d for d in table if d.implementation == implementation and version in d.versions}
+    return model.applicable(table, implementation, version)
+
+
+def _shown(path: Path) -> str:
+    return "conformance/divergences.yaml" if path == TABLE else str(path)
+
+
+def stale_message(row: Divergence, version: str, table: Path | None = None) -> str:
+    """What a run says when a listed test passes: the row no longer describes the version under test."""
+    return (f"stale known divergence: {_shown(table or table_path())} row '{row.id}' (line {row.line}) expects "
+            f"{row.test} to fail on {row.implementation} {version} ({row.describe_range()}), but it passed: the "
+            f"behaviour is fixed in {version}. Give the row `fixed: {{in: <first fixed version>, commit: <upstream "
+            f"commit>, pr: <number>}}`, or delete it")

@@ -134,7 +134,10 @@ def _fold(res: _Result, report: pytest.TestReport) -> None:
     if report.failed:
         res.outcome, res.message = Outcome.FAILED, _message(report)
     elif report.skipped and hasattr(report, "wasxfail"):  # strict xfail from conformance/divergences.yaml
-        res.outcome, res.message = Outcome.KNOWN_DIVERGENCE, _one_line(str(report.wasxfail))
+        # pytest keeps the failure's repr beside the xfail reason: the report says which row, and what was seen
+        observed = _message(report) if report.longrepr is not None and not isinstance(report.longrepr, tuple) else ""
+        res.outcome = Outcome.KNOWN_DIVERGENCE
+        res.message = _one_line(f"{report.wasxfail}; observed: {observed}" if observed else str(report.wasxfail))
     elif report.skipped:
         verdict = res.meta.verdict if report.when == "setup" else None
         res.outcome = verdict or Outcome.SKIPPED

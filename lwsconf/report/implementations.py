@@ -20,9 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-import yaml
-
-from lwsconf import profiles
+from lwsconf import divergences, profiles
 from lwsconf.conformance import Outcome
 from lwsconf.report import compare, schema
 
@@ -60,36 +58,13 @@ class Run:
     """A run not made: why."""
 
 
-@dataclass(frozen=True)
-class DivergenceRow:
-    """A row of conformance/divergences.yaml and the line it starts on (for the link to it)."""
-
-    implementation: str
-    versions: tuple[str, ...]
-    test: str
-    klass: str
-    evidence: str
-    line: int
+DivergenceRow = divergences.Divergence
+"""A row of conformance/divergences.yaml and the line it starts on (the model: lwsconf/divergences.py)."""
 
 
 def read_divergences(text: str) -> list[DivergenceRow]:
     """The rows of a divergences.yaml text, each with its 1-based line; ValueError names a malformed row."""
-    root = yaml.compose(text)
-    data = yaml.safe_load(text) or {}
-    items = (data.get("divergences") or []) if isinstance(data, dict) else []
-    nodes: list[yaml.Node] = []
-    if isinstance(root, yaml.MappingNode):
-        nodes = next((v.value for k, v in root.value if k.value == "divergences" and isinstance(v, yaml.SequenceNode)),
-                     [])
-    rows: list[DivergenceRow] = []
-    for n, (item, node) in enumerate(zip(items, nodes, strict=False)):
-        try:
-            rows.append(DivergenceRow(str(item["implementation"]), tuple(str(v) for v in item["versions"]),
-                                      str(item["test"]), str(item["class"]), " ".join(str(item["evidence"]).split()),
-                                      node.start_mark.line + 1))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"divergences[{n}]: missing or malformed field {exc}") from None
-    return rows
+    return divergences.read(text)
 
 
 @dataclass(frozen=True)
@@ -117,7 +92,7 @@ def _divergent_tests(report: schema.Report) -> list[schema.TestReport]:
 def _row_for(test: schema.TestReport, report: schema.Report, table: Sequence[DivergenceRow]) -> DivergenceRow | None:
     names = {test.name, test.short_name}
     version = report.implementation.version
-    return next((r for r in table if r.test in names and version in r.versions),
+    return next((r for r in table if r.test in names and r.applies_to(r.implementation, version)),
                 next((r for r in table if r.test in names), None))
 
 
@@ -277,7 +252,8 @@ def render_markdown(runs: Sequence[Run], table: Sequence[DivergenceRow] = (), *,
         if s.row is not None:
             link = f"[divergences.yaml line {s.row.line}]({divergences_link}#L{s.row.line})" if divergences_link \
                 else f"divergences.yaml line {s.row.line}"
-            body = f"class {s.row.klass}, {s.row.implementation} {', '.join(s.row.versions)} ({link}): {s.row.evidence}"
+            body = (f"'{s.row.id}', class {s.row.klass}, {s.row.implementation} {s.row.describe_range()} ({link}): "
+                    f"{s.row.evidence}")
         else:
             body = f"not in the divergence table given; the report's reason: {s.message}"
         out.append(f'- <a id="divergence-{n}"></a>**[{n}] {_md(s.test)}** ({_md(s.implementation)}; seen on '
@@ -345,8 +321,8 @@ def render_html(runs: Sequence[Run], table: Sequence[DivergenceRow] = (), *, div
             target = f"divergences.yaml line {s.row.line}"
             link = (f'<a href="{escape(divergences_link)}">{escape(target)}</a>' if divergences_link
                     else escape(target))
-            body_text = (f"class {escape(s.row.klass)}, {escape(s.row.implementation)} "
-                         f"{escape(', '.join(s.row.versions))} ({link}): {escape(s.row.evidence)}")
+            body_text = (f"'{escape(s.row.id)}', class {escape(s.row.klass)}, {escape(s.row.implementation)} "
+                         f"{escape(s.row.describe_range())} ({link}): {escape(s.row.evidence)}")
         else:
             body_text = f"not in the divergence table given; the report's reason: {escape(s.message)}"
         div_items.append(f'<li id="divergence-{n}"><b>[{n}] {escape(s.test)}</b> ({escape(s.implementation)}; '

@@ -5,7 +5,9 @@ Planned and run by `lwsconf.controlplane.build` (its `GoBuild`, stamp, progress 
 module (`upstream/lws-<minor>/`), so every dependency's checksum is the one in our go.sum, and skipped
 when its stamp (version, Go, go.mod/go.sum hashes, flags) is unchanged. A checkout is built where it is
 (`go build ./cmd`, with its own go.mod and go.sum) and always rebuilt: its tree may have changed since,
-and Go's build cache makes an unchanged one quick. The version variables are set as upstream's Makefile
+and Go's build cache makes an unchanged one quick. A source snapshot is built the same way in its unpacked
+tree, and skipped when its stamp (the archive's pinned SHA-256, Go, flags) is unchanged.
+The version variables are set as upstream's Makefile
 sets them (pkg/version: GitVersion, GitCommit), so the manager's first log line names what it is.
 """
 
@@ -59,6 +61,9 @@ def plan(facts: source.Facts, *, go: str, go_version: str, root: Path | None = N
     if isinstance(facts.source, versions.Checkout):
         module, package = facts.source.path, "./cmd"
         stamp = {"checkout": str(module), "commit": facts.commit or "", "dirty": str(facts.dirty)}
+    elif isinstance(facts.source, versions.Snapshot):
+        module, package = facts.dir, "./cmd"
+        stamp = {"snapshot": facts.source.sha256}
     elif isinstance(facts.source, versions.Release):
         module, package = (root or versions.source_root()) / facts.source.module_dir, versions.MAIN_PACKAGE
         stamp = {"lws": facts.version, "go.mod": _hash(module / "go.mod"), "go.sum": _hash(module / "go.sum")}

@@ -3,9 +3,12 @@
     lwsconf upstream build [--version v0.9.0|PATH]   build the manager into the cache (or skip when up to date)
     lwsconf upstream where [--version v0.9.0|PATH]   print the manager binary's path and what it is built from
 
+    --version takes a pinned release (v0.9.0), a pinned source snapshot (v0.10.0, main) or a checkout's path.
+
 Exit status: 0 built or up to date; 1 a `go build` failed (its command and log tail are printed);
 2 a problem anyone can fix (no Go, a version the proxy does not serve or that is not pinned, a path
-that is no LWS checkout), in one line.
+that is no LWS checkout), in one line; 3 a pinned snapshot's archive is absent (make skips that version
+unless LWSCONF_REQUIRE_UPSTREAM_SNAPSHOTS=1).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
                                      description="upstream's LeaderWorkerSet manager (sigs.k8s.io/lws), built from "
                                                  "its Go module for --lws-impl=upstream-local")
     sub = parser.add_subparsers(dest="action", required=True)
-    pinned = ", ".join(r.version for r in versions.RELEASES)
+    pinned = ", ".join([r.version for r in versions.RELEASES] +
+                       [f"{s.version} ({'/'.join(s.aliases) + ', ' if s.aliases else ''}source snapshot)"
+                        for s in versions.SNAPSHOTS])
     for name, text in (("build", "build the manager into the cache (skipped when up to date)"),
                        ("where", "print the manager's path and the facts of its source (JSON), building nothing")):
         cmd = sub.add_parser(name, help=text)
@@ -42,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"binary": str(build.lws_dir(facts) / "bin" / "manager"), **facts.record()}, indent=2))
             return 0
         build.ensure(args.version, sys.stdout)
+    except source.SnapshotMissing as exc:
+        print(f"lwsconf upstream: {exc}", file=sys.stderr)
+        return 3
     except (source.SourceError, versions.BadSource, gobuild.GoMissing) as exc:
         print(f"lwsconf upstream: {exc}", file=sys.stderr)
         return 2

@@ -4,18 +4,24 @@ A pinned release: `go mod download -json sigs.k8s.io/lws` inside our Go module g
 folder in the Go module cache (read-only, where its `config/` CRDs and webhook manifests are read at run
 time) and its checksum (the `h1:` line Go verified against our go.sum), and the proxy's record of the
 commit the tag points at. An unpinned tag is asked of the proxy only to say, in one line, why it cannot
-be built (v0.10.0: the proxy refuses its zip). A checkout: its commit and whether its tree is dirty.
+be built (v0.10.0: the proxy refuses its zip). A source snapshot: its archive checked against the SHA-256
+pinned in `versions.SNAPSHOTS`, then unpacked once into ~/.cache/lwsconf/lws-src/ (read from there by the
+build and for `config/`); its commit is the pinned one. A checkout: its commit and whether its tree is dirty.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from lwsconf.controlplane import build as gobuild
 from lwsconf.upstream import versions
 
 GO_TIMEOUT = 300.0
@@ -25,6 +31,10 @@ GO_ENV = {"GOTOOLCHAIN": "local", "GOWORK": "off", "GOFLAGS": "-mod=readonly"}
 
 class SourceError(Exception):
     """Upstream's source cannot be found or built; the message is one line saying why and what to do."""
+
+
+class SnapshotMissing(SourceError):
+    """A pinned snapshot's archive is not where it is looked for: a run may skip it (CI may not)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class Facts:
     version: str
     """The release tag, or `checkout` for a local tree."""
     checksum: str | None = None
-    """The module's `h1:` checksum (go.sum); None for a checkout, which has none."""
+    """The module's `h1:` checksum (go.sum), `sha256:<hex>` of a snapshot's archive; None for a checkout."""
     commit: str | None = None
     dirty: bool | None = None
     """Whether the checkout had uncommitted changes (None: not a git working tree, or a release)."""
@@ -106,7 +116,8 @@ def _origin_commit(found: dict[str, object]) -> str | None:
 
 def check_unpinned(tag: versions.Unpinned, go: str) -> SourceError:
     """Why an unpinned release cannot be built: the proxy's own error, or that it needs pinning."""
-    pinned = ", ".join(r.version for r in versions.RELEASES)
+    pinned = ", ".join([r.version for r in versions.RELEASES] +
+                       [f"{s.version} (source snapshot)" for s in versions.SNAPSHOTS])
     with tempfile.TemporaryDirectory(prefix="lwsconf-lws-") as empty:  # outside any module
         try:
             found = _go_json(go, ["mod", "download", "-json", f"{versions.MODULE}@{tag.version}"], Path(empty))
@@ -139,10 +150,57 @@ def checkout_facts(checkout: versions.Checkout) -> Facts:
                  commit=head.strip() if head else None, dirty=bool(status.strip()) if status is not None else None)
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def snapshot_facts(snapshot: versions.Snapshot, folder: Path | None = None, cache: Path | None = None) -> Facts:
+    """The snapshot's archive checked and unpacked (once; an unpacked tree is reused); its tree and commit."""
+    where = folder or versions.snapshot_dir()
+    archive = where / snapshot.archive
+    if not archive.is_file():
+        raise SnapshotMissing(f"upstream-local:{snapshot.version}: its source snapshot {snapshot.archive} is not in "
+                          f"{where}; put upstream's unmodified archive there or set {versions.SNAPSHOTS_ENV} to the "
+                          f"folder that holds it (or test a release the Go module proxy serves: "
+                          f"upstream-local:{versions.DEFAULT.version})")
+    unpacked = (cache or gobuild.cache_root()) / "lws-src" / f"{snapshot.version}-{snapshot.sha256[:12]}"
+    if not (unpacked / "go.mod").is_file():
+        found = _sha256(archive)
+        if found != snapshot.sha256:
+            raise SourceError(f"upstream-local:{snapshot.version}: {archive} has SHA-256 {found}, not the pinned "
+                              f"{snapshot.sha256} (lwsconf/upstream/versions.py): not the archive this harness "
+                              f"pins; restore the original")
+        _unpack(archive, unpacked)
+    return Facts(source=snapshot, dir=unpacked, version=snapshot.version, checksum=f"sha256:{snapshot.sha256}",
+                 commit=snapshot.commit)
+
+
+def _unpack(archive: Path, into: Path) -> None:
+    """Unpack the archive's one top folder as `into`, atomically (a half-unpacked tree is never left there)."""
+    into.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".unpack-", dir=into.parent) as scratch:
+        try:
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch, filter="data")
+        except (OSError, tarfile.TarError) as exc:
+            raise SourceError(f"cannot unpack {archive}: {exc}") from None
+        tops = [p for p in Path(scratch).iterdir() if p.is_dir()]
+        if len(tops) != 1 or not (tops[0] / "go.mod").is_file():
+            raise SourceError(f"{archive} does not hold one LWS source folder with a go.mod at its top")
+        shutil.rmtree(into, ignore_errors=True)
+        tops[0].rename(into)
+
+
 def facts(source: versions.Source, go: str) -> Facts:
     """The facts of any source; SourceError for an unpinned tag (with the reason)."""
     if isinstance(source, versions.Release):
         return release_facts(source, go)
     if isinstance(source, versions.Checkout):
         return checkout_facts(source)
+    if isinstance(source, versions.Snapshot):
+        return snapshot_facts(source)
     raise check_unpinned(source, go)

@@ -16,18 +16,23 @@ from lwsconf.report import cli, implementations, schema, yaml_writer
 REPO = Path(__file__).resolve().parents[2]
 TABLE = """# a comment line
 divergences:
-- implementation: upstream
-  versions: [v0.9.0]
+- id: backwards
+  implementation: upstream
   test: ScaleDownHighestIndexFirst
   class: version
+  since: v0.9.0
+  fixed: {in: v0.10.0, commit: abc1234, pr: 1}
   evidence: >-
     v0.9.0 adds groups
-    backwards (pkg/x.go:1).
-- implementation: upstream
-  versions: [v0.9.0]
+    backwards (pkg/x.go:1), which the contract forbids.
+  seen: [{version: v0.9.0, cluster: local, message: "groups added 0, 1"}]
+- id: other
+  implementation: upstream
   test: Other
   class: c
-  evidence: unrelated
+  since: v0.9.0
+  evidence: unrelated, but long enough to say why it departs (pkg/y.go:2).
+  seen: [{version: main-060ab4d, cluster: sim, message: "x"}]
 """
 SIM_UPSTREAM = ("upstream lws v0.9.0 on sim", "the sim API server does not serve protobuf yet")
 
@@ -71,21 +76,22 @@ def runs(report: schema.Report) -> list[implementations.Run]:
 def test_the_table_rows_keep_their_lines_for_the_links() -> None:
     rows = implementations.read_divergences(TABLE)
     assert [(r.test, r.klass, r.line) for r in rows] == [("ScaleDownHighestIndexFirst", "version", 3),
-                                                         ("Other", "c", 10)]
-    assert rows[0].evidence == "v0.9.0 adds groups backwards (pkg/x.go:1)."
-    assert rows[0].versions == ("v0.9.0",)
+                                                         ("Other", "c", 13)]
+    assert rows[0].evidence == "v0.9.0 adds groups backwards (pkg/x.go:1), which the contract forbids."
+    assert rows[0].describe_range() == "v0.9.0 until v0.10.0 (abc1234, kubernetes-sigs/lws#1)"
 
 
 def test_the_repository_table_is_read_with_every_row_at_its_implementation_line() -> None:
     text = (REPO / "conformance" / "divergences.yaml").read_text()
     rows = implementations.read_divergences(text)
     lines = text.splitlines()
-    assert rows and all(lines[r.line - 1].startswith("- implementation:") for r in rows)
+    assert rows and all(lines[r.line - 1].startswith("- id:") for r in rows)
 
 
 def test_a_malformed_row_is_named() -> None:
     with pytest.raises(ValueError, match=r"divergences\[0\]: missing or malformed field 'evidence'"):
-        implementations.read_divergences("divergences:\n- {implementation: u, versions: [v1], test: T, class: c}\n")
+        implementations.read_divergences(
+            "divergences:\n- {id: a, implementation: u, since: v0.9.0, test: T, class: c}\n")
 
 
 def test_each_column_names_implementation_cluster_kubernetes_and_date(runs: list[implementations.Run]) -> None:
@@ -104,8 +110,10 @@ def test_a_known_divergence_is_its_own_cell_and_links_to_its_evidence(runs: list
                    "🔶 known divergence [[1]](#divergence-1) |")
     entry = next(line for line in page.splitlines() if 'id="divergence-1"' in line)
     assert entry == ('- <a id="divergence-1"></a>**[1] ScaleDownHighestIndexFirst** (kubernetes-sigs/lws v0.9.0; seen '
-                     "on kubernetes-sigs/lws v0.9.0 on local): class version, upstream v0.9.0 ([divergences.yaml "
-                     "line 3](../conformance/divergences.yaml#L3)): v0.9.0 adds groups backwards (pkg/x.go:1).")
+                     "on kubernetes-sigs/lws v0.9.0 on local): 'backwards', class version, upstream v0.9.0 until "
+                     "v0.10.0 (abc1234, kubernetes-sigs/lws#1) ([divergences.yaml line 3]"
+                     "(../conformance/divergences.yaml#L3)): v0.9.0 adds groups backwards (pkg/x.go:1), which the "
+                     "contract forbids.")
     assert "Other" not in page  # a row no run showed is not on the page
 
 

@@ -37,7 +37,7 @@ elif args[0] == "build":
     with open(args[args.index("-o") + 1], "w") as out:
         out.write("manager built from " + args[-1])
 """
-REFUSED = ("sigs.k8s.io/lws@v0.10.0: reading https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.10.0.zip: "
+REFUSED = ("sigs.k8s.io/lws@v0.11.0: reading https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.11.0.zip: "
            "403 Forbidden\n\tserver response: This module version is not available.")
 
 
@@ -88,22 +88,24 @@ def test_a_pinned_release_is_built_inside_our_module_then_skipped(fake_go: Path,
 
 def test_a_version_the_proxy_refuses_fails_quoting_its_answer(fake_go: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FAKE_GO_DOWNLOAD", json.dumps({"Path": "sigs.k8s.io/lws", "Version": "v0.10.0",
+    monkeypatch.setenv("FAKE_GO_DOWNLOAD", json.dumps({"Path": "sigs.k8s.io/lws", "Version": "v0.11.0",
                                                        "Error": REFUSED}))
-    assert cli.main(["build", "--version", "v0.10.0"]) == 2
+    assert cli.main(["build", "--version", "v0.11.0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err == ("lwsconf upstream: upstream-local:v0.10.0 cannot be built: the Go module proxy answers "
-                   "`sigs.k8s.io/lws@v0.10.0: reading https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.10.0.zip: 403 "
+    assert err == ("lwsconf upstream: upstream-local:v0.11.0 cannot be built: the Go module proxy answers "
+                   "`sigs.k8s.io/lws@v0.11.0: reading https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.11.0.zip: 403 "
                    "Forbidden server response: This module version is not available.`; use a release it serves "
-                   "(pinned here: v0.9.0) or an LWS checkout (upstream-local:/path/to/lws)\n")
-    assert "mod download -json sigs.k8s.io/lws@v0.10.0" in fake_go.read_text()
+                   "(pinned here: v0.9.0, v0.10.0 (source snapshot), main-060ab4d (source snapshot)) or an LWS "
+                   "checkout (upstream-local:/path/to/lws)\n")
+    assert "mod download -json sigs.k8s.io/lws@v0.11.0" in fake_go.read_text()
 
 
 def test_a_served_but_unpinned_version_says_how_to_pin_it(fake_go: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_GO_DOWNLOAD", json.dumps({"Path": "sigs.k8s.io/lws", "Version": "v0.8.0", "Dir": "/x"}))
     with pytest.raises(source.SourceError, match=r"served by the Go module proxy but not pinned here \(pinned: "
-                                                 r"v0.9.0\); pin it with a Go module under upstream/"):
+                                                 r"v0.9.0, v0.10.0 \(source snapshot\), main-060ab4d \(source "
+                                                 r"snapshot\)\); pin it with a Go module under upstream/"):
         build.ensure("v0.8.0", io.StringIO())
 
 
