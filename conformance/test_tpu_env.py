@@ -16,6 +16,7 @@ import copy
 from typing import Any
 
 from conformance.harness import LWSHarness, assert_fields
+from conformance.rollouts import leader_revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
@@ -173,6 +174,24 @@ def test_tpu_env_unique_per_replica_hostnames(lws: LWSHarness) -> None:
     hosts = ["utpu-0.utpu-0", "utpu-0-1.utpu-0"]
     for w, pod in enumerate(["utpu-0", "utpu-0-1"]):
         _check(lws, pod, _want(hosts, w, "utpu-0"))
+
+
+@conformance(short_name="TPUEnvFollowsSubdomainPolicySwitch", slow=True,
+             features={Feature.TPU_ENV_INJECTION, Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.ROLLING_UPDATE},
+             description="Switching subdomainPolicy Shared -> UniquePerReplica -> Shared rolls the group, and the new "
+                         "pods list N-0.N-0,N-0-1.N-0, then N-0.N,N-0-1.N again (3.5, 4.9; upstream e2e).")
+def test_tpu_env_follows_subdomain_policy_switch(lws: LWSHarness) -> None:
+    lws.create(_tpu_lws("tsw", size=2))
+    lws.ready("tsw", replicas=1, size=2)
+    shared = leader_revision(lws, "tsw")
+    lws.patch("tsw", {"spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}}})
+    unique = lws.rollout_must_complete("tsw", old=shared, replicas=1, size=2)
+    hosts = ["tsw-0.tsw-0", "tsw-0-1.tsw-0"]
+    _check_pods(lws, [(pod, _want(hosts, w, "tsw-0")) for w, pod in enumerate(["tsw-0", "tsw-0-1"])])
+    lws.patch("tsw", {"spec": {"networkConfig": {"subdomainPolicy": "Shared"}}})
+    lws.rollout_must_complete("tsw", old=unique, replicas=1, size=2)
+    hosts = ["tsw-0.tsw", "tsw-0-1.tsw"]
+    _check_pods(lws, [(pod, _want(hosts, w, "tsw-0")) for w, pod in enumerate(["tsw-0", "tsw-0-1"])])
 
 
 @conformance(short_name="UserTPUEnvEntriesWin", features={Feature.TPU_ENV_INJECTION},
