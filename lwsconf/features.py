@@ -71,6 +71,11 @@ class Feature(StrEnum):
     """Restarting the implementation's controller disturbs no workload: no pod recreated, no spurious revision,
     status unchanged, and an in-flight rollout or group restart completes with its guarantees (disruptive: the
     harness must be able to restart the controller)."""
+    CONTROLLER_UPGRADE = "LWSControllerUpgrade"
+    """Replacing the implementation's controller by a newer build while workloads run (upstream: the previous
+    release's manager, CRDs and webhooks, then the version under test's) recreates no pod or StatefulSet, adds
+    no revision, keeps every LWS Available, and the new controller reconciles old and new LWS objects (section
+    4.14; upstream's test/e2e/upgrade). Disruptive, and needs the harness to run the older build."""
     EVENTS = "LWSEvents"
     """Normal Events regarding the LWS with the documented reasons (CreatingRevision, GroupsProgressing,
     AllGroupsReady, GroupsUpdating, RecreateGroup) as its lifecycle goes on (section 4.6). Optional: Events are

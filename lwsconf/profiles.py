@@ -40,7 +40,7 @@ LWS_CORE = Profile(
 LWS_EXTENDED = Profile(
     "LWS-EXTENDED",
     "Optional but portable API features: surge, partition, startup gating, exclusive placement, subgroups, "
-    "per-replica subdomains, volume claim templates, RecreateGroupAfterStart, surviving a controller restart, "
+    "per-replica subdomains, volume claim templates, RecreateGroupAfterStart, surviving a controller restart or upgrade, "
     "Events with the documented reasons, upstream's exclusive-placement affinity terms, Volcano PodGroups per group, "
     "TPU env vars.",
     core=frozenset(),
@@ -48,6 +48,7 @@ LWS_EXTENDED = Profile(
         Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_PARTITION, Feature.STARTUP_LEADER_READY,
         Feature.EXCLUSIVE_PLACEMENT, Feature.SUBGROUPS, Feature.SUBDOMAIN_UNIQUE_PER_REPLICA,
         Feature.VOLUME_CLAIM_TEMPLATES, Feature.RECREATE_AFTER_START, Feature.CONTROLLER_RESTART,
+        Feature.CONTROLLER_UPGRADE,
         Feature.EVENTS, Feature.EXCLUSIVE_PLACEMENT_TERMS, Feature.GANG_SCHEDULING, Feature.TPU_ENV_INJECTION,
     }),
 )
