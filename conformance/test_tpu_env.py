@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conformance.harness import LWSHarness, assert_fields
+from conformance.harness import LWSHarness, P, assert_fields, labels
 from conformance.rollouts import leader_revision
 from lwsconf import workloads
 from lwsconf.conformance import conformance
@@ -73,6 +73,15 @@ def _check_pods(lws: LWSHarness, cases: list[tuple[str, dict[str, str]]]) -> Non
     assert not wrong, "\n".join(wrong)
 
 
+def _subgroup_labels_must_be(lws: LWSHarness, name: str, want: dict[str, str]) -> None:
+    """Each pod's `subgroup-index` label is `want[pod]` (4.8: a TPU leader does not change the formula, T23)."""
+    def subgroup_indexes_as_in_4_8() -> None:
+        pods = lws.pods(name)
+        got = {pod: labels(pods[pod]).get(P + "subgroup-index") for pod in want}
+        assert got == want, f"subgroup-index labels {got}, want {want} (4.8, T23)"
+    lws.wait(subgroup_indexes_as_in_4_8, what=f"LWS {name}'s subgroup-index labels", within="pods_running", name=name)
+
+
 def _check_none(lws: LWSHarness, pod: str, why: str, port: int = workloads.PROBE_PORT) -> None:
     seen = _seen(lws, pod, port)
     assert not seen, f"pod {pod} (port {port}) sees {seen}, want no TPU variables: {why} (3.5)"
@@ -109,10 +118,12 @@ def test_tpu_env_when_only_workers_request_tpus(lws: LWSHarness) -> None:
 
 @conformance(short_name="TPUEnvPerSubgroupWithTPULeader", features={Feature.TPU_ENV_INJECTION, Feature.SUBGROUPS},
              description="Size 4, subGroupSize 2, leader with TPUs: L and L-1 list L.N,L-1.N; L-2 and L-3 list "
-                         "L-2.N,L-3.N; ids are the place in the subgroup, 0 on the leader (3.5).")
+                         "L-2.N,L-3.N; ids are the place in the subgroup, 0 on the leader; subgroup-index 0,0,1,1 "
+                         "(3.5, 4.8).")
 def test_tpu_env_per_subgroup_with_tpu_leader(lws: LWSHarness) -> None:
     lws.create(_tpu_lws("sgt", size=4, subgroup=2))
     lws.ready("sgt", replicas=1, size=4)
+    _subgroup_labels_must_be(lws, "sgt", {"sgt-0": "0", "sgt-0-1": "0", "sgt-0-2": "1", "sgt-0-3": "1"})
     first, second = ["sgt-0.sgt", "sgt-0-1.sgt"], ["sgt-0-2.sgt", "sgt-0-3.sgt"]
     _check_pods(lws, [(pod, _want(hosts, worker_id, "sgt-0")) for pod, hosts, worker_id in (
         ("sgt-0", first, 0), ("sgt-0-1", first, 1), ("sgt-0-2", second, 0), ("sgt-0-3", second, 1))])
@@ -120,7 +131,8 @@ def test_tpu_env_per_subgroup_with_tpu_leader(lws: LWSHarness) -> None:
 
 @conformance(short_name="TPUEnvPerSubgroupWithoutTPULeader", features={Feature.TPU_ENV_INJECTION, Feature.SUBGROUPS},
              description="Size 5, subGroupSize 2, leader without TPUs: L-1 and L-2 list L-1.N,L-2.N; L-3 and L-4 "
-                         "list L-3.N,L-4.N; ids are (worker index - 1) mod 2; the leader gets none (3.5).")
+                         "list L-3.N,L-4.N; ids are (worker index - 1) mod 2; the leader gets none; subgroup-index "
+                         "0,0,0,1,1 (3.5, 4.8).")
 def test_tpu_env_per_subgroup_without_tpu_leader(lws: LWSHarness) -> None:
     lws.create(_tpu_lws("sgw", size=5, subgroup=2, leader_tpus=False))
     lws.ready("sgw", replicas=1, size=5)
@@ -128,6 +140,7 @@ def test_tpu_env_per_subgroup_without_tpu_leader(lws: LWSHarness) -> None:
     first, second = ["sgw-0-1.sgw", "sgw-0-2.sgw"], ["sgw-0-3.sgw", "sgw-0-4.sgw"]
     _check_pods(lws, [(f"sgw-0-{w}", _want(hosts, (w - 1) % 2, "sgw-0"))
                       for w, hosts in ((1, first), (2, first), (3, second), (4, second))])
+    _subgroup_labels_must_be(lws, "sgw", {"sgw-0": "0", "sgw-0-1": "0", "sgw-0-2": "0", "sgw-0-3": "1", "sgw-0-4": "1"})
 
 
 def _probe_on(name: str, port: int, *, tpus: bool) -> Obj:
@@ -138,6 +151,14 @@ def _probe_on(name: str, port: int, *, tpus: bool) -> Obj:
     if tpus:
         container["resources"] = copy.deepcopy(ONE_TPU)
     return container
+
+
+@conformance(short_name="TPUEnvInASizeOneGroup", features={Feature.TPU_ENV_INJECTION},
+             description="A TPU group of one pod: its leader lists only itself, N-i.N, with id 0 (3.5).")
+def test_tpu_env_in_a_size_one_group(lws: LWSHarness) -> None:
+    lws.create(_tpu_lws("one", replicas=2, size=1))
+    lws.ready("one", replicas=2, size=1)
+    _check_pods(lws, [(f"one-{i}", _want([f"one-{i}.one"], 0, f"one-{i}")) for i in (0, 1)])
 
 
 @conformance(short_name="TPUEnvOnlyInTPUContainers", features={Feature.TPU_ENV_INJECTION},
