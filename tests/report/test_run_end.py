@@ -279,8 +279,8 @@ def test_cluster_facts(api_client):
 """)
     run(suite, "--run-test=ClusterFacts", "--profiles=LWS-CORE")
     data = report_of(suite)
-    assert data["environment"]["simulated"] == ["node image", "kubelets", "GPUs"]
-    notice = "Simulated cluster (sim): node image, kubelets, GPUs are simulated, not real hardware"
+    assert data["environment"]["simulated"] == ["node image", "kubelets", "GPUs", "TPUs"]
+    notice = "Simulated cluster (sim): node image, kubelets, GPUs, TPUs are simulated, not real hardware"
     assert notice in (latest(suite) / "summary.md").read_text()
     page = (latest(suite) / "report.html").read_text()
     assert notice in page and "<dd>sim (simulated)</dd>" in page
