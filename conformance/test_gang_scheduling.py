@@ -212,3 +212,19 @@ def test_podgroups_recreated_on_rolling_update(lws: LWSHarness) -> None:
         f"{sorted(after)}"
     _podgroups_must_be_only(lws, "gangroll", new)
     _pods_must_name_their_podgroup(lws, "gangroll")
+
+
+@conformance(short_name="PodGroupRecreatedWithItsGroup", features={Feature.GANG_SCHEDULING, Feature.GROUP_RESTART},
+             description="When a worker's deletion recreates its group, the group's PodGroup goes with the old "
+                         "leader pod and the new leader gets one of the same name, controlled by it (4.2, 4.13).")
+def test_podgroup_recreated_with_its_group(lws: LWSHarness) -> None:
+    lws.create(_gang_lws("gangrst", replicas=2, size=2))
+    before = lws.ready("gangrst", replicas=2, size=2)
+    old = _podgroups_must_match(lws, "gangrst", replicas=2, size=2, min_member=2)
+    lws.delete_pod("gangrst-1-1")
+    lws.group_must_be_recreated("gangrst", 1, before[1].uids, size=2)
+    after = _podgroups_must_match(lws, "gangrst", replicas=2, size=2, min_member=2)
+    assert set(after) == set(old), f"PodGroups before the restart {sorted(old)}, after {sorted(after)}: same names"
+    untouched = old[f"gangrst-0-{leader_revision(lws, 'gangrst')}"]["metadata"]["uid"]
+    assert after[f"gangrst-0-{leader_revision(lws, 'gangrst')}"]["metadata"]["uid"] == untouched, \
+        "group 0's PodGroup was replaced though group 0 was not restarted"
