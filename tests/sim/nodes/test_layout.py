@@ -145,3 +145,16 @@ def test_default_layout_scales_keeping_its_zone_split() -> None:
     assert layout.default_layout(0, 0) == []
     with pytest.raises(layout.LayoutError, match="must be >= 0"):
         layout.default_layout(-1)
+
+
+def test_the_fleet_runs_one_fake_plugin_per_device_resource_of_a_node(tmp_path: Path) -> None:
+    from lwsconf.sim.nodes import fleet as fleet_mod
+
+    fleet = fleet_mod.NodeFleet(layout.default_layout(gpu_nodes=1, cpu_nodes=1), workdir=tmp_path, processes=False)
+    try:
+        names = [name for name, _ in fleet.controllers()]
+        assert names == ["kubelet/gpu-0", "nvidia-device-plugin/gpu-0",
+                         "kubelet/cpu-0", "google-tpu-device-plugin/cpu-0"]
+    finally:
+        fleet.close()
+    assert fleet_mod.plugin_name("example.com/fpga.v2") == "example-fpga-v2-device-plugin"
