@@ -15,6 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from kubernetes.client import ApiException
 from kubernetes.utils import parse_quantity as _parse
 
 from conformance.harness import LWSHarness, Obj, annotations_of, assert_fields, labels
@@ -22,7 +23,7 @@ from conformance.rollouts import change_template, leader_revision
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import observe
+from lwsconf.waits import core, observe
 
 
 def parse_quantity(value: object) -> Decimal:
@@ -90,9 +91,13 @@ def _check_podgroup(pg: Obj, *, leader: Obj, name: str, index: int, revision: st
 def _podgroups_must_match(lws: LWSHarness, name: str, *, replicas: int, size: int, min_member: int) -> dict[str, Obj]:
     """Wait (create) until the current revision has exactly `replicas` PodGroups, `N-i-<rev>` for i < replicas,
     each as `_check_podgroup` wants against the live leader pod. Returns all PodGroups of `name`."""
-    revision = leader_revision(lws, name)
-
     def podgroups_match() -> dict[str, Obj]:
+        try:
+            revision = leader_revision(lws, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise core.NotYet(f"no leader StatefulSet {name} yet") from None
+            raise
         found = _podgroups(lws, name)
         current = {n for n, pg in found.items() if labels(pg).get(lwsapi.TEMPLATE_REVISION_HASH) == revision}
         want = {f"{name}-{i}-{revision}" for i in range(replicas)}
@@ -102,7 +107,7 @@ def _podgroups_must_match(lws: LWSHarness, name: str, *, replicas: int, size: in
                             revision=revision, min_member=min_member, size=size)
         return found
 
-    return lws.wait(podgroups_match, what=f"{replicas} PodGroups of {name} for revision {revision}", within="create",
+    return lws.wait(podgroups_match, what=f"{replicas} PodGroups of {name} for its current revision", within="create",
                     name=name)
 
 
@@ -228,3 +233,30 @@ def test_podgroup_recreated_with_its_group(lws: LWSHarness) -> None:
     untouched = old[f"gangrst-0-{leader_revision(lws, 'gangrst')}"]["metadata"]["uid"]
     assert after[f"gangrst-0-{leader_revision(lws, 'gangrst')}"]["metadata"]["uid"] == untouched, \
         "group 0's PodGroup was replaced though group 0 was not restarted"
+
+
+@conformance(short_name="PodGroupBeforeTheLeaderIsReady", features={Feature.GANG_SCHEDULING,
+                                                                    Feature.STARTUP_LEADER_READY},
+             description="Under LeaderReady a group's PodGroup exists while its leader is still unready and its "
+                         "worker StatefulSet is not made yet: the scheduler needs it for the leader (4.1, 4.13).")
+def test_podgroup_before_the_leader_is_ready(lws: LWSHarness) -> None:
+    lws.create(workloads.start_unready(_gang_lws("gangwait", replicas=2, size=3, startup_policy="LeaderReady")))
+    _podgroups_must_match(lws, "gangwait", replicas=2, size=3, min_member=1)
+
+    def still_no_workers() -> None:
+        workers = sorted(s for s in lws.statefulsets() if s != "gangwait")
+        assert not workers, f"worker StatefulSets {workers} exist while both leaders are unready (LeaderReady, 4.1)"
+        unready = [p for p in ("gangwait-0", "gangwait-1") if not observe.pod_ready(lws.pod(p))]
+        assert unready == ["gangwait-0", "gangwait-1"], f"leaders held unready: only {unready}"
+    lws.hold(still_no_workers, what="both leaders unready and no worker StatefulSet, with their PodGroups made",
+             name="gangwait")
+
+
+@conformance(short_name="PodGroupForSingletonGroups", features={Feature.GANG_SCHEDULING},
+             description="Groups of one pod (size 1, no worker StatefulSet) get a PodGroup each too, minMember 1, "
+                         "minResources the leader's requests (4.13).")
+def test_podgroup_for_singleton_groups(lws: LWSHarness) -> None:
+    lws.create(_gang_lws("gangone", replicas=2, size=1))
+    lws.ready("gangone", replicas=2, size=1)
+    _podgroups_must_match(lws, "gangone", replicas=2, size=1, min_member=1)
+    _pods_must_name_their_podgroup(lws, "gangone")
