@@ -9,8 +9,8 @@ the first partition step (computed before any new group can be ready), the peak 
 (surge), which groups are taken down before which, and where the rollout ends. Claims that depend on
 which of two groups the kubelet readies first are not made.
 
-Cases: template and replicas changed in one update, without maxSurge and with it; maxUnavailable 2 with
-maxSurge 2; maxUnavailable larger than replicas.
+Cases: template and replicas changed in one update, without maxSurge and with it, up and down; maxUnavailable 2
+with maxSurge 2; maxUnavailable larger than replicas.
 """
 
 from __future__ import annotations
@@ -141,6 +141,39 @@ def test_template_and_replicas_changed_together_with_surge(lws: LWSHarness) -> N
         f"{analysis.describe(timeline)}"
     assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
     assert lws.statefulsets()["bsurge"]["spec"]["replicas"] == 4, "surge groups left after the rollout (4.4.7)"
+
+
+@conformance(short_name="TemplateAndReplicasDownTogetherWithSurge", slow=True,
+             features={Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE, Feature.SCALING},
+             description="Template and replicas 4 -> 2 in one update with maxSurge 1: the first write has replicas 3 "
+                         "(the new R + maxSurge) and partition 2 (min(R, stsReplicas)), never more leaders after it, "
+                         "partition only down, and 2 replicas at the end (4.4.4 step 2, 4.4.5, 4.4.7).")
+def test_template_and_replicas_down_together_with_surge(lws: LWSHarness) -> None:
+    # Upstream: "rolling update with replicas scaled down and maxSurge set" (R 6 -> 3 with a template change, mS 2:
+    # replicas 5, partition 2, final 3); contract 4.4.5 row "R=6 -> 3 with a template change, mS=2".
+    manifest = workloads.probe_lws("dsurge", replicas=4, size=2, rollout=rolling_update(maxSurge=1))
+    lws.create(manifest)
+    lws.ready("dsurge", replicas=4, size=2)
+    old = revision(lws, "dsurge")
+    with lws.timeline("dsurge") as timeline:
+        _template_and_replicas(lws, "dsurge", manifest, 2)
+        lws.rollout_must_complete("dsurge", old=old, replicas=2, size=2)
+    first = _first_on_new(timeline, old)
+    assert (first.replicas, first.partition) == (3, 2), (
+        f"the update's first leader StatefulSet write has replicas {first.replicas}, partition {first.partition}; "
+        f"want replicas 3 (wantReplicas of the new R: 2 outdated > maxSurge 1, so R + maxSurge) and partition 2 "
+        f"(min(R, stsReplicas)): the scale-down is applied with the update (4.4.4 step 2)\n"
+        f"{analysis.describe(timeline)}")
+    after = [s.replicas for s in timeline.leader_sts if s.t >= first.t]
+    assert max(after) == 3, f"leader replicas from the update on {after}, want at most 3 = R + maxSurge:\n" \
+                            f"{analysis.describe(timeline)}"
+    partitions = _partitions(timeline, old)
+    assert partitions[0] == 2 and partitions[-1] == 0 and partitions == sorted(partitions, reverse=True), \
+        f"partitions on the new revision {partitions}, want 2 first, only down, 0 last (4.4.2)\n" \
+        f"{analysis.describe(timeline)}"
+    assert_at_most_down(timeline, range(3), 2, "maxUnavailable 1 + maxSurge 1 over the new burst's 3 indices (4.4.4)")
+    assert analysis.half_updated(timeline) == [], analysis.describe(timeline)
+    assert lws.statefulsets()["dsurge"]["spec"]["replicas"] == 2, "surge groups left after the rollout (4.4.7)"
 
 
 @conformance(short_name="MaxUnavailableTwoMaxSurgeTwoSequence", slow=True,
