@@ -81,9 +81,11 @@ def _status_must_show_update(lws: LWSHarness, name: str, *, replicas: int, ready
 
 
 def _scale(lws: LWSHarness, name: str, frm: int, to: int) -> float:
-    """Set spec.replicas (recorded as a step); the step's time on the timeline."""
+    """Set spec.replicas (recorded as a step); the timeline's time just before it, so every leader StatefulSet
+    write the change causes is recorded after it."""
+    before = lws.clock()
     lws.patch(name, {"spec": {"replicas": to}}, step=f"replicas {frm} -> {to} during the rollout")
-    return lws.clock()
+    return before
 
 
 def _replicas_never_rise(timeline: Timeline, since: float, why: str) -> None:
