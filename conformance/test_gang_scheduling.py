@@ -12,9 +12,11 @@ test/testutils/util.go:812-920 checks them), the pods' annotation, and which Pod
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 from typing import Any
 
+from kubernetes import client, watch
 from kubernetes.client import ApiException
 from kubernetes.utils import parse_quantity as _parse
 
@@ -260,3 +262,60 @@ def test_podgroup_for_singleton_groups(lws: LWSHarness) -> None:
     lws.ready("gangone", replicas=2, size=1)
     _podgroups_must_match(lws, "gangone", replicas=2, size=1, min_member=1)
     _pods_must_name_their_podgroup(lws, "gangone")
+
+
+class _FirstSight:
+    """Each pod of an LWS as the first watch event showed it (a watch from before the LWS exists)."""
+
+    def __init__(self, lws: LWSHarness, name: str) -> None:
+        self.core, self.namespace, self.selector = client.CoreV1Api(lws.api), lws.namespace, f"{lwsapi.NAME}={name}"
+        self.first: dict[str, Obj] = {}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pod-first-sight", daemon=True)
+        self._rv = ""
+
+    def start(self) -> None:
+        listed = observe.raw(self.core.list_namespaced_pod(self.namespace, label_selector=self.selector,
+                                                           _preload_content=False))
+        assert not listed["items"], f"pods exist before the LWS: {[p['metadata']['name'] for p in listed['items']]}"
+        self._rv = str(listed["metadata"]["resourceVersion"])
+        self._thread.start()
+
+    def stop(self) -> dict[str, Obj]:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        assert not self.errors, f"the pod watch broke, so first sightings are unknown: {self.errors}"
+        return dict(self.first)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                    self.core.list_namespaced_pod, self.namespace, label_selector=self.selector,
+                    resource_version=self._rv, timeout_seconds=1, _request_timeout=10)
+                for event in stream:
+                    obj = event["raw_object"]
+                    if event["type"] == "ERROR":
+                        raise RuntimeError(f"watch error event: {obj}")
+                    self._rv = obj["metadata"]["resourceVersion"]
+                    if event["type"] == "ADDED":
+                        self.first.setdefault(obj["metadata"]["uid"], obj)
+        except Exception as exc:  # noqa: BLE001 - reported by stop(): the record is incomplete
+            self.errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+@conformance(short_name="PodsNamedTheirPodGroupAtCreation", features={Feature.GANG_SCHEDULING},
+             description="Every pod carries scheduling.k8s.io/group-name = N-i-<rev> already when it is created "
+                         "(upstream's pod webhook sets it at admission), so a gang scheduler never sees it without "
+                         "its PodGroup (3.4, 4.13).")
+def test_pods_named_their_podgroup_at_creation(lws: LWSHarness) -> None:
+    sight = _FirstSight(lws, "gangborn")
+    sight.start()
+    lws.create(_gang_lws("gangborn", replicas=2, size=3))
+    lws.ready("gangborn", replicas=2, size=3)
+    first = sight.stop()
+    revision = leader_revision(lws, "gangborn")
+    want = {f"gangborn-{i}{'' if j == 0 else f'-{j}'}": f"gangborn-{i}-{revision}" for i in range(2) for j in range(3)}
+    seen = {pod["metadata"]["name"]: annotations_of(pod).get(lwsapi.PODGROUP_GROUP_NAME) for pod in first.values()}
+    assert_fields(f"{lwsapi.PODGROUP_GROUP_NAME} of each pod as first seen (watch ADDED)", want, seen, exact=True)

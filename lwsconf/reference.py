@@ -31,6 +31,7 @@ CRD_FILE = MANIFESTS / "crd" / "leaderworkersets.yaml"
 CRD_NAME = "leaderworkersets.leaderworkerset.x-k8s.io"
 VAP_FILE = MANIFESTS / "crd" / "validating-admission-policy.yaml"
 MAP_FILE = MANIFESTS / "crd" / "mutating-admission-policy.yaml"
+GANG_MAP_FILE = MANIFESTS / "crd" / "gang-admission-policy.yaml"
 RUNNING_LINE = "reference reconciler running against"
 STOP_GRACE = 15.0
 
@@ -107,6 +108,23 @@ def install_mutating_policy(api: client.ApiClient) -> dict[Feature, str]:
             Feature.TPU_ENV_INJECTION: missing + "reference needs to give each TPU worker pod its own "
                                                  "TPU_WORKER_ID and subgroup host list" + where,
         }
+    return {}
+
+
+def install_gang_policy(api: client.ApiClient) -> dict[Feature, str]:
+    """Create or replace the MutatingAdmissionPolicy naming each LWS pod's PodGroup at creation (`GANG_MAP_FILE`).
+
+    Returns:
+        The features the reference cannot claim without it: none when installed; LWSGangScheduling when the cluster
+        does not serve MutatingAdmissionPolicy (the reconciler would annotate pods only after they exist).
+    """
+    try:
+        _install_policies(api, GANG_MAP_FILE)
+    except NotServed as exc:
+        return {Feature.GANG_SCHEDULING: (
+            f"the cluster does not serve admissionregistration.k8s.io/v1 {exc} (Kubernetes >= 1.36), which the "
+            "reference needs to name each pod's PodGroup when the pod is created "
+            f"(manifests/crd/{GANG_MAP_FILE.name})")}
     return {}
 
 
