@@ -35,7 +35,8 @@ def lws(request: pytest.FixtureRequest, implementation: object, api_client: clie
     artifacts = _optional_fixture(request, "artifacts_dir")
     return LWSHarness(api_client, namespace, timeout_config,
                       Path(str(artifacts)) if artifacts is not None else None,
-                      controller=getattr(implementation, "controller", None))
+                      controller=getattr(implementation, "controller", None),
+                      upgrade=getattr(implementation, "upgrade", None))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -104,6 +104,19 @@ class ControllerRestart(Protocol):
     def restart(self) -> None: ...
 
 
+class ControllerUpgrade(Protocol):
+    """The implementation fixture's handle for upgrading its controller (fixtures/controller_upgrade.py)."""
+
+    @property
+    def how(self) -> str: ...
+
+    def begin(self) -> None: ...
+
+    def upgrade(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
 @dataclass
 class LWSHarness:
     api: client.ApiClient
@@ -112,6 +125,8 @@ class LWSHarness:
     artifacts: Path | None = None
     controller: ControllerRestart | None = None
     """How to restart the implementation's controller: the one thing tests do outside the Kubernetes API."""
+    upgrade: ControllerUpgrade | None = None
+    """How to run an older controller of the implementation and upgrade it to the one under test."""
 
     def __post_init__(self) -> None:
         self.custom = client.CustomObjectsApi(self.api)
@@ -356,6 +371,28 @@ class LWSHarness:
         self.step(f"controller restarted ({self.controller.how})")
         self.controller.restart()
         return self.controller.how
+
+    @contextlib.contextmanager
+    def older_controller(self) -> Iterator[ControllerUpgrade]:
+        """The block runs under the implementation's older controller (LWSControllerUpgrade tests only); the
+        handle's `upgrade()` (through `upgrade_controller`) replaces it, and the session's controller runs again
+        when the block ends, however it ends."""
+        if self.upgrade is None:
+            raise RuntimeError("this implementation cannot be upgraded; a test upgrading the controller must declare "
+                               "Feature.CONTROLLER_UPGRADE, so the suite reports it NOT_SUPPORTED instead")
+        self.step(f"older controller started ({self.upgrade.how})")
+        self.upgrade.begin()
+        try:
+            yield self.upgrade
+        finally:
+            self.upgrade.finish()
+
+    def upgrade_controller(self) -> str:
+        """Replace the older controller by the one under test; what the upgrade did, for failure messages."""
+        assert self.upgrade is not None
+        self.step(f"controller upgraded ({self.upgrade.how})")
+        self.upgrade.upgrade()
+        return self.upgrade.how
 
     # --- the probe ---------------------------------------------------------------------------------
 

@@ -234,3 +234,54 @@ def test_group_restart_survives_controller_restart(lws: LWSHarness) -> None:
         lws.hold(settled, what="both groups to keep their pods after the recovery", name="mend")
     worst, when = analysis.max_unready(timeline, range(1, 2))
     assert worst == 0, f"group 1 was not ready at t={when}:\n{analysis.describe(timeline, around=when)}"
+
+
+def _still_available(lws: LWSHarness, before: _AtRest, how: str) -> None:
+    """The objects of `before` unchanged, and the LWS still Available with the same counters: an upgrade may
+    change how status is worded (a newer version's reasons), not what it says of the workload."""
+    status = lws.get(before.name).get("status") or {}
+    before._same_objects(lws, how)
+    available = {c.get("type"): c.get("status") for c in status.get("conditions") or []}.get("Available")
+    assert available == "True", f"after the upgrade ({how}) the LWS's Available condition is {available}, want True"
+    counters = {k: status.get(k) for k in ("replicas", "readyReplicas", "updatedReplicas")}
+    want = {k: before.status.get(k) for k in counters}
+    assert counters == want, f"status counters after the upgrade ({how}): {counters}, want {want}"
+
+
+@conformance(short_name="ControllerUpgradeKeepsWorkloads", slow=True, disruptive=True,
+             features={Feature.CONTROLLER_UPGRADE, Feature.SCALING, Feature.SUBGROUPS},
+             description="Upgrading the controller (the implementation's previous build, then the one under test) "
+                         "with LWS objects running recreates no pod or StatefulSet and adds no revision, keeps them "
+                         "Available, and the new controller scales them and reconciles a new LWS (4.14).")
+def test_controller_upgrade_keeps_workloads(lws: LWSHarness) -> None:
+    # Upstream's test/e2e/upgrade/upgrade_test.go:76 makes its workloads under the latest release, upgrades the
+    # manager, checks they are preserved, then that new ones reconcile. Two shapes here: plain groups, and
+    # groups with subgroups and a partition (fields whose handling changed between v0.9.0 and main).
+    plain = workloads.probe_lws("kept", replicas=2, size=2)
+    shaped = workloads.probe_lws("shaped", replicas=2, size=3, rollout={"rollingUpdateConfiguration": {
+        "partition": 1}})
+    shaped["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupSize": 3}
+    with lws.older_controller():
+        lws.create(plain)
+        lws.create(shaped)
+        lws.ready("kept", replicas=2, size=2)
+        lws.ready("shaped", replicas=2, size=3)
+        before = [_AtRest.of(lws, "kept"), _AtRest.of(lws, "shaped")]
+        with lws.timeline("kept") as timeline:
+            how = lws.upgrade_controller()
+
+            def nothing_recreated_and_still_available() -> None:
+                for at_rest in before:
+                    _still_available(lws, at_rest, how)
+            lws.hold(nothing_recreated_and_still_available, name="kept",
+                     what="every pod, StatefulSet and revision kept and both LWS Available after the upgrade")
+        worst, when = analysis.max_unready(timeline, range(2))
+        assert worst == 0, \
+            f"{worst} group(s) not ready at t={when} across the upgrade:\n{analysis.describe(timeline, around=when)}"
+        lws.scale("kept", 3)
+        lws.ready("kept", replicas=3, size=2)
+        kept = {name: uid for name, uid in _uids(lws.pods("kept")).items() if name in before[0].pods}
+        assert kept == before[0].pods, \
+            f"scaling up after the upgrade replaced pods of groups 0-1: {kept}, want {before[0].pods}"
+        lws.create(workloads.probe_lws("fresh", replicas=1, size=2))
+        lws.ready("fresh", replicas=1, size=2)

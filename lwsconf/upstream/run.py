@@ -82,6 +82,30 @@ class Running:
             raise UpstreamError(str(exc)) from None
         self.wait_admitting(self.timeouts.controller_restart)
 
+    def replace(self, built: build.Built) -> None:
+        """Put the manager built from `built` in place of the running one, as an upgrade (or a downgrade) of an
+        installation does: stop the old process and release its Lease, apply the new version's CRDs, start the
+        new manager, point the webhook configurations at it (removing any the new version no longer has);
+        returns once its webhooks admit again (ControllerRestart timeout). UpstreamError with the log tail."""
+        old = self.manager
+        new = ManagerProcess(built.binary, old.source_kubeconfig, old.context, ready_timeout=old.ready_timeout)
+        try:
+            crds = manifests.crds(built.facts.dir)
+            old.stop()
+            install.delete_lease(self.api, LEASE_NAMESPACE, LEASE_NAME)
+            install.install_crds(self.api, crds, self.timeouts.create, self.timeouts.poll_interval)
+            new.start()
+            self.manager = new
+            webhooks = manifests.webhook_configurations(built.facts.dir, new.webhook_url, new.ca)
+            names = {w["metadata"]["name"] for w in webhooks}
+            install.remove_webhooks(self.api, [w for w in self.webhooks if w["metadata"]["name"] not in names])
+            install.install_webhooks(self.api, webhooks)
+        except (core.WaitTimeout, core.Terminal, install.InstallError, manifests.ManifestError) as exc:
+            raise UpstreamError(f"replacing upstream's manager {self.built.facts.version} by "
+                                f"{built.facts.version}: {exc}") from None
+        self.webhooks, self.built = webhooks, built
+        self.wait_admitting(self.timeouts.controller_restart)
+
     def health(self) -> str | None:
         """None while the manager runs; once it has exited, what happened and its log tail.
 
@@ -136,6 +160,7 @@ def _installed(api: client.ApiClient, built: build.Built, crds: list[dict[str, A
                context: str | None, timeouts: Timeouts) -> Iterator[Running]:
     manager = ManagerProcess(built.binary, kubeconfig, context, ready_timeout=timeouts.lws_available)
     webhooks: list[dict[str, Any]] = []
+    running: Running | None = None
     try:
         install.install_crds(api, crds, timeouts.create, timeouts.poll_interval)
         install.ensure_namespace(api, LEASE_NAMESPACE)
@@ -148,6 +173,36 @@ def _installed(api: client.ApiClient, built: build.Built, crds: list[dict[str, A
     except (core.WaitTimeout, core.Terminal, install.InstallError, manifests.ManifestError) as exc:
         raise UpstreamError(f"--lws-impl=upstream-local: {exc}") from None
     finally:
+        if running is not None:  # an upgrade test may have replaced the manager and its webhooks
+            manager, webhooks = running.manager, running.webhooks
         install.remove_webhooks(api, webhooks)
         manager.stop()
         install.remove_crds(api, crds, timeouts.delete, max(timeouts.poll_interval, 0.25))
+
+
+@dataclass
+class Upgrade:
+    """The LWSControllerUpgrade test's handle: the workloads are made under `previous`, then the manager is
+    replaced by the version under test (`current`), CRDs and webhooks included, as upstream's own upgrade test
+    does (test/e2e/upgrade: the latest release, then the built one)."""
+
+    running: Running
+    previous: build.Built
+    current: build.Built
+
+    @property
+    def how(self) -> str:
+        return (f"replace upstream's manager {self.previous.facts.version} by {self.current.facts.version} (CRDs, "
+                "manager process, webhook configurations)")
+
+    def begin(self) -> None:
+        """Run the previous version in place of the one under test, before the test creates its workloads."""
+        self.running.replace(self.previous)
+
+    def upgrade(self) -> None:
+        self.running.replace(self.current)
+
+    def finish(self) -> None:
+        """The version under test runs again, whatever happened in between."""
+        if self.running.built is not self.current:
+            self.running.replace(self.current)

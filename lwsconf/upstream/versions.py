@@ -161,6 +161,16 @@ def known_versions() -> tuple[str, ...]:
     return tuple(sorted(names, key=lambda v: order_key(v) or (0, 0, 0, 0)))
 
 
+def previous(version: str) -> str | None:
+    """The known version just before `version` (an upgrade test starts there), or None: the oldest, or one that
+    cannot be placed (a checkout)."""
+    known = known_versions()
+    if version not in known:
+        return None
+    at = known.index(version)
+    return known[at - 1] if at > 0 else None
+
+
 def snapshot_dir() -> Path:
     """The folder of snapshot archives: $LWSCONF_UPSTREAM_SNAPSHOTS, else ../shared/data/upstream-lws-source
     beside the checkout."""
