@@ -12,11 +12,9 @@ test/testutils/util.go:812-920 checks them), the pods' annotation, and which Pod
 
 from __future__ import annotations
 
-import threading
 from decimal import Decimal
 from typing import Any
 
-from kubernetes import client, watch
 from kubernetes.client import ApiException
 from kubernetes.utils import parse_quantity as _parse
 
@@ -26,6 +24,7 @@ from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.waits import core, observe
+from lwsconf.waits.podwatch import PodWatch
 
 
 def parse_quantity(value: object) -> Decimal:
@@ -268,41 +267,22 @@ class _FirstSight:
     """Each pod of an LWS as the first watch event showed it (a watch from before the LWS exists)."""
 
     def __init__(self, lws: LWSHarness, name: str) -> None:
-        self.core, self.namespace, self.selector = client.CoreV1Api(lws.api), lws.namespace, f"{lwsapi.NAME}={name}"
         self.first: dict[str, Obj] = {}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pod-first-sight", daemon=True)
-        self._rv = ""
+        self.watch = PodWatch(lws.api, lws.namespace, f"{lwsapi.NAME}={name}", self._event, name="pod-first-sight")
 
     def start(self) -> None:
-        listed = observe.raw(self.core.list_namespaced_pod(self.namespace, label_selector=self.selector,
-                                                           _preload_content=False))
-        assert not listed["items"], f"pods exist before the LWS: {[p['metadata']['name'] for p in listed['items']]}"
-        self._rv = str(listed["metadata"]["resourceVersion"])
-        self._thread.start()
+        listed = self.watch.start()
+        if listed:
+            self.watch.stop("first sightings are unknown")
+        assert not listed, f"pods exist before the LWS: {[p['metadata']['name'] for p in listed]}"
 
     def stop(self) -> dict[str, Obj]:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        assert not self.errors, f"the pod watch broke, so first sightings are unknown: {self.errors}"
+        self.watch.stop("first sightings are unknown")
         return dict(self.first)
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
-                    self.core.list_namespaced_pod, self.namespace, label_selector=self.selector,
-                    resource_version=self._rv, timeout_seconds=1, _request_timeout=10)
-                for event in stream:
-                    obj = event["raw_object"]
-                    if event["type"] == "ERROR":
-                        raise RuntimeError(f"watch error event: {obj}")
-                    self._rv = obj["metadata"]["resourceVersion"]
-                    if event["type"] == "ADDED":
-                        self.first.setdefault(obj["metadata"]["uid"], obj)
-        except Exception as exc:  # noqa: BLE001 - reported by stop(): the record is incomplete
-            self.errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    def _event(self, kind: str, pod: Obj) -> None:
+        if kind == "ADDED":
+            self.first.setdefault(pod["metadata"]["uid"], pod)
 
 
 @conformance(short_name="PodsNamedTheirPodGroupAtCreation", features={Feature.GANG_SCHEDULING},

@@ -18,16 +18,16 @@ Two behaviours a reconciler can get wrong while every crash-and-recover test sta
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
-from kubernetes import client, watch
+from kubernetes import client
 
 from conformance.harness import NAME, LWSHarness, Obj
 from lwsconf import workloads
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
-from lwsconf.waits import core, observe, proxy
+from lwsconf.waits import core, proxy
+from lwsconf.waits.podwatch import PodWatch
 
 FOREGROUND = "foregroundDeletion"
 PRESTOP_SECONDS = 3
@@ -94,41 +94,19 @@ class _PodEvents:
     could hide exactly the overlap the test looks for."""
 
     def __init__(self, lws: LWSHarness, name: str) -> None:
-        self.core, self.namespace, self.selector = client.CoreV1Api(lws.api), lws.namespace, f"{NAME}={name}"
         self.seen: list[_Seen] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pod-events", daemon=True)
-        self._rv = ""
+        self.watch = PodWatch(lws.api, lws.namespace, f"{NAME}={name}", self._event, name="pod-events")
 
     def start(self) -> None:
-        listed = observe.raw(self.core.list_namespaced_pod(self.namespace, label_selector=self.selector,
-                                                           _preload_content=False))
-        self._rv = str(listed["metadata"]["resourceVersion"])
-        self.seen.extend(_seen("ADDED", p) for p in listed["items"])
-        self._thread.start()
+        self.seen.extend(_seen("ADDED", p) for p in self.watch.start())
 
     def stop(self) -> list[_Seen]:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        assert not self.errors, f"the pod watch broke, so the order of events is unknown: {self.errors}"
+        self.watch.stop("the order of events is unknown")
         return list(self.seen)
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
-                    self.core.list_namespaced_pod, self.namespace, label_selector=self.selector,
-                    resource_version=self._rv, timeout_seconds=1, _request_timeout=10)
-                for event in stream:
-                    obj = event["raw_object"]
-                    if event["type"] == "ERROR":
-                        raise RuntimeError(f"watch error event: {obj}")
-                    self._rv = obj["metadata"]["resourceVersion"]
-                    if event["type"] != "BOOKMARK":
-                        self.seen.append(_seen(event["type"], obj))
-        except Exception as exc:  # noqa: BLE001 - reported by stop(): the record is incomplete
-            self.errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    def _event(self, kind: str, pod: Obj) -> None:
+        if kind != "BOOKMARK":
+            self.seen.append(_seen(kind, pod))
 
 
 def _seen(event: str, pod: Obj) -> _Seen:
