@@ -15,7 +15,7 @@ from __future__ import annotations
 import yaml
 from kubernetes import client
 
-from lwsconf import lwsapi, project_files
+from lwsconf import crds, lwsapi, project_files
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core
 
@@ -42,13 +42,8 @@ def install_crd(api: client.ApiClient, timeouts: Timeouts) -> bool:
     """
     if served(api):
         return False
-    body = yaml.safe_load(CRD_FILE.read_text())
-    ext = client.ApiextensionsV1Api(api)
-    try:
-        ext.create_custom_resource_definition(body)
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
+    # a PodGroup CRD that exists already but does not serve yet is left as it is, never replaced
+    crds.create_crd(api, yaml.safe_load(CRD_FILE.read_text()), replace_existing=False)
     custom = client.CustomObjectsApi(api)
 
     def listable() -> None:

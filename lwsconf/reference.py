@@ -20,7 +20,7 @@ from typing import IO, Any
 import yaml
 from kubernetes import client
 
-from lwsconf import project_files
+from lwsconf import crds, project_files
 from lwsconf.features import Feature
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core
@@ -58,16 +58,8 @@ def install_crd(api: client.ApiClient, timeouts: Timeouts) -> None:
     if not CRD_FILE.is_file():
         raise InstallError(f"--lws-impl=reference needs {CRD_FILE}, which is missing: reinstall lwsconf (a "
                            "wheel carries it in lwsconf/_suite/manifests/) or run from a checkout of lwsconf")
-    body = yaml.safe_load(CRD_FILE.read_text())
+    crds.create_crd(api, yaml.safe_load(CRD_FILE.read_text()), replace_existing=True)
     ext = client.ApiextensionsV1Api(api)
-    try:
-        ext.create_custom_resource_definition(body)
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
-        live = ext.read_custom_resource_definition(CRD_NAME)
-        body["metadata"]["resourceVersion"] = live.metadata.resource_version if live.metadata else None
-        ext.replace_custom_resource_definition(CRD_NAME, body)
 
     def established() -> None:
         if not _established(ext):
