@@ -40,9 +40,9 @@ LWS_CORE = Profile(
 LWS_EXTENDED = Profile(
     "LWS-EXTENDED",
     "Optional but portable API features: surge, partition, startup gating, exclusive placement, subgroups, "
-    "per-replica subdomains, volume claim templates, RecreateGroupAfterStart, surviving a controller restart or upgrade, "
-    "Events with the documented reasons, upstream's exclusive-placement affinity terms, Volcano PodGroups per group, "
-    "TPU env vars.",
+    "per-replica subdomains, volume claim templates, RecreateGroupAfterStart, surviving a controller restart or "
+    "upgrade, Events with the documented reasons, upstream's exclusive-placement affinity terms, Volcano PodGroups "
+    "per group, TPU env vars.",
     core=frozenset(),
     extended=frozenset({
         Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_PARTITION, Feature.STARTUP_LEADER_READY,
