@@ -12,26 +12,41 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+STARTUP_TIMEOUT = 30.0
+"""Seconds `sim up` may take to report its kubeconfig."""
+
 
 def start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """Start `sim up` with its output going to a file, polled until it names its kubeconfig.
+
+    Not a pipe: the test stops reading once the cluster is up, and in the fresh-clone CI run of 2026-12-06 (load
+    4-6) `sim up` filled the 64 KiB pipe with its log, blocked in write() (wchan anon_pipe_write) while the test
+    waited on its list_namespace answer, and the unit-test run hung for 16 minutes until the pipe was drained."""
     kubeconfig = tmp_path / "sim" / "kubeconfig"
     private_tmp = tmp_path / "tmpdir"
     private_tmp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "sim", "up", "--kubeconfig", str(kubeconfig)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "TMPDIR": str(private_tmp)})
-    assert proc.stdout is not None
-    lines = []
-    deadline = time.monotonic() + 30
+    output = tmp_path / "sim-up.log"
+    with output.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "lwsconf.cli", "sim", "up", "--kubeconfig", str(kubeconfig)],
+                                stdout=sink, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "TMPDIR": str(private_tmp)})
+    deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        lines.append(line)
-        if "kubeconfig written to" in line:
+        if "kubeconfig written to" in output.read_text(errors="replace"):
             return proc, kubeconfig
-        if not line and proc.poll() is not None:
+        if proc.poll() is not None:
             break
+        time.sleep(0.1)  # polling a file we own for a line; the deadline bounds it
     proc.kill()
-    raise AssertionError(f"sim up did not report its kubeconfig; output: {''.join(lines)!r}")
+    proc.wait(timeout=30)
+    raise AssertionError(f"sim up did not report its kubeconfig within {STARTUP_TIMEOUT:g}s; output: "
+                         f"{output.read_text(errors='replace')!r}")
+
+
+def output_of(proc: subprocess.Popen[str], tmp_path: Path) -> str:
+    """Wait for `sim up` to exit; everything it wrote."""
+    proc.wait(timeout=30)
+    return (tmp_path / "sim-up.log").read_text(errors="replace")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -45,7 +60,7 @@ def test_sim_up_serves_clients_and_stops_cleanly(tmp_path: Path, sig: signal.Sig
         api.close()
     finally:
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=30)
+        out = output_of(proc, tmp_path)
     assert proc.returncode == 0, out
     assert not kubeconfig.exists(), "sim up removes its kubeconfig when it stops"
     # lwsconf-podnet/ holds the machine-wide advisory locks that keep parallel clusters on different pod

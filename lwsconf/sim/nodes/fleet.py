@@ -176,7 +176,11 @@ class NodeFleet:
         if spec.name not in self._socket_dirs:
             folder = self.workdir / spec.name / "device-plugins"
             if len(str(folder)) > _MAX_SOCKET_DIR:
-                folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("dp")))
+                # $TMPDIR may itself be too deep (pytest's tmp_path under xdist: kubelet.sock at 111 bytes, and
+                # the node's device manager crash-looped); /tmp is short on every Linux, and stop() removes it
+                base = tempfile.gettempdir()
+                folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("dp"),
+                                               dir=base if len(base) <= _MAX_SOCKET_DIR // 2 else "/tmp"))
             folder.mkdir(parents=True, exist_ok=True)
             self._socket_dirs[spec.name] = folder
         return self._socket_dirs[spec.name]
