@@ -38,6 +38,11 @@ RELEASES = (
 )
 DEFAULT = RELEASES[0]
 
+UNDER_TEST_ENV = "LWSCONF_KUBERNETES_VERSIONS"
+"""The releases the project's own tests run against (space- or comma-separated; default: every pinned release).
+`make test` sets it to the newest release only, and `make test-releases` to all of them: a second release doubles
+the cold build (about 6 minutes here) for checks that differ only in the binaries (issue 30, CI budget)."""
+
 
 class UnknownVersion(ValueError):
     """A --kubernetes-version that is not pinned; the message lists the ones that are."""
@@ -54,6 +59,16 @@ def resolve(version: str | None) -> Release:
     known = ", ".join(r.kubernetes for r in RELEASES)
     raise UnknownVersion(f"Kubernetes {version!r} is not pinned here; choose one of {known} "
                          f"(each has its Go module under controlplane/)")
+
+
+def under_test() -> tuple[Release, ...]:
+    """The releases named by $LWSCONF_KUBERNETES_VERSIONS (`UNDER_TEST_ENV`), in pinned order; every release when it
+    is unset or empty. An unknown version raises UnknownVersion, so a typo cannot silently test nothing."""
+    named = os.environ.get(UNDER_TEST_ENV, "").replace(",", " ").split()
+    if not named:
+        return RELEASES
+    wanted = {resolve(v) for v in named}
+    return tuple(r for r in RELEASES if r in wanted)
 
 
 def source_root() -> Path:

@@ -20,7 +20,7 @@ VERSION_TIMEOUT = 60.0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_built_components_report_their_versions(release: versions.Release) -> None:
     binaries = build.installed(release)
     if binaries is None:

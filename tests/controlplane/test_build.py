@@ -71,6 +71,20 @@ def test_resolve_accepts_release_minor_and_v_prefix() -> None:
         versions.resolve("1.35")
 
 
+def test_releases_under_test_follow_the_env_in_pinned_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(versions.UNDER_TEST_ENV, raising=False)
+    assert versions.under_test() == versions.RELEASES
+    monkeypatch.setenv(versions.UNDER_TEST_ENV, "")
+    assert versions.under_test() == versions.RELEASES
+    monkeypatch.setenv(versions.UNDER_TEST_ENV, "1.36.3")
+    assert [r.kubernetes for r in versions.under_test()] == ["1.36.3"]
+    monkeypatch.setenv(versions.UNDER_TEST_ENV, "1.36, v1.37.2")
+    assert versions.under_test() == versions.RELEASES
+    monkeypatch.setenv(versions.UNDER_TEST_ENV, "1.37.2 1.20")
+    with pytest.raises(versions.UnknownVersion, match="'1.20' is not pinned here"):
+        versions.under_test()
+
+
 def test_plan_command_lines(tmp_path: Path) -> None:
     release = versions.resolve("1.37")
     plan = build.plan(release, go="/usr/bin/go", go_version="go1.26.8", cache=tmp_path, nice="/usr/bin/nice")

@@ -55,7 +55,7 @@ def _spdy_exec(url: str, context: ssl.SSLContext) -> tuple[int, str]:
 
 @pytest.mark.slow
 @pytest.mark.kubectl
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Release) -> None:
     _binaries_or_skip(release)
     binaries = build.installed(release)

@@ -83,7 +83,7 @@ def _is_loopback(address: str, *, unspecified_ok: bool = False) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", ["down", "ctrl-c"])
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_local_up_serves_the_official_client_and_down_leaves_nothing(tmp_path: Path, release: versions.Release,
                                                                      stop: str) -> None:
     """Stopped by `lwsconf local down` (SIGTERM) or by Ctrl-C (SIGINT, as a terminal sends it to `up`)."""

@@ -59,7 +59,7 @@ def apply_manifests(api: client.ApiClient) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_local_cluster_nodes_ready_and_sample_lws_available(release: versions.Release) -> None:
     _binaries_or_skip(release)
     with LocalCluster(release) as cluster:

@@ -30,7 +30,7 @@ POD_READY = 60.0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_pod_get_through_the_proxy_and_port_forward(release: versions.Release) -> None:
     _binaries_or_skip(release)
     with LocalCluster(release) as cluster:

@@ -36,7 +36,7 @@ def _service_account(core: Any) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_services_list_pods_by_their_api_address_and_the_proxy_reaches_them(release: versions.Release) -> None:
     _binaries_or_skip(release)
     with LocalCluster(release) as cluster:

@@ -50,7 +50,7 @@ async def kubectl(binary: Path, kubeconfig: Path, *args: str, stdin: bytes | Non
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_kubectl_exec_and_port_forward(tmp_path: Path, release: versions.Release) -> None:
     binary = built_kubectl(release)
 
@@ -116,7 +116,7 @@ async def _port_forward(binary: Path, config: Path) -> None:
     assert b"error" not in err.lower(), err.decode()[-2000:]
 
 
-@pytest.mark.parametrize("release", versions.RELEASES, ids=lambda r: r.kubernetes)
+@pytest.mark.parametrize("release", versions.under_test(), ids=lambda r: r.kubernetes)
 def test_kubectl_cp_both_ways_and_into_volumes(tmp_path: Path, release: versions.Release) -> None:
     """kubectl cp is tar over exec with stdin (kubectl pkg/cmd/cp/cp.go); the sim runs tar in the container's root."""
     binary = built_kubectl(release)

@@ -1,0 +1,110 @@
+"""bench.soak and bench.load: the soak reads failures right, records a failed run honestly, and its load is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import load, soak
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="4">
+<testcase classname="conformance.test_deletion" name="test_ok" time="1.0"/>
+<testcase classname="conformance.test_deletion" name="test_bad" time="2.0">
+  <failure message="AssertionError: objects left after deleting fg&#10;assert not True">trace</failure></testcase>
+<testcase classname="tests.sim.test_x" name="test_err" time="0.1"><error message="">Traceback
+KeyError: 'x'</error></testcase>
+<testcase classname="tests.sim.test_x" name="test_skip" time="0"><skipped message="no Go"/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_runs_are_parsed_and_a_bad_one_is_named() -> None:
+    assert soak.parse_runs("sim=10, local=3,unit=0") == [("sim", 10), ("local", 3), ("unit", 0)]
+    with pytest.raises(ValueError, match="'kind=2' is not KIND=COUNT"):
+        soak.parse_runs("sim=1,kind=2")
+    with pytest.raises(ValueError, match="'sim=x' is not KIND=COUNT"):
+        soak.parse_runs("sim=x")
+
+
+def test_failures_carry_the_test_id_and_the_first_line(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT)
+    counts, failed = soak.failures_of(junit)
+    assert counts == {"passed": 1, "failed": 2, "skipped": 1}
+    assert failed == [
+        {"test": "conformance.test_deletion::test_bad", "kind": "failure",
+         "first_line": "AssertionError: objects left after deleting fg"},
+        {"test": "tests.sim.test_x::test_err", "kind": "error", "first_line": "Traceback"}]
+
+
+def test_summary_counts_green_runs_and_how_often_each_test_failed() -> None:
+    fail = {"test": "t::a", "kind": "failure", "first_line": "boom"}
+    runs = [{"kind": "sim", "green": True, "wall_seconds": 10.0, "failures": []},
+            {"kind": "sim", "green": False, "wall_seconds": 30.0, "failures": [fail]},
+            {"kind": "sim", "green": False, "wall_seconds": 20.0, "failures": [fail]}]
+    summary = soak.summarise(runs, [("sim", 4), ("unit", 1)])
+    assert summary["sim"]["planned"] == 4 and summary["sim"]["run"] == 3 and summary["sim"]["green"] == 1
+    assert summary["sim"]["wall_seconds"] == {"min": 10.0, "median": 20.0, "max": 30.0}
+    assert summary["sim"]["failing_tests"] == [{"test": "t::a", "failed_runs": 2, "first_line": "boom"}]
+    assert summary["unit"] == {"planned": 1, "run": 0, "green": 0, "wall_seconds": {}, "failing_tests": []}
+
+
+def test_a_soak_of_a_failing_test_is_red_and_says_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end, with a stand-in kind whose one test fails: the run is recorded red with its test id, the table
+    says so, and the exit code is 1 (a soak never claims green for what failed)."""
+    (tmp_path / "test_flaky.py").write_text("def test_fails():\n    assert 1 == 2, 'one is not two'\n"
+                                            "def test_passes():\n    pass\n")
+    monkeypatch.setitem(soak.KINDS, "unit", soak.Kind("unit", (str(tmp_path / "test_flaky.py"),), 120.0, False))
+    out, md = tmp_path / "results.json", tmp_path / "soak.md"
+    code = soak.main(["--out", str(out), "--markdown", str(md), "--runs", "unit=2", "--load", "1"])
+    assert code == 1
+    results = json.loads(out.read_text())["soak"]
+    assert results["summary"]["unit"]["green"] == 0 and results["summary"]["unit"]["run"] == 2
+    assert results["summary"]["unit"]["failing_tests"][0]["failed_runs"] == 2
+    assert "test_fails" in results["summary"]["unit"]["failing_tests"][0]["test"]
+    assert results["runs"][0]["outcomes"] == {"passed": 1, "failed": 1, "skipped": 0}
+    assert "| unit | 0 / 2 (2) |" in md.read_text() and "one is not two" in md.read_text()
+
+
+def test_the_load_stops_at_its_deadline_and_on_exit() -> None:
+    with load.CpuLoad(workers=2, max_seconds=1.0) as cpu:
+        assert cpu.alive() == 2
+        deadline = time.monotonic() + 30
+        while cpu.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cpu.alive() == 0, "busy processes outlived their 1 s deadline"
+    with load.CpuLoad(workers=1, max_seconds=600) as cpu:
+        procs = list(cpu.procs)
+    assert all(p.poll() is not None for p in procs), "a busy process outlived the context"
+
+
+def test_a_busy_process_stops_when_its_parent_is_killed() -> None:
+    """SIGKILL of the soak leaves no busy process behind: each polls its parent and exits when it is gone."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from bench.load import CpuLoad\n"
+         "with CpuLoad(1, 600) as c:\n    print(c.procs[0].pid, flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.1)
+    assert not _running(child), f"busy process {child} outlived its killed parent"
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (an orphan is reaped by init, which may take a moment)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z" and os.path.exists(f"/proc/{pid}")
