@@ -85,6 +85,8 @@ class NodeAgent:
         addresses: how pod IPs appear in the API (`podnet`; default the identity, as on the sim).
         cluster_dns: the cluster's one DNS, shared by every node's launcher (`NodeFleet` runs it);
             default: the default launcher runs one of its own.
+        client_ca: PEM of the CA whose client certificates the kubelet port accepts (the API server's
+            kubelet client certificate; `kubeletauth`); None: only bearer tokens it reviews.
     """
 
     def __init__(self, client: kc.Client, spec: layout.NodeSpec, *, index: int,
@@ -94,7 +96,7 @@ class NodeAgent:
                  kubelet_settings: settings.KubeletSettings | None = None, seed: int = 0,
                  launcher: nodectx.Launcher | None = None,
                  addresses: podnet.PodAddressMap = podnet.IDENTITY,
-                 cluster_dns: dns.SharedClusterDNS | None = None) -> None:
+                 cluster_dns: dns.SharedClusterDNS | None = None, client_ca: bytes | None = None) -> None:
         self.client = client
         self.addresses = addresses
         self.cluster_dns = cluster_dns
@@ -120,7 +122,7 @@ class NodeAgent:
         self._finished: set[str] = set()
         self._node_dirty = asyncio.Event()
         self.recorder = events.EventRecorder(client, self.name)
-        self.logs = agentlogs.AgentLogs(self)
+        self.logs = agentlogs.AgentLogs(self, client, client_ca)
         self.lease = lease.NodeLease(client, self.name, duration_seconds=self.settings.lease_duration,
                                      renew_interval=self.settings.lease_renew_interval)
         self.ctx: nodectx.NodeContext | None = None

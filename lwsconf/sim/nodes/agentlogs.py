@@ -1,7 +1,9 @@
 """The agent's side of the log server: which file holds a container's log, and the kubelet's errors.
 
 `start` serves the kubelet port over HTTPS with the log endpoint and the streaming endpoints
-(`streamserver`, answered by `agentstreams`).
+(`streamserver`, answered by `agentstreams`), each behind the kubelet's webhook authentication and
+authorization (`kubeletauth`): the API server's kubelet client certificate (signed by `client_ca`) or a
+bearer token it vouches for, then a SubjectAccessReview on `nodes/proxy` and friends.
 
 `resolve` answers the log server for (namespace, pod, container, previous) from the agent's pod
 workers: the current instance's file (still growing while the container runs) or, with
@@ -12,15 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lwsconf.sim.nodes import agentstreams, kubelettls, logserver, streamserver
+from lwsconf.sim.nodes import agentstreams, kubeletauth, kubelettls, logserver, streamserver
 
 if TYPE_CHECKING:
+    from lwsconf.kubeclient import client as kc
     from lwsconf.sim.nodes import podworker
 
 
 class AgentLogs:
-    def __init__(self, agent: agentstreams.NodeWorkers) -> None:
+    """The kubelet port of one agent; `client` sends its auth reviews, `client_ca` signs trusted client certs."""
+
+    def __init__(self, agent: agentstreams.NodeWorkers, client: kc.Client, client_ca: bytes | None) -> None:
         self._agent = agent
+        self.auth = kubeletauth.KubeletAuth(client, agent.name, client_ca)
         self.server: logserver.LogServer | None = None
 
     @property
@@ -29,8 +35,9 @@ class AgentLogs:
 
     async def start(self, host: str) -> None:
         streams = streamserver.StreamServer(agentstreams.AgentStreams(self._agent))
-        self.server = logserver.LogServer(host, self.resolve, routes=streams.add_routes,
-                                          ssl_context=kubelettls.server_context())
+        self.server = logserver.LogServer(
+            host, self.resolve, routes=streams.add_routes, middlewares=[self.auth.middleware],
+            ssl_context=kubeletauth.server_context(kubelettls.server_context(), self.auth.client_ca))
         await self.server.start()
 
     async def stop(self) -> None:

@@ -1,7 +1,8 @@
 """The kubelet's log endpoint: `GET /containerLogs/{namespace}/{pod}/{container}` on the node IP.
 
 The same server carries the kubelet's streaming endpoints (exec, attach, port-forward: `streamserver`)
-and, for the node agents, serves HTTPS (`kubelettls`).
+and, for the node agents, serves HTTPS (`kubelettls`) to authorised callers only (`kubeletauth`: a client
+certificate or a bearer token, then a SubjectAccessReview, as a kubelet with webhook auth; 401/403 else).
 
 The API server forwards `pods/NAME/log` here (to the node's InternalIP and
 daemonEndpoints.kubeletEndpoint.Port), so `kubectl logs` and `read_namespaced_pod_log` work as on a
@@ -21,11 +22,12 @@ import datetime
 import json
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 _CRI = re.compile(r"^(\d{4}-\d\d-\d\dT\S+) (stdout|stderr) ([FP]) ?(.*)$")
 _FOLLOW_POLL = 0.05
@@ -135,23 +137,27 @@ class LogServer:
     """aiohttp server on one node IP, port 0 unless given; `port` is known after `start()`.
 
     The node agent's kubelet port: `routes` adds the streaming endpoints (`streamserver`) to the
-    same application, and `ssl_context` makes it HTTPS as a kubelet's port is (`kubelettls`).
+    same application, `ssl_context` makes it HTTPS as a kubelet's port is (`kubelettls`), and
+    `middlewares` put every endpoint behind the kubelet's authentication and authorization
+    (`kubeletauth.KubeletAuth.middleware`).
     """
 
     def __init__(self, host: str, resolve: Resolver, *, port: int = 0,
                  routes: Callable[[web.Application], None] | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 middlewares: Sequence[Middleware] = ()) -> None:
         self.host = host
         self._resolve = resolve
         self._want_port = port
         self._routes = routes
         self._ssl = ssl_context
+        self._middlewares = tuple(middlewares)
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task[object]] = set()
 
     async def start(self) -> int:
-        app = web.Application()
+        app = web.Application(middlewares=self._middlewares)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/healthz", _ok)
         if self._routes is not None:

@@ -221,4 +221,14 @@ SAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("authentication.k8s.io", "selfsubjectreviews"): _obj(
         "authentication.k8s.io/v1", "SelfSubjectReview", CLUSTER_META,
         status={"userInfo": {"username": "lwsconf-sim-admin", "groups": ["system:masters", "system:authenticated"]}}),
+    ("authentication.k8s.io", "tokenreviews"): _obj(
+        "authentication.k8s.io/v1", "TokenReview", CLUSTER_META, spec={"token": "abc", "audiences": ["api"]},
+        status={"authenticated": True, "user": {"username": "lwsconf-sim-admin", "groups": ["system:masters"]},
+                "audiences": ["api"]}),
+    ("authorization.k8s.io", "subjectaccessreviews"): _obj(
+        "authorization.k8s.io/v1", "SubjectAccessReview", CLUSTER_META,
+        spec={"user": "kube-apiserver-kubelet-client", "groups": ["system:masters"],
+              "resourceAttributes": {"verb": "get", "version": "v1", "resource": "nodes", "subresource": "proxy",
+                                     "name": "cpu-0"}},
+        status={"allowed": False, "reason": "no"}),
 }

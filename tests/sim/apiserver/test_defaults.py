@@ -127,6 +127,12 @@ MINIMAL: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
         "spec": {"namespace": "default"}}),
     ("authentication.k8s.io", "selfsubjectreviews"): ("V1SelfSubjectReview", {
         "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {"name": "r"}}),
+    ("authentication.k8s.io", "tokenreviews"): ("V1TokenReview", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {"name": "r"},
+        "spec": {"token": "abc"}}),
+    ("authorization.k8s.io", "subjectaccessreviews"): ("V1SubjectAccessReview", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {"name": "r"},
+        "spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "nodes", "subresource": "proxy"}}}),
 }
 
 

@@ -1,4 +1,5 @@
-"""SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview: answered, validated, never stored.
+"""SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview, and the kubelet's TokenReview and
+SubjectAccessReview: answered, validated, never stored.
 
 kube-apiserver's review REST storage (pkg/registry/authorization/selfsubjectaccessreview/rest.go and
 siblings) is create-only; `kubectl auth can-i` / `can-i --list` / `whoami` read `status`. The sim's single
@@ -17,6 +18,8 @@ from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401 (fix
 SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")
 SSRR = ("authorization.k8s.io", "selfsubjectrulesreviews")
 SSR = ("authentication.k8s.io", "selfsubjectreviews")
+TR = reviews.TOKEN_REVIEW
+SAR = reviews.SUBJECT_ACCESS
 NOW = "2026-12-03T11:00:00Z"
 
 
@@ -58,6 +61,30 @@ def test_self_subject_review_names_the_sim_user() -> None:
     out = reviews.answer(SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, NOW)
     assert out["metadata"] == {"creationTimestamp": NOW}
     assert out["status"]["userInfo"] == {"username": reviews.USERNAME, "groups": list(reviews.GROUPS)}
+
+
+def test_token_review_authenticates_the_api_token_only() -> None:
+    """tokenreview/storage.go: a token is required (400); an unknown one is not authenticated (user empty)."""
+    out = reviews.answer(TR, {"spec": {"token": "secret"}}, NOW, api_token="secret")
+    assert out["status"] == {"authenticated": True,
+                             "user": {"username": reviews.USERNAME, "groups": list(reviews.GROUPS)}}
+    assert reviews.answer(TR, {"spec": {"token": "guess"}}, NOW, api_token="secret")["status"] == {"user": {}}
+    with pytest.raises(errors.StatusError) as empty:
+        reviews.answer(TR, {"spec": {}}, NOW, api_token="secret")
+    assert (empty.value.code, empty.value.message) == (400, "token is required for TokenReview in authentication")
+
+
+def test_subject_access_review_allows_system_masters_only() -> None:
+    attrs = {"verb": "get", "resource": "nodes", "subresource": "proxy", "name": "cpu-0"}
+    masters = reviews.answer(SAR, {"spec": {"user": "kube-apiserver-kubelet-client", "groups": ["system:masters"],
+                                            "resourceAttributes": attrs}}, NOW)
+    assert masters["status"]["allowed"] is True
+    other = reviews.answer(SAR, {"spec": {"user": "someone", "groups": ["system:authenticated"],
+                                          "resourceAttributes": attrs}}, NOW)
+    assert other["status"] == {"allowed": False, "reason": reviews.DENIED}
+    with pytest.raises(errors.StatusError) as nobody:
+        reviews.answer(SAR, {"spec": {"resourceAttributes": attrs}}, NOW)
+    assert nobody.value.code == 422 and "at least one of user or group must be specified" in nobody.value.message
 
 
 def test_reviews_are_create_only_and_not_stored(sim_api: SimAPI) -> None:

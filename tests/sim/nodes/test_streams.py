@@ -167,12 +167,14 @@ def test_requests_that_cannot_be_served_say_why(tmp_path: Path) -> None:
 
 
 async def _kubelet_refusals(sim: ks.Sim) -> None:
-    """The kubelet port itself (what a real kube-apiserver proxies an old kubectl's SPDY request to)."""
+    """The kubelet port itself (what a real kube-apiserver proxies an old kubectl's SPDY request to), called
+    with the API token, which the kubelet has the API server review (`kubeletauth`)."""
     node = await sim.client.get(ks.NODES, "cpu-0")
     ip = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"][0]
     port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
     assert node["status"]["declaredFeatures"] == ["ExtendWebSocketsToKubelet"]
-    spdy = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"}
+    spdy = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io",
+            "Authorization": f"Bearer {sim.server.token}"}
     async with aiohttp.ClientSession() as session:
         for path, code, words in (("/exec/default/p/main?output=1&command=ls", 400, "WebSocket only"),
                                   ("/exec/default/gone/main?output=1&command=ls", 404, "pod does not exist"),
@@ -260,7 +262,8 @@ def test_the_official_python_client_execs_and_forwards(tmp_path: Path) -> None:
             kubeconfig = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
 
             def drive() -> tuple[str, int | None, bytes]:
-                core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+                core = client.CoreV1Api(config.new_client_from_config(  # type: ignore[no-untyped-call]
+                    config_file=str(kubeconfig)))
                 out = stream(core.connect_get_namespaced_pod_exec, "p", ks.NS, command=["python", "-c", "print(2)"],
                              stderr=True, stdin=False, stdout=True, tty=False)
                 failing = stream(core.connect_get_namespaced_pod_exec, "p", ks.NS,

@@ -183,6 +183,9 @@ class APIServer:
         self.internal_socket: str | None = None
         """The plain-HTTP abstract Unix socket the sim's own components use (set by `start`); see `start`."""
         self.identity = tls.self_signed()
+        # kube-apiserver's --kubelet-client-certificate, with a kubeadm cluster's subject and group
+        self.kubelet_client = self.identity.issue_client("kube-apiserver-kubelet-client", "system:masters")
+        self.ctx.kubelet_client = self.kubelet_client.client_context()
         self._openapi_auto = openapi_specs == "auto"
         if not isinstance(openapi_specs, str):
             self.ctx.openapi_specs = openapi_specs

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import json
+import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,9 @@ class ServerContext:
     """Where Service ClusterIPs are allocated (kube-apiserver's `--service-cluster-ip-range`)."""
     openapi_specs: BuiltinSpecs | None = None
     """Kubernetes' OpenAPI documents for built-in group-versions (`openapi_cache`); None: generated ones."""
+    kubelet_client: ssl.SSLContext | bool = False
+    """TLS towards kubelets (`proxy`, `streams`): presents the server's kubelet client certificate, as
+    kube-apiserver's --kubelet-client-certificate; False (no certificate) until `APIServer` sets it."""
 
     @property
     def storage(self) -> storage.Storage:

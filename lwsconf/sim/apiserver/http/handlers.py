@@ -141,7 +141,7 @@ async def create(ctx: ServerContext, request: web.Request, target: routing.Targe
     decoding.check_type_meta(info, obj, ctx.registry, field_validation=params.field_validation(request))
     decoding.check_namespace(info, obj, target.namespace)
     if info.key in reviews.KEYS:  # answered, never stored (kube-apiserver's review REST storage)
-        answer = reviews.answer(info.key, obj, objects.now_rfc3339())
+        answer = reviews.answer(info.key, obj, objects.now_rfc3339(), api_token=ctx.token)
         record = managed_fields_recorder(request, target, None)
         if info.key == reviews.ACCESS and record is not None:  # its field manager ran on the request's object
             managed = objects.deep_copy(obj)

@@ -2,7 +2,9 @@
 
 kube-apiserver reaches pod logs through the kubelet (`/containerLogs/...` over HTTPS on the node's
 InternalIP and `daemonEndpoints.kubeletEndpoint.Port`, the kubelet's self-signed certificate not
-verified, as without --kubelet-certificate-authority) and proxies HTTP to pod IPs directly, or to
+verified, as without --kubelet-certificate-authority, presenting its kubelet client certificate as
+--kubelet-client-certificate: the kubelet answers only authorised callers, `ServerContext.kubelet_client`)
+and proxies HTTP to pod IPs directly, or to
 a ready endpoint of a Service. The simulator does the same over HTTP, which is how conformance
 tests send real traffic to workloads on every backend. Every address the simulator allocates is in
 127.0.0.0/8, and this module refuses any other destination (ARCHITECTURE.md, "Addresses on sim").
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import ssl
 from typing import Any
 
 import aiohttp
@@ -58,14 +61,14 @@ def node_address(ctx: ServerContext, node_name: str) -> tuple[str, int]:
     return _loopback_only(ips[0], f'node "{node_name}"'), int(port)
 
 
-async def _relay(request: web.Request, url: str) -> web.StreamResponse:
+async def _relay(request: web.Request, url: str, tls: ssl.SSLContext | bool = False) -> web.StreamResponse:
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
     body = await request.read()
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as session, session.request(
                 request.method, url, headers=headers, data=body or None, allow_redirects=False,
-                ssl=False) as upstream:
+                ssl=tls) as upstream:
             response = web.StreamResponse(status=upstream.status, headers={
                 k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS})
             await response.prepare(request)
@@ -91,7 +94,7 @@ async def pod_log(ctx: ServerContext, request: web.Request, target: routing.Targ
     ip, port = node_address(ctx, node)
     query = request.query_string
     url = f"https://{ip}:{port}/containerLogs/{target.namespace}/{target.name}/{container}"
-    return await _relay(request, url + (f"?{query}" if query else ""))
+    return await _relay(request, url + (f"?{query}" if query else ""), ctx.kubelet_client)
 
 
 async def forward(ctx: ServerContext, request: web.Request, target: routing.Target) -> web.StreamResponse:
@@ -99,6 +102,7 @@ async def forward(ctx: ServerContext, request: web.Request, target: routing.Targ
     name, port = _split_name_port(target.name)
     plural = target.info.plural
     scheme = "http"
+    tls_used: ssl.SSLContext | bool = False
     if plural == "pods":
         ip, port_num = _pod_address(ctx, target.namespace or "", name, port)
     elif plural == "services":
@@ -106,10 +110,11 @@ async def forward(ctx: ServerContext, request: web.Request, target: routing.Targ
     else:
         ip, kubelet_port = node_address(ctx, name)
         port_num = int(port) if port.isdigit() else kubelet_port
-        scheme = "https" if port_num == kubelet_port else "http"  # the kubelet port is HTTPS only
+        if port_num == kubelet_port:  # HTTPS only, and only for authorised callers (kubeletauth)
+            scheme, tls_used = "https", ctx.kubelet_client
     query = request.query_string
     url = f"{scheme}://{ip}:{port_num}/{target.subpath}" + (f"?{query}" if query else "")
-    return await _relay(request, url)
+    return await _relay(request, url, tls_used)
 
 
 def _pod_address(ctx: ServerContext, namespace: str, name: str, port: str) -> tuple[str, int]:

@@ -6,7 +6,8 @@ kube-apiserver 1.36+ proxies these WebSockets unchanged to a kubelet whose Node 
 (pkg/registry/core/pod/strategy.go). The simulator does the same: it checks the request as the API
 server does (the pod, its container, its node, the options), opens a WebSocket to the kubelet with
 the subprotocols the client offered, accepts the client's with the one the kubelet chose and relays
-messages both ways until either side closes. The kubelet speaks the protocols (`lwsconf.streaming`).
+messages both ways until either side closes. The kubelet speaks the protocols (`lwsconf.streaming`) and
+answers only authorised callers: the server presents its kubelet client certificate (`ServerContext.kubelet_client`).
 
 A SPDY upgrade (kubectl before 1.30, or any SPDY executor) is refused after those checks with a 400
 naming the fix, so a request that is wrong anyway still gets its real error (kubectl retries with
@@ -101,7 +102,7 @@ async def pod_stream(ctx: ServerContext, request: web.Request, target: routing.T
     url = URL(f"https://{ip}:{port}{path}" + (f"?{query}" if query else ""), encoded=True)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5)) as session:
         try:
-            upstream = await session.ws_connect(url, protocols=_offered(request), ssl=False, autoping=True,
+            upstream = await session.ws_connect(url, protocols=_offered(request), ssl=ctx.kubelet_client, autoping=True,
                                                 max_msg_size=0)
         except aiohttp.WSServerHandshakeError as exc:
             raise errors.StatusError(exc.status if exc.status >= 400 else 502, "BadGateway",

@@ -146,6 +146,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        verbs=("create",)),
     _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False,
        verbs=("create",)),
+    # what a kubelet with webhook authn/authz asks about its callers (`reviews`, lwsconf.sim.nodes.kubeletauth)
+    _r("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False, verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False,
+       verbs=("create",)),
     _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), stored_as=("", "v1", "events")),
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), has_status=True, tracks_generation=True),

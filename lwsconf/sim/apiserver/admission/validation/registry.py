@@ -62,6 +62,8 @@ NAME_RULES: dict[tuple[str, str], str] = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"): "dns1123_subdomain",
     ("authorization.k8s.io", "selfsubjectrulesreviews"): "dns1123_subdomain",
     ("authentication.k8s.io", "selfsubjectreviews"): "dns1123_subdomain",
+    ("authentication.k8s.io", "tokenreviews"): "dns1123_subdomain",
+    ("authorization.k8s.io", "subjectaccessreviews"): "dns1123_subdomain",
     ("events.k8s.io", "events"): "dns1123_subdomain",
     ("apiextensions.k8s.io", "customresourcedefinitions"): "dns1123_subdomain",
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): "dns1123_subdomain",
