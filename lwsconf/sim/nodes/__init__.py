@@ -16,6 +16,9 @@ Parts (each module's docstring says more):
   `nodeobj`, `lease`, `events`, `logserver`, `agentlogs` - the kubelet itself;
 * `streamserver`, `agentstreams`, `execsession`, `kubelettls` - the kubelet port's exec, attach and
   port-forward over WebSocket (protocols in `lwsconf.streaming`), served over HTTPS with logs;
+* `kubeletauth` - who may call the kubelet port: a client certificate of the API server's CA or a token the
+  API server vouches for (TokenReview), then a SubjectAccessReview on `nodes/proxy` and friends (401/403
+  otherwise), as a kubelet with webhook authentication and authorization;
 * `nodechaos` - node faults switched on by annotations on the Node (cut off, NotReady, slow);
 * `fleet` (`NodeFleet`) - every agent of a cluster, in the shape `SimCluster` runs controllers.
 
