@@ -4,7 +4,8 @@ kube-apiserver 1.36+ proxies kubectl's WebSocket unchanged to a kubelet whose No
 `ExtendWebSocketsToKubelet` (our agents do), over HTTPS to the Node's InternalIP
 (`--kubelet-preferred-address-types=InternalIP`, controlplane/flags.py) and kubelet port, with its
 kubelet client certificate; our agents serve the channel protocol and the SPDY port-forward tunnel, and
-refuse an old kubectl's SPDY request with a message the API server passes on.
+refuse an old kubectl's SPDY request with a message the API server passes on. Called directly, the kubelet port
+answers only authorised callers (401 without credentials, 403 for an identity RBAC does not allow on nodes/proxy).
 The pod is scheduled by the real kube-scheduler. Skips when the release (with its kubectl) is not built;
 LWSCONF_REQUIRE_GO=1 turns the skip into a failure.
 """
@@ -106,3 +107,41 @@ def test_logs_exec_and_port_forward_through_kube_apiserver(release: versions.Rel
         core.create_namespaced_pod("default", python_pod("ticker", TICKER, readinessProbe=None))
         wait_until(lambda: ready("ticker"), what="pod default/ticker Ready", timeout=POD_READY, poll=0.5)
         asyncio.run(attach_sees_ticks(kubectl_bin, config_path, "ticker"))
+        _only_authorised_callers_reach_the_kubelet(cluster, core, node)
+
+
+def _kubelet_get(url: str, context: ssl.SSLContext, token: str = "") -> tuple[int, str]:
+    parsed = urlparse(url)
+    conn = http.client.HTTPSConnection(parsed.hostname or "127.0.0.1", parsed.port, context=context, timeout=60)
+    try:
+        conn.request("GET", parsed.path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        response = conn.getresponse()
+        return response.status, response.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def _only_authorised_callers_reach_the_kubelet(cluster: LocalCluster, core: client.CoreV1Api, node: str) -> None:
+    """The node's kubelet port called directly (`lwsconf.sim.nodes.kubeletauth`): no credentials 401; a
+    ServiceAccount token kube-apiserver authenticates (TokenReview) but RBAC does not allow on nodes/proxy
+    (SubjectAccessReview) 403; the admin certificate, signed by the cluster CA (the kubelets' client CA), 200."""
+    assert cluster.fleet is not None and cluster.controlplane is not None and cluster.controlplane.admin is not None
+    agent = cluster.fleet.agents[node]
+    url = f"https://{agent.host_ip}:{agent.logs.port}/containerLogs/default/p/main"
+    anonymous = ssl.create_default_context()
+    anonymous.check_hostname = False
+    anonymous.verify_mode = ssl.CERT_NONE  # the kubelet's serving certificate is self-signed
+    assert _kubelet_get(url, anonymous) == (401, "Unauthorized")
+    core.create_namespaced_service_account("default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(
+        name="nobody")))
+    token = core.create_namespaced_service_account_token("nobody", "default", client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))).status.token
+    assert _kubelet_get(url, anonymous, token) == (
+        403, "Forbidden (user=system:serviceaccount:default:nobody, verb=get, resource=nodes, "
+             "subresource(s)=[proxy])\n")
+    admin = ssl.create_default_context()
+    admin.check_hostname = False
+    admin.verify_mode = ssl.CERT_NONE
+    admin.load_cert_chain(str(cluster.controlplane.admin.cert), str(cluster.controlplane.admin.key))
+    status, body = _kubelet_get(url, admin)
+    assert status == 200 and body.startswith("serving\n"), (status, body)  # then the port-forward's access log
