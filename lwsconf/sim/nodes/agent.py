@@ -86,7 +86,8 @@ class NodeAgent:
         cluster_dns: the cluster's one DNS, shared by every node's launcher (`NodeFleet` runs it);
             default: the default launcher runs one of its own.
         client_ca: PEM of the CA whose client certificates the kubelet port accepts (the API server's
-            kubelet client certificate; `kubeletauth`); None: only bearer tokens it reviews.
+            kubelet client certificate; `kubeletauth`); default: the CA `client` trusts for the API server (as
+            kubeadm, whose one cluster CA signs both), and with none only bearer tokens it reviews pass.
     """
 
     def __init__(self, client: kc.Client, spec: layout.NodeSpec, *, index: int,
@@ -122,7 +123,7 @@ class NodeAgent:
         self._finished: set[str] = set()
         self._node_dirty = asyncio.Event()
         self.recorder = events.EventRecorder(client, self.name)
-        self.logs = agentlogs.AgentLogs(self, client, client_ca)
+        self.logs = agentlogs.AgentLogs(self, client, client_ca if client_ca is not None else client.ca_pem)
         self.lease = lease.NodeLease(client, self.name, duration_seconds=self.settings.lease_duration,
                                      renew_interval=self.settings.lease_renew_interval)
         self.ctx: nodectx.NodeContext | None = None
