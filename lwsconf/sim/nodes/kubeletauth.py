@@ -39,7 +39,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -55,10 +55,15 @@ ALLOW_CACHE_TTL = 300.0
 DENY_CACHE_TTL = 30.0
 """Seconds a denying SubjectAccessReview is reused (authorization.webhook.cacheUnauthorizedTTL)."""
 
+CACHE_SIZE = 1024
+"""Entries each cache holds before the expired ones are dropped (random tokens cannot grow it without bound)."""
+
 AUTHENTICATED = "system:authenticated"
 _VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,8 @@ class KubeletAuth:
             return None
         status = review.get("status") or {}
         user = _review_user(status.get("user") or {}) if status.get("authenticated") else None
+        if len(self._tokens) >= CACHE_SIZE:  # bounded, as the kubelet's LRU caches are
+            self._tokens = _unexpired(self._tokens, now)
         self._tokens[token] = (now + TOKEN_CACHE_TTL, user)
         return user
 
@@ -195,8 +202,16 @@ class KubeletAuth:
         review = await self._client.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
                                             body=body)
         allowed = bool((review.get("status") or {}).get("allowed"))
+        if len(self._decisions) >= CACHE_SIZE:
+            self._decisions = _unexpired(self._decisions, now)
         self._decisions[key] = (now + (ALLOW_CACHE_TTL if allowed else DENY_CACHE_TTL), allowed)
         return allowed
+
+
+def _unexpired(cache: dict[_K, tuple[float, _V]], now: float) -> dict[_K, tuple[float, _V]]:
+    """The entries still valid at `now`; none when even those fill the cache."""
+    kept = {k: v for k, v in cache.items() if v[0] > now}
+    return kept if len(kept) < CACHE_SIZE else {}
 
 
 def _cert_user(cert: dict[str, Any]) -> User:

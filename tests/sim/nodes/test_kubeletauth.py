@@ -181,5 +181,8 @@ def test_reviews_are_cached_for_the_kubelets_default_times() -> None:
         assert await auth._review_token("good") is None
         api.fail = False
         assert await auth._review_token("good") == user
+        for n in range(kubeletauth.CACHE_SIZE + 5):  # random tokens: the cache stays bounded
+            await auth._review_token(f"random-{n}")
+        assert len(auth._tokens) <= kubeletauth.CACHE_SIZE
 
     asyncio.run(scenario())
