@@ -4,7 +4,8 @@ kube-apiserver reaches kubelets over HTTPS only (its kubelet client's scheme), a
 `--kubelet-certificate-authority` it does not verify the certificate, exactly what a kubelet's
 self-signed serving certificate relies on. One ECDSA P-256 certificate per process serves every node
 agent (node IPs and `localhost` in its names); the sim API server connects the same way, unverified,
-and only to loopback addresses.
+and only to loopback addresses. Callers are asked for a client certificate (`kubeletauth.server_context`
+adds the client CA), and only authorised ones are answered (`kubeletauth`).
 """
 
 from __future__ import annotations
