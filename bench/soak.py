@@ -176,6 +176,10 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("stopped_by_budget"):
         lines += ["", f"The soak stopped at its budget of {results['budget_minutes']} minutes; the runs above the "
                       "'run' count were not run."]
+    elif results.get("interrupted"):
+        lines += ["", "The soak was interrupted; the runs above the 'run' count were not run."]
+    elif not results.get("complete", True):
+        lines += ["", "The soak is still running (this is what it had measured when it wrote this)."]
     return "\n".join(lines) + "\n"
 
 
@@ -194,28 +198,46 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     started = time.monotonic()
     runs: list[dict[str, Any]] = []
-    stopped = False
-    with CpuLoad(args.load, max_seconds=args.budget_minutes * 60 + 3 * 3600):
-        for name, count in planned:
-            for index in range(1, count + 1):
-                if time.monotonic() - started > args.budget_minutes * 60:
-                    stopped = True
-                    break
-                record = run_once(KINDS[name], index)
-                runs.append(record)
-                failed = ", ".join(f["test"] for f in record["failures"]) or "none"
-                print(f"soak: {name} {index}/{count}: {'green' if record['green'] else 'RED'} in "
-                      f"{record['wall_seconds']:.0f} s (failing: {failed})", flush=True)
-    results: dict[str, Any] = {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-        "load_workers": args.load, "budget_minutes": args.budget_minutes, "stopped_by_budget": stopped,
-        "summary": summarise(runs, planned), "runs": runs}
-    write_results(args.out, "soak", results)
-    if args.markdown:
-        args.markdown.write_text(markdown(results))
+    stopped: str | None = None
+
+    def record(final: bool) -> None:
+        """Write what was measured so far: after every run, so an interrupted soak keeps its figures."""
+        results: dict[str, Any] = {
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+            "load_workers": args.load, "budget_minutes": args.budget_minutes,
+            "stopped_by_budget": stopped == "budget", "interrupted": stopped == "interrupted",
+            "complete": final and stopped is None, "summary": summarise(runs, planned), "runs": runs}
+        write_results(args.out, "soak", results)
+        if args.markdown:
+            args.markdown.write_text(markdown(results))
+
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with CpuLoad(args.load, max_seconds=args.budget_minutes * 60 + 3 * 3600):
+            for name, count in planned:
+                for index in range(1, count + 1):
+                    if time.monotonic() - started > args.budget_minutes * 60:
+                        stopped = "budget"
+                        break
+                    runs.append(run_once(KINDS[name], index))
+                    failed = ", ".join(f["test"] for f in runs[-1]["failures"]) or "none"
+                    print(f"soak: {name} {index}/{count}: {'green' if runs[-1]['green'] else 'RED'} in "
+                          f"{runs[-1]['wall_seconds']:.0f} s (failing: {failed})", flush=True)
+                    record(final=False)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+        print("soak: interrupted; the runs finished so far are recorded", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    record(final=True)
     red = sum(1 for r in runs if not r["green"])
     print(f"soak: {len(runs) - red} of {len(runs)} runs green; figures in {args.out}")
-    return 0 if red == 0 and not stopped else 1
+    return 0 if red == 0 and stopped is None else 1
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the soak as Ctrl-C does: the running suite is stopped, what was measured is written."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -108,3 +108,39 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z" and os.path.exists(f"/proc/{pid}")
+
+
+def test_an_interrupted_soak_keeps_the_runs_it_finished_and_leaves_no_process(tmp_path: Path) -> None:
+    """SIGTERM in the middle of the second run: the first run's figures are in the results, marked interrupted,
+    the exit code is 1, and the second run's pytest is gone."""
+    counter = tmp_path / "count"
+    (tmp_path / "test_slow.py").write_text(
+        "import os, time\n"
+        f"COUNTER = {str(counter)!r}\n"
+        "def test_second_run_hangs():\n"
+        "    n = int(open(COUNTER).read()) + 1 if os.path.exists(COUNTER) else 1\n"
+        "    open(COUNTER, 'w').write(str(n))\n"
+        "    if n > 1:\n"
+        "        open(COUNTER + '.pid', 'w').write(str(os.getpid()))\n"
+        "        time.sleep(600)\n")
+    out = tmp_path / "results.json"
+    script = ("import sys; from bench import soak\n"
+              f"soak.KINDS['unit'] = soak.Kind('unit', ({str(tmp_path / 'test_slow.py')!r},), 900.0, False)\n"
+              f"sys.exit(soak.main(['--out', {str(out)!r}, '--runs', 'unit=3', '--load', '0']))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pid_file = Path(str(counter) + ".pid")
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    ended = proc.communicate()[0] if proc.poll() is not None else ""
+    assert pid_file.exists(), f"the second run never started: {ended}"
+    hung = int(pid_file.read_text())
+    proc.terminate()
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, output
+    results = json.loads(out.read_text())["soak"]
+    assert results["interrupted"] is True and results["complete"] is False, results
+    assert [(r["index"], r["green"]) for r in results["runs"]] == [(1, True)], results["runs"]
+    assert "interrupted; the runs finished so far are recorded" in output
+    assert not _running(hung), f"the interrupted run's pytest {hung} is still running"
