@@ -18,6 +18,9 @@ This package must not import the simulator: it ships alone in the plugin's conta
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 # Constants of the kubelet's side of the API (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/constants.go).
 VERSION = "v1beta1"
 SUPPORTED_VERSIONS = (VERSION,)
@@ -38,3 +41,30 @@ def check_socket_path(path: str) -> None:
             f"unix socket path {path!r} is {size} bytes; the kernel allows at most {MAX_SOCKET_PATH}: "
             "use a shorter socket directory (e.g. tempfile.mkdtemp(prefix='dp'))"
         )
+
+
+class HandlerTasks:
+    """The tasks grpc.aio runs this server's RPC handlers in, so that stopping can wait for them.
+
+    Why: `grpc.aio.Server.stop()` returns once the core server has shut down, but each RPC runs in two
+    asyncio tasks grpc creates (the handler task, named `HandleExceptions[<method>]`, and the `rpc_task`
+    that awaits it) and neither is awaited by stop(): a ListAndWatch stream cancelled by stop() or by the
+    client going away is still unwinding when stop() returns (seen under load as a task left "cancelling").
+    Every servicer method calls `track()` first; after `server.stop()`, `await drain()` returns once every
+    handler task is done and the loop has run the step in which grpc's `rpc_task` ends after its handler
+    (its wake-up is queued as soon as the handler task finishes, ahead of ours).
+    """
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def track(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task not in self._tasks:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+        await asyncio.sleep(0)

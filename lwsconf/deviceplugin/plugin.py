@@ -125,6 +125,7 @@ class FakeGPUPlugin:
         self._health = {device_id(self.node_name, resource, i): True for i in range(count)}
         self._subscribers: set[asyncio.Queue[list[pb.Device]]] = set()
         self._server: Any = None
+        self._handlers = dp.HandlerTasks()
         self._served: tuple[int, int, int] | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -211,7 +212,7 @@ class FakeGPUPlugin:
 
     async def _serve(self) -> None:
         server = grpc.aio.server()
-        pb_grpc.add_DevicePluginServicer_to_server(_Servicer(self), server)
+        pb_grpc.add_DevicePluginServicer_to_server(_Servicer(self, self._handlers), server)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a stale socket from a previous run
         try:
@@ -227,6 +228,7 @@ class FakeGPUPlugin:
         server, self._server = self._server, None
         if server is not None:
             await server.stop(None)  # grpc unlinks the socket file it bound
+            await self._handlers.drain()  # stop() cancels ListAndWatch streams without waiting for them
         if self._served is not None and _identity(self.socket_path) == self._served:
             self.socket_path.unlink()
         self._served = None
@@ -319,23 +321,28 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 class _Servicer(pb_grpc.DevicePluginServicer):
     """The gRPC face of a FakeGPUPlugin."""
 
-    def __init__(self, plugin: FakeGPUPlugin) -> None:
+    def __init__(self, plugin: FakeGPUPlugin, handlers: dp.HandlerTasks) -> None:
         self._plugin = plugin
+        self._handlers = handlers
 
     async def GetDevicePluginOptions(self, request: pb.Empty, context: Any) -> pb.DevicePluginOptions:
+        self._handlers.track()
         return self._plugin.options()
 
     async def ListAndWatch(self, request: pb.Empty, context: Any) -> AsyncIterator[pb.ListAndWatchResponse]:
+        self._handlers.track()
         async for response in self._plugin.list_and_watch():
             yield response
 
     async def GetPreferredAllocation(self, request: pb.PreferredAllocationRequest,
                                      context: Any) -> pb.PreferredAllocationResponse:
+        self._handlers.track()
         return pb.PreferredAllocationResponse(container_responses=[
             pb.ContainerPreferredAllocationResponse(deviceIDs=self._plugin.prefer(r))
             for r in request.container_requests])
 
     async def Allocate(self, request: pb.AllocateRequest, context: Any) -> pb.AllocateResponse:
+        self._handlers.track()
         try:
             responses = [self._plugin.allocate_one(list(r.devices_ids)) for r in request.container_requests]
         except ValueError as exc:
@@ -345,5 +352,6 @@ class _Servicer(pb_grpc.DevicePluginServicer):
 
     async def PreStartContainer(self, request: pb.PreStartContainerRequest,
                                 context: Any) -> pb.PreStartContainerResponse:
+        self._handlers.track()
         self._plugin.pre_start_calls.append(list(request.devices_ids))
         return pb.PreStartContainerResponse()

@@ -103,6 +103,7 @@ class _Endpoint:
     devices: dict[str, bool] = field(default_factory=dict)  # id -> healthy, in the plugin's order
     active: bool = True
     task: asyncio.Task[None] | None = None
+    call: Any = None  # the ListAndWatch call, once started
     expiry: asyncio.TimerHandle | None = None
 
 
@@ -122,6 +123,7 @@ class DeviceManager:
         self.connect_timeout = connect_timeout
         self.rpc_timeout = rpc_timeout
         self._server: Any = None
+        self._handlers = dp.HandlerTasks()
         self._served: tuple[int, int] | None = None
         self._endpoints: dict[str, _Endpoint] = {}
         self._allocations: dict[str, dict[tuple[str, str], Allocation]] = {}
@@ -143,7 +145,7 @@ class DeviceManager:
         self.socket_dir.mkdir(parents=True, exist_ok=True)
         self._remove_stale_sockets()
         server = grpc.aio.server()
-        pb_grpc.add_RegistrationServicer_to_server(_Registration(self), server)
+        pb_grpc.add_RegistrationServicer_to_server(_Registration(self, self._handlers), server)
         try:
             server.add_insecure_port(f"unix://{self.socket_path}")
         except RuntimeError as exc:
@@ -159,6 +161,7 @@ class DeviceManager:
         server, self._server = self._server, None
         if server is not None:
             await server.stop(None)  # grpc unlinks the socket file it bound
+            await self._handlers.drain()  # stop() cancels Register calls without waiting for them
         for endpoint in list(self._endpoints.values()):
             await self._close(endpoint)
         self._endpoints.clear()
@@ -251,7 +254,8 @@ class DeviceManager:
     async def _consume(self, endpoint: _Endpoint) -> None:
         """Apply every ListAndWatch list; when the stream ends, the plugin's devices turn unhealthy."""
         try:
-            async for response in endpoint.stub.ListAndWatch(pb.Empty()):
+            endpoint.call = endpoint.stub.ListAndWatch(pb.Empty())
+            async for response in endpoint.call:
                 devices = {d.ID: d.health == dp.HEALTHY for d in response.devices}
                 if devices != endpoint.devices:
                     endpoint.devices = devices
@@ -284,6 +288,7 @@ class DeviceManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await endpoint.channel.close()
+        await _call_finished(endpoint.call)
 
     # -- allocation --------------------------------------------------------------------------------
 
@@ -353,13 +358,34 @@ def _to_allocation(ids: list[str], r: pb.ContainerAllocateResponse) -> Allocatio
         cdi_devices=tuple(c.name for c in r.cdi_devices))
 
 
+async def _call_finished(call: Any) -> None:
+    """Wait until a cancelled streaming call's own task (grpc.aio sends the request in one) has ended.
+
+    Cancelling a call or closing its channel cancels that task without waiting for it; under load it is
+    still pending when stop() returns unless waited for here. Its CancelledError is the call's, not ours:
+    ours shows as `cancelling()` on the current task and is re-raised.
+    """
+    if call is None:
+        return
+    try:
+        await call.wait_for_connection()
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except grpc.aio.AioRpcError:
+        pass
+
+
 class _Registration(pb_grpc.RegistrationServicer):
     """The gRPC face of a DeviceManager."""
 
-    def __init__(self, manager: DeviceManager) -> None:
+    def __init__(self, manager: DeviceManager, handlers: dp.HandlerTasks) -> None:
         self._manager = manager
+        self._handlers = handlers
 
     async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.Empty:
+        self._handlers.track()
         try:
             await self._manager.register(request)
         except _RegisterRejected as exc:
