@@ -28,7 +28,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import ssl
 import tempfile
 import urllib.error
@@ -42,6 +41,7 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build, flags, pki
 from lwsconf.controlplane.process import Component
 from lwsconf.controlplane.versions import Release
+from lwsconf.ports import Reserved, reserve_port
 from lwsconf.waits.core import NotYet, Terminal, wait_until
 
 SERVICE_RANGE = "127.95.128.0/17"
@@ -86,13 +86,6 @@ class StartError(Exception):
     """A component did not become ready; the message names it and carries its log tail."""
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 free right now (the component binds it moments later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalControlPlane:
     """etcd, kube-apiserver, kube-controller-manager and kube-scheduler of one pinned release on loopback.
 
@@ -119,6 +112,8 @@ class LocalControlPlane:
         self.kubeconfig = Path()
         self.ca_pem = b""
         self.admin: pki.Pair | None = None
+        self._ports: list[Reserved] = []
+        """The components' ports, held until stop() (lwsconf/ports.py: picked and released, one was taken)."""
         self._hook = self._last_resort
 
     @classmethod
@@ -164,7 +159,7 @@ class LocalControlPlane:
                                          "kubernetes.default.svc.cluster.local"))
         kubelet_client = ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                   org="system:masters")
-        etcd_port, peer_port, self.port = free_port(), free_port(), free_port()
+        etcd_port, peer_port, self.port = self._reserve(), self._reserve(), self._reserve()
         etcd = self._launch("etcd", flags.etcd_argv(self.binaries["etcd"], self.folder / "etcd", etcd_port,
                                                     peer_port))
         wait_until(lambda: self._etcd_healthy(etcd, etcd_port), what=f"etcd on 127.0.0.1:{etcd_port} to be healthy",
@@ -189,7 +184,7 @@ class LocalControlPlane:
         kcm_config = self._write_kubeconfig("controller-manager.conf", ca.pair, kcm_user,
                                             "system:kube-controller-manager")
         scheduler_config = self._write_kubeconfig("scheduler.conf", ca.pair, scheduler_user, "system:kube-scheduler")
-        kcm_port, scheduler_port = free_port(), free_port()
+        kcm_port, scheduler_port = self._reserve(), self._reserve()
         for name in ("controller-manager", "scheduler"):
             (self.folder / name).mkdir(mode=0o700)
         kcm = self._launch("kube-controller-manager", flags.controller_manager_argv(
@@ -218,6 +213,11 @@ class LocalControlPlane:
         path.touch(mode=0o600)
         path.write_text(yaml.safe_dump(flags.kubeconfig(self.url, ca, user, user_name)))
         return path
+
+    def _reserve(self) -> int:
+        held = reserve_port()
+        self._ports.append(held)
+        return held.port
 
     def _launch(self, name: str, argv: list[str]) -> Component:
         component = Component(name, argv, self.folder / f"{name}.log", cwd=self.folder)
@@ -256,6 +256,8 @@ class LocalControlPlane:
         with shutdown.deferred("stopping the local control plane"):
             for component in reversed(self.components):
                 component.stop()
+            for held in self._ports:
+                held.release()
             if self.folder != Path():
                 shutil.rmtree(self.folder, ignore_errors=True)
             shutdown.remove_at_exit(self._hook)

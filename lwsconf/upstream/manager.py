@@ -30,8 +30,8 @@ from kubernetes import config as k8sconfig
 
 from lwsconf import lwsapi, podgroups, shutdown
 from lwsconf.controlplane import pki
-from lwsconf.controlplane.local import free_port
 from lwsconf.controlplane.process import Component
+from lwsconf.ports import Reserved, reserve_port
 from lwsconf.waits.core import NotYet, Terminal, wait_until
 
 PROBE_TIMEOUT = 5.0
@@ -60,8 +60,9 @@ class Ports:
     health: int
 
     @classmethod
-    def free(cls) -> Ports:
-        return cls(webhook=free_port(), metrics=free_port(), health=free_port())
+    def of(cls, held: list[Reserved]) -> Ports:
+        webhook, metrics, health = (r.port for r in held)
+        return cls(webhook=webhook, metrics=metrics, health=health)
 
 
 def configuration(ports: Ports, cert_dir: Path, *, gang_scheduling: bool = False) -> dict[str, object]:
@@ -128,6 +129,8 @@ class ManagerProcess:
         self.ready_timeout = ready_timeout
         self.folder = Path()
         self.ports = Ports(0, 0, 0)
+        self._held: list[Reserved] = []
+        """self.ports, held from start to stop (also across restart): see lwsconf/ports.py."""
         self.ca = b""
         self.component: Component | None = None
         self._hook = self._last_resort
@@ -155,7 +158,8 @@ class ManagerProcess:
         authority = pki.Authority(certs, name="lwsconf-lws-webhook-ca")
         authority.issue("tls", "lws-webhook-service", server_ips=("127.0.0.1",), server_names=("localhost",))
         self.ca = authority.pair.cert.read_bytes()
-        self.ports = Ports.free()
+        self._held = [reserve_port() for _ in range(3)]
+        self.ports = Ports.of(self._held)
         (self.folder / "kubeconfig").write_text(own_kubeconfig(self.source_kubeconfig, self.context))
         gang = serves_podgroups(self.source_kubeconfig, self.context, self.folder)
         (self.folder / "config.yaml").write_text(yaml.safe_dump(configuration(self.ports, certs,
@@ -215,6 +219,8 @@ class ManagerProcess:
         with shutdown.deferred("stopping upstream's LWS manager"):
             if self.component is not None:
                 self.component.stop()
+            for held in self._held:
+                held.release()
             if self.folder != Path():
                 shutil.rmtree(self.folder, ignore_errors=True)
             shutdown.remove_at_exit(self._hook)
