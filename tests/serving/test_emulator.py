@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from lwsconf import serving
+from lwsconf.ports import reserve_port
 from lwsconf.waits.core import NotYet, wait_until
 
 HOST = "127.0.0.1"
@@ -37,12 +38,6 @@ EXIT_TIMEOUT = float(os.environ.get("LWSCONF_TEST_EMULATOR_EXIT_TIMEOUT", "5"))
 """A process whose reason to exit has happened (peer gone, bad join, drain done) exits within this."""
 HEARTBEAT = {"LWSCONF_HEARTBEAT_INTERVAL": "0.1", "LWSCONF_HEARTBEAT_TIMEOUT": "2", "LWSCONF_DRAIN_TIMEOUT": "5"}
 MODEL = "lwsconf/emulated-model"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def call(url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, str], str]:
@@ -80,16 +75,23 @@ class Member:
 
 
 class Group:
-    """Starts one LWS group's processes (leader and workers) sharing a rendezvous port."""
+    """Starts one LWS group's processes (leader and workers) sharing a rendezvous port.
+
+    Its ports are held (lwsconf/ports.py) until stop(), not picked and released: a released port can be
+    taken by another xdist worker's process or an outgoing connection before the emulator binds it.
+    """
 
     def __init__(self, tmp_path: Path, size: int) -> None:
         self.tmp_path, self.size = tmp_path, size
-        self.rendezvous_port = free_port()
+        self._held = [reserve_port(HOST)]
+        self.rendezvous_port = self._held[0].port
         self.members: list[Member] = []
 
     def start(self, index: int, *, size: int | None = None, pod: str | None = None,
               env: dict[str, str] | None = None, wait: bool = True) -> Member:
-        port = free_port()
+        held = reserve_port(HOST)
+        self._held.append(held)
+        port = held.port
         pod = pod or f"demo-0{'' if index == 0 else f'-{index}'}"
         log = self.tmp_path / f"{pod}-{len(self.members)}.log"
         full_env = {**os.environ, **HEARTBEAT, "LWSCONF_BIND": HOST, "POD_NAME": pod, "LWS_LEADER_ADDRESS": HOST,
@@ -125,6 +127,8 @@ class Group:
             if member.proc.poll() is None:
                 member.proc.kill()
             member.proc.wait()
+        for held in self._held:
+            held.release()
 
 
 def leader_healthy(leader: Member) -> dict[str, Any]:
@@ -367,7 +371,12 @@ def test_a_worker_exits_when_its_leader_is_killed(group_of: Any) -> None:
     leader, worker = group_of(2).complete()
     leader.proc.kill()
     assert worker.must_exit() == 3
-    assert "went away (connection closed): the group is broken" in worker.logged()
+    # How the kernel closes a killed process's socket depends on timing: FIN (the worker reads EOF: "connection
+    # closed") or, when the worker's last heartbeat was still unread in the leader's receive buffer, RST
+    # ("Connection reset by peer"; tcp_close sends a reset for unread data). Seen under load. Both are the leader
+    # going away; any other reason is not.
+    assert re.search(r"the leader at \S+ went away \((connection closed|\[Errno 104\] Connection reset by peer)\): "
+                     r"the group is broken", worker.logged()), worker.logged()
 
 
 def test_sigterm_finishes_the_in_flight_request_refuses_new_ones_and_exits_zero(group_of: Any) -> None:
