@@ -13,9 +13,20 @@ gives every signal Ctrl-C's meaning, once:
   abandons it (runs the `at_exit` hooks, then exits at once), so a stuck teardown can still be left.
   Signals closer than `SAME_PRESS` seconds count once: a terminal's Ctrl-C reaches a process both
   from the terminal and from a parent that forwards it.
+* A KeyboardInterrupt can be lost on its way: a handler runs wherever the main thread is, and one
+  raised inside a finalizer (`__del__`, a weakref or GC callback; an asyncio transport's `__del__` runs
+  on the main thread) is printed as "Exception ignored" and dropped, as is one caught by an `except
+  BaseException` that does not re-raise. The process then went on as if never told, and every later
+  signal counted as a repeat during a cleanup that was not happening (a `--cluster=local` run kept
+  passing tests through two more SIGINTs). So a process that says when the interrupt arrived
+  (`install(reports_receipt=True)`, then `received()`: pytest's `pytest_keyboard_interrupt`) raises it
+  again on the next press outside a `deferred` block, and `redeliver_lost()` holds a lost one again
+  where its caller knows none can be in flight (pytest's per-test teardown).
 * `deferred(what)`: a block that must not be cut in half (starting or stopping a cluster): a signal
-  arriving inside it is held and takes effect when the block ends. Without `install()` it holds the
-  signal and re-delivers it to the previous handler afterwards.
+  arriving inside it is held and takes effect when the block ends, unless the block ends with a
+  KeyboardInterrupt already (it ends with another exception: the KeyboardInterrupt replaces it, which
+  stays its context). Without `install()` it holds the signal and re-delivers it to the previous
+  handler afterwards.
 * `at_exit(hook)`: last-resort cleanups (kill container process groups, remove temp folders), run
   at interpreter exit and when the cleanup is abandoned; `remove_at_exit` when done orderly.
 * Marking: `run_id()` puts LWSCONF_RUN_ID in the environment, so every process the run starts
@@ -40,7 +51,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 log = logging.getLogger("lwsconf")
 
@@ -70,6 +81,9 @@ class _State:
         self.interrupting = False
         """KeyboardInterrupt has been raised (or is held): the process is shutting down."""
         self.held: int | None = None
+        self.raised: int | None = None
+        """The signal whose KeyboardInterrupt was raised and not yet `received()` (`reports_receipt` only)."""
+        self.reports_receipt = False
         self.depth = 0
         self.what: list[str] = []
         self.hooks: list[Callable[[], None]] = []
@@ -143,15 +157,18 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def install(*, notify: Notify | None = _stderr) -> None:
+def install(*, notify: Notify | None = _stderr, reports_receipt: bool = False) -> None:
     """Make SIGINT, SIGTERM and SIGHUP one orderly shutdown (main thread; idempotent).
 
     Args:
         notify: where to say that a repeated signal is held or the cleanup abandoned; None for silence
             (xdist workers: their controller speaks for them).
+        reports_receipt: the caller calls `received()` once its KeyboardInterrupt reaches the code that shuts
+            down; until then a new press outside a `deferred` block raises it again (the first was lost).
     """
     run_id()
     _state.notify = notify
+    _state.reports_receipt = reports_receipt
     if _state.installed or not _on_main_thread():
         return
     for signum in SIGNALS:
@@ -167,6 +184,25 @@ def uninstall() -> None:
             signal.signal(signum, signal.SIG_DFL)
     _state.installed = False
     _state.presses, _state.last_press, _state.interrupting, _state.held = 0, -1.0, False, None
+    _state.raised, _state.reports_receipt = None, False
+
+
+def received() -> None:
+    """The KeyboardInterrupt reached the code that shuts down (pytest: `pytest_keyboard_interrupt`): later
+    presses are repeats during the cleanup (`reports_receipt`)."""
+    _state.raised = None
+
+
+def redeliver_lost() -> bool:
+    """Inside a `deferred` block where no KeyboardInterrupt can be in flight (pytest's per-test teardown: a
+    propagating one skips it), hold again an interrupt raised but never `received()`: it was lost on its way
+    (module docstring), and the block's end delivers it. True if there was one."""
+    if _state.raised is None or _state.depth == 0 or isinstance(sys.exc_info()[1], KeyboardInterrupt):
+        return False
+    if _state.held is None:
+        _state.held = _state.raised
+    _state.raised = None
+    return True
 
 
 def _say(text: str) -> None:
@@ -190,9 +226,13 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
     if _state.presses >= FORCE_AFTER and new_press and _state.installed:
         abandon(signum)
+    if _state.raised is not None and _state.depth == 0:  # the last KeyboardInterrupt was lost (or is on its way)
+        if new_press:
+            _interrupt(signum)
+        return
     if _state.interrupting or _state.depth > 0:
-        if _state.held is None and not _state.interrupting:
-            _state.held = signum
+        if _state.held is None and (not _state.interrupting or _state.raised is not None):
+            _state.held, _state.raised = signum, None  # (raised: the last one was lost; this block's end delivers it)
         _state.interrupting = True
         if new_press:
             doing = _state.what[-1] if _state.what else "cleaning up what this run started"
@@ -200,8 +240,14 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
             more = f"; {name} {left} more time{'s' if left != 1 else ''} abandons it" if _state.installed else ""
             _say(f"lwsconf: {name}: {doing}, please wait{more}")
         return
+    _interrupt(signum)
+
+
+def _interrupt(signum: int) -> NoReturn:
     _state.interrupting = True
-    raise KeyboardInterrupt(name)
+    if _state.reports_receipt:
+        _state.raised = signum
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 @contextlib.contextmanager
@@ -216,16 +262,20 @@ def deferred(what: str) -> Iterator[None]:
     previous = None if _state.installed else {s: signal.signal(s, _handle) for s in SIGNALS}
     _state.depth += 1
     _state.what.append(what)
+    ending: BaseException | None = None
     try:
         yield
+    except BaseException as exc:
+        ending = exc
+        raise
     finally:
         _state.what.pop()
         _state.depth -= 1
         if _state.depth == 0:
-            _release(previous)
+            _release(previous, ending)
 
 
-def _release(previous: Handlers | None) -> None:
+def _release(previous: Handlers | None, ending: BaseException | None = None) -> None:
     held, _state.held = _state.held, None
     if previous is not None:
         for signum, handler in previous.items():
@@ -234,8 +284,10 @@ def _release(previous: Handlers | None) -> None:
         if held is not None:
             signal.raise_signal(held)  # to whoever handled it before: KeyboardInterrupt, exit, ...
         return
-    if held is not None and sys.exc_info()[0] is None:
-        raise KeyboardInterrupt(signal.Signals(held).name)
+    # Not `sys.exc_info()`: inside this generator it also shows an exception a caller is handling (a block run in
+    # an `except` or `finally` clause), and a held signal was dropped for it.
+    if held is not None and not isinstance(ending, KeyboardInterrupt):
+        _interrupt(held)
 
 
 def at_exit(hook: Callable[[], None]) -> Callable[[], None]:

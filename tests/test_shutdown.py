@@ -115,6 +115,130 @@ def test_later_presses_do_not_cut_the_cleanup_and_the_third_abandons_it(tmp_path
     assert marker.exists(), "the last-resort exit hooks run when the cleanup is abandoned"
 
 
+def test_a_held_signal_interrupts_even_when_the_block_runs_inside_an_except_clause() -> None:
+    """A caller handling some other exception (the block in an `except` or `finally` clause) used to make the
+    block's end drop the held signal: `sys.exc_info()` inside the generator shows the caller's exception."""
+    done = scenario("""
+        shutdown.install(notify=None)
+        steps = []
+        try:
+            raise ValueError("handled by the caller")
+        except ValueError:
+            try:
+                with shutdown.deferred("starting the local cluster"):
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.2)
+                steps.append("block ended, not interrupted")
+            except KeyboardInterrupt as exc:
+                steps.append(f"interrupted: {exc}")
+        print(json.dumps({"steps": steps}))
+    """)
+    assert last_json(done)["steps"] == ["interrupted: SIGINT"], done.stderr
+
+
+def test_a_block_failing_with_another_error_while_a_signal_is_held_ends_in_keyboard_interrupt() -> None:
+    done = scenario("""
+        shutdown.install(notify=None)
+        try:
+            with shutdown.deferred("starting the local cluster"):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)
+                raise RuntimeError("etcd did not start")
+        except BaseException as exc:
+            print(json.dumps({"raised": type(exc).__name__, "context": repr(exc.__context__)}))
+    """)
+    assert last_json(done) == {"raised": "KeyboardInterrupt", "context": "RuntimeError('etcd did not start')"}
+
+
+LOST = """
+    shutdown.install(notify=print, reports_receipt=True)
+
+    class Transport:  # a finalizer running on the main thread when the signal arrives
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)  # the handler runs here: its KeyboardInterrupt is "ignored" by the interpreter
+
+    steps = []
+    try:
+        Transport()
+        steps.append("went on: the interrupt was lost")
+        time.sleep(shutdown.SAME_PRESS + 0.2)
+        %s
+    except KeyboardInterrupt as exc:
+        shutdown.received()
+        steps.append(f"interrupted: {exc}")
+    print(json.dumps({"steps": steps}))
+"""
+
+
+def test_an_interrupt_lost_in_a_finalizer_is_raised_again_by_the_next_press() -> None:
+    done = scenario(LOST % """
+        os.kill(os.getpid(), signal.SIGTERM)  # the next press: it used to count as a repeat during a cleanup
+        time.sleep(1)
+        steps.append("second press ignored")
+    """)
+    assert last_json(done)["steps"] == ["went on: the interrupt was lost", "interrupted: SIGTERM"], done.stdout
+    assert "please wait" not in done.stdout
+
+
+def test_an_interrupt_lost_in_a_finalizer_is_delivered_by_redeliver_lost_at_the_end_of_the_block() -> None:
+    done = scenario(LOST % """
+        with shutdown.deferred("tearing down a test"):
+            steps.append(f"lost one held again: {shutdown.redeliver_lost()}")
+        steps.append("not interrupted")
+    """)
+    assert last_json(done)["steps"] == ["went on: the interrupt was lost", "lost one held again: True",
+                                        "interrupted: SIGINT"], done.stdout
+
+
+def test_a_received_interrupt_makes_the_next_press_a_repeat_during_the_cleanup() -> None:
+    done = scenario("""
+        shutdown.install(notify=print, reports_receipt=True)
+        steps = []
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            shutdown.received()
+            steps.append("first press: cleaning up")
+        time.sleep(shutdown.SAME_PRESS + 0.2)
+        os.kill(os.getpid(), signal.SIGTERM)  # a second press: held, the cleanup goes on
+        time.sleep(0.2)
+        with shutdown.deferred("tearing down a test"):
+            steps.append(f"lost: {shutdown.redeliver_lost()}")
+        steps.append("cleanup went on")
+        print(json.dumps({"steps": steps}))
+    """)
+    assert last_json(done)["steps"] == ["first press: cleaning up", "lost: False", "cleanup went on"], done.stderr
+    assert "please wait" in done.stdout
+
+
+def test_a_pytest_run_whose_interrupt_is_lost_in_a_test_stops_after_that_tests_teardown(tmp_path: Path) -> None:
+    """fixtures/interrupts.py in a real pytest run: the SIGINT lands in a finalizer during the first test."""
+    (tmp_path / "test_lost.py").write_text(textwrap.dedent("""
+        import os, signal, time
+
+        class Transport:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.3)
+
+        def test_first():
+            Transport()
+            time.sleep(0.2)
+
+        def test_second():
+            pass
+    """))
+    env = {k: v for k, v in os.environ.items() if k not in (shutdown.RUN_ID_ENV, "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "fixtures.interrupts", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", "-q", "test_lost.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, (done.returncode, done.stdout, done.stderr)
+    assert "KeyboardInterrupt: SIGINT" in done.stdout and "1 passed" in done.stdout, done.stdout
+
+
 def test_exit_hooks_run_newest_first_and_removed_ones_not_at_all() -> None:
     done = scenario("""
         order = []
