@@ -44,6 +44,7 @@ from lwsconf.sim.nodes import (
     nodeobj,
     podnet,
     podworker,
+    prober,
     settings,
 )
 
@@ -140,6 +141,7 @@ class NodeAgent:
         self.workdir.mkdir(parents=True, exist_ok=True)
         await self.logs.start(self.host_ip)
         side_tasks: list[asyncio.Task[Any]] = []
+        prober.PROBE_THREAD.acquire()  # probe attempts off this loop while the agent runs (prober.ProbeThread)
         try:
             if self.device_manager is not None:
                 await self.device_manager.start()
@@ -165,7 +167,10 @@ class NodeAgent:
                 await self._halt(side_tasks)
                 await stop.wait()
         finally:
-            await self._shutdown(side_tasks)
+            try:
+                await self._shutdown(side_tasks)
+            finally:
+                prober.PROBE_THREAD.release()
 
     async def _halt(self, side_tasks: list[asyncio.Task[Any]]) -> None:
         """Stop watching, stop every pod worker (and its containers), the Lease and status reports."""

@@ -18,6 +18,18 @@ make, found nearly every server not yet listening and cost every pod a period.
 Process containers are probed for real through `probes.check` (the runtime helper's module: httpGet,
 tcpSocket, grpc, exec via the launcher). Emulated containers answer with the result a `probe` stage
 step forced (default success), so chaos stages can make a probe fail.
+
+An HTTP, TCP or gRPC attempt is scheduled (`next_tick`: one period after the previous attempt's start, as the
+worker's ticker) and made on the prober's own event loop (`ProbeThread`), not on the sim's loop: a kubelet's
+probe workers are goroutines that no other part of the kubelet holds up, while the sim's loop also runs the
+API server, every controller and every node; only the result is handed back to the pod worker.
+Measured on the sim under the soak's load (two busy loops beside the conformance suite, load 14-16,
+2026-12-06): that loop answered a 0.1 s sleep up to 1 s late (p90 418 ms), so an attempt's every step
+(connect, write, read) waited behind the rest of the cluster: a GET /readyz the probe program answers in
+10 ms (p99 150 ms) took 689 ms median, 1.7 s p90 as timed there, and 46 of 262 attempts timed out against
+timeoutSeconds 1; attempts started 844 ms late (median) against their period. With attempts on the prober's
+loop: 41 ms late (median), none timed out (docs/sim-fidelity.md item 13). Exec probes stay on the sim's loop:
+they run through the container's process (`Process.exec`), which belongs to it.
 """
 
 from __future__ import annotations
@@ -25,14 +37,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Callable
-from typing import Any
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
+from lwsconf import _loopthread
 from lwsconf.sim.nodes import nodectx
 from lwsconf.sim.nodes import state as st
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+T = TypeVar("T")
 _STARTUP_POLL = 0.05
 PLEG_RELIST_PERIOD = 1.0
 """The kubelet's generic PLEG relists containers every second (`relistPeriod`); the status sync that follows
@@ -66,10 +81,11 @@ async def _probe_loop(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.
             await asyncio.sleep(_STARTUP_POLL)
     await asyncio.sleep(_int(probe, "initialDelaySeconds", 0))
     loop = asyncio.get_running_loop()
-    await asyncio.sleep(first_probe_delay(loop.time(), state.admitted_at, period, kind))
+    tick = loop.time() + first_probe_delay(loop.time(), state.admitted_at, period, kind)
     successes = failures = 0
     while _current(rec, instance):
-        ok, message = await _check(ctx, pod(), rec, probe, kind, state)
+        ok, message, started = await _check(ctx, pod, rec, probe, kind, state, tick)
+        tick = next_tick(started, period, loop.time())
         if not _current(rec, instance):
             return
         successes, failures = (successes + 1, 0) if ok else (0, failures + 1)
@@ -89,7 +105,17 @@ async def _probe_loop(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.
                 return
         if kind == "startup" and rec.probe_results.get("startup") is True:
             return  # the startup probe stops once it succeeded
-        await asyncio.sleep(period)
+
+
+def next_tick(started: float, period: float, now: float) -> float:
+    """When the attempt after one that `started` runs: one period after its start, as the worker's ticker
+    (`time.NewTicker(probePeriod)`, worker.go) fires whatever an attempt took; a tick that came while an attempt
+    ran waits in the ticker's one-slot channel, so an attempt that overran its period is followed at once
+    (`now`), and later ticks keep the grid of `started`."""
+    tick = started + period
+    if tick <= now:
+        return now
+    return tick
 
 
 def first_probe_delay(now: float, admitted_at: float | None, period: float, kind: str) -> float:
@@ -102,19 +128,91 @@ def first_probe_delay(now: float, admitted_at: float | None, period: float, kind
     return min(tick, PLEG_RELIST_PERIOD - (now % PLEG_RELIST_PERIOD))
 
 
-async def _check(ctx: nodectx.NodeContext, pod: Obj, rec: st.ContainerRecord, probe: Obj, kind: str,
-                 state: st.PodState) -> tuple[bool, str]:
+class ProbeThread:
+    """The event loop probe attempts run on, in its own thread, while at least one node agent holds it.
+
+    `acquire` starts it (the first holder), `release` stops it (the last), so a process with no running
+    node has no prober thread. `run` awaits a coroutine there from the caller's loop (cancelling the caller
+    cancels it); with no thread running it runs on the caller's loop (unit tests that drive a pod worker
+    without an agent).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._thread: _loopthread.LoopThread | None = None
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._holders += 1
+            if self._thread is None:
+                self._thread = _loopthread.LoopThread("lwsconf-prober").start()
+
+    def release(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            thread = self._thread if self._holders == 0 else None
+            if thread is not None:
+                self._thread = None
+        if thread is not None:
+            thread.stop()
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        thread = self._thread
+        if thread is None:
+            return await coro
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, thread.loop)
+        except RuntimeError:  # stopped between the check and the call
+            return await coro
+        return await asyncio.wrap_future(future)
+
+
+PROBE_THREAD = ProbeThread()
+"""The process's prober loop: each `NodeAgent.run` holds it while the agent runs."""
+
+
+async def _at(when: float, attempt: Callable[[], Coroutine[Any, Any, T]]) -> tuple[float, T]:
+    """(start, result) of `attempt()` started at `when` on the running loop's clock (`time.monotonic`, the same
+    on the sim's loop and the prober's)."""
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(max(0.0, when - loop.time()))
+    started = loop.time()
+    return started, await attempt()
+
+
+async def _check(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.ContainerRecord, probe: Obj, kind: str,
+                 state: st.PodState, when: float) -> tuple[bool, str, float]:
+    """(ok, message, start) of one attempt made at `when`: an HTTP, TCP or gRPC attempt is both timed and made
+    on the prober's loop (`PROBE_THREAD`), so neither its start nor its timeout waits for the sim's loop."""
     if rec.emulated or ctx.launcher is None:
-        forced = rec.forced_probes.get(kind, "success")
-        return forced != "failure", "" if forced != "failure" else f"lwsconf chaos: {kind} probe forced to fail"
+        started, forced = await _at(when, _forced(rec, kind))
+        ok = forced != "failure"
+        return ok, "" if ok else f"lwsconf chaos: {kind} probe forced to fail", started
     try:
         probes = importlib.import_module("lwsconf.sim.nodes.probes")
     except ImportError:
-        return True, ""
+        return True, "", (await _at(when, _nothing))[0]
     exec_runner = getattr(rec.process, "exec", None)
+    started = when
     try:
-        result = await probes.check(probe, pod_ip=state.pod_ip, exec_runner=exec_runner, container=rec.spec)
+        if probe.get("exec") is not None:
+            started, result = await _at(when, lambda: probes.check(probe, pod_ip=state.pod_ip,
+                                                                    exec_runner=exec_runner, container=rec.spec))
+        else:
+            started, result = await PROBE_THREAD.run(_at(when, lambda: probes.check(probe, pod_ip=state.pod_ip,
+                                                                                    container=rec.spec)))
     except Exception as exc:  # a probe that cannot even run counts as failed, never kills the worker
         log.debug("probe %s of %s raised: %s", kind, rec.name, exc)
-        return False, str(exc)
-    return bool(result.ok), str(result.message)
+        return False, str(exc), started
+    return bool(result.ok), str(result.message), started
+
+
+def _forced(rec: st.ContainerRecord, kind: str) -> Callable[[], Coroutine[Any, Any, str]]:
+    async def forced() -> str:  # read when the attempt runs: a chaos stage may force a result meanwhile
+        return rec.forced_probes.get(kind, "success")
+    return forced
+
+
+async def _nothing() -> None:
+    return None

@@ -11,10 +11,14 @@ import asyncio
 import contextlib
 import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import runtime
+from lwsconf.sim.nodes import probes, runtime
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body
 
@@ -155,6 +159,29 @@ def test_deleting_or_stopping_leaves_no_process_behind(tmp_path: Path) -> None:
             assert sum(alive(p) for p in pids) == 1
         assert [p for p in pids if alive(p)] == [], "processes survived the agent"
     ks.run(scenario, timeout=90)
+
+
+def test_http_probes_run_on_the_prober_thread_which_ends_with_the_last_agent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe attempt is timed on the prober's own loop, not on the loop the API server and controllers share
+    (`prober.ProbeThread`), and no prober thread outlives the nodes."""
+    threads: set[str] = set()
+    check = probes.check
+
+    async def recording_check(probe: dict[str, Any], **kwargs: Any) -> probes.ProbeResult:
+        threads.add(threading.current_thread().name)
+        return await check(probe, **kwargs)
+
+    monkeypatch.setattr(probes, "check", recording_check)
+
+    async def scenario() -> None:
+        async with ks.sim_with_nodes(tmp_path, processes=True) as sim:
+            await create_script(sim.client)
+            await ks.create_bound(sim.client, hello_pod("probed"), "cpu-0")
+            await ks.pod_until(sim.client, "probed", ks.is_ready, "Ready (HTTP probe)", timeout=20)
+            assert threads == {"lwsconf-prober"}, threads
+    ks.run(scenario, timeout=90)
+    assert [t for t in threading.enumerate() if t.name == "lwsconf-prober"] == [], "prober thread left running"
 
 
 def pod_watches(sim: ks.Sim) -> int:
