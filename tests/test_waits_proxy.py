@@ -12,10 +12,11 @@ import pytest
 from kubernetes import client
 
 from lwsconf import probe
+from lwsconf.ports import reserve_port
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import proxy, services
 from tests.conftest import SimAPI
-from tests.probe.test_probe import free_port, wait_listening
+from tests.probe.test_probe import wait_listening
 
 NS = "default"
 T = Timeouts(service_endpoints=5, max_time_to_consistency=5, poll_interval=0.05)
@@ -24,7 +25,8 @@ T = Timeouts(service_endpoints=5, max_time_to_consistency=5, poll_interval=0.05)
 @pytest.fixture
 def probe_pod(sim_api: SimAPI) -> Iterator[int]:
     """A probe process on 127.0.0.1:<port>, published as pod demo-0 with that podIP."""
-    port = free_port("127.0.0.1")
+    held = reserve_port("127.0.0.1")  # held while the probe runs, not picked and released (lwsconf/ports.py)
+    port = held.port
     proc = subprocess.Popen([sys.executable, str(probe.PROGRAM), "--port", str(port)],
                             env={**os.environ, "POD_IP": "127.0.0.1", "POD_NAME": "demo-0"}, stderr=subprocess.DEVNULL)
     wait_listening(f"http://127.0.0.1:{port}", proc)
@@ -38,6 +40,7 @@ def probe_pod(sim_api: SimAPI) -> Iterator[int]:
     yield port
     proc.kill()
     proc.wait()
+    held.release()
 
 
 def test_pod_get_passes_path_and_query_through_the_proxy(sim_api: SimAPI, probe_pod: int) -> None:

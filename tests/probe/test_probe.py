@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from lwsconf import probe
+from lwsconf.ports import reserve_port
 
 
 def free_port(ip: str) -> int:
@@ -46,7 +47,8 @@ def wait_listening(url: str, proc: subprocess.Popen[bytes]) -> None:
 @pytest.fixture
 def running() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     ip = "127.0.0.1"
-    port = free_port(ip)
+    held = reserve_port(ip)  # held while the probe runs, not picked and released (lwsconf/ports.py)
+    port = held.port
     env = {**os.environ, "POD_IP": ip, "POD_NAME": "demo-0-1", "LWS_LEADER_ADDRESS": "demo-0.demo.ns",
            "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1"}
     proc = subprocess.Popen([sys.executable, str(probe.PROGRAM), "--port", str(port)], env=env,
@@ -56,6 +58,7 @@ def running() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     yield url, proc
     proc.kill()
     proc.wait()
+    held.release()
 
 
 def test_identity_reports_pod_and_lws_env(running: tuple[str, subprocess.Popen[bytes]]) -> None:

@@ -12,16 +12,19 @@ from pathlib import Path
 import pytest
 
 from lwsconf import probe
-from tests.probe.test_probe import free_port, get, wait_listening
+from lwsconf.ports import Reserved, reserve_port
+from tests.probe.test_probe import get, wait_listening
 
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
+    held: list[Reserved] = []
 
     def run(*args: str, env: dict[str, str] | None = None) -> str:
         ip = "127.0.0.1"
-        port = free_port(ip)
+        held.append(reserve_port(ip))  # held while the probe runs, not picked and released (lwsconf/ports.py)
+        port = held[-1].port
         proc = subprocess.Popen([sys.executable, str(probe.PROGRAM), "--port", str(port), *args],
                                 env={**os.environ, "POD_IP": ip, **(env or {})}, stderr=subprocess.DEVNULL)
         procs.append(proc)
@@ -33,6 +36,8 @@ def start(tmp_path: Path) -> Iterator[object]:
     for proc in procs:
         proc.kill()
         proc.wait()
+    for port in held:
+        port.release()
 
 
 def test_start_unready_fails_readiness_until_released(start: object) -> None:
