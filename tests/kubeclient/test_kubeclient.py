@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import pathlib
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -23,6 +22,7 @@ from lwsconf import kubeclient
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.kubeclient import informer as informer_mod
+from lwsconf.ports import reserve_port
 from lwsconf.sim.apiserver.http import app
 
 Obj = dict[str, Any]
@@ -437,9 +437,10 @@ def test_informer_follows_changes_and_a_label_selector_on_the_api_server() -> No
 
 
 def test_informer_relists_after_the_api_server_restarts() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    # Held for the whole test, not picked and released (lwsconf/ports.py): no other process can take the port
+    # before the first start or while the server is stopped; the server binds with reuse_address beside it.
+    held = reserve_port()
+    port = held.port
 
     async def scenario() -> None:
         async with api_server(port) as (server, client):
@@ -455,7 +456,8 @@ def test_informer_relists_after_the_api_server_restarts() -> None:
                              lambda: (informer, informer.keys()))
             informer.stop()
             await informer.join()
-    run(scenario)
+    with held:
+        run(scenario)
 
 
 WIDGET_CRD: Obj = {
