@@ -46,8 +46,13 @@ def probe_container(name: str = "probe", *, extra_env: list[Obj] | None = None) 
         "env": [_field_env("POD_NAME", "metadata.name"), _field_env("POD_NAMESPACE", "metadata.namespace"),
                 _field_env("POD_IP", "status.podIP"), _field_env("NODE_NAME", "spec.nodeName"),
                 *(extra_env or [])],
+        # Probed every second and Ready after one success, but unready only after 3 failures of 5 s each (as the
+        # emulator's leader): a slow answer under load is not an unready pod. A 1 s / 1-failure probe flapped
+        # running groups unready at load 6.8; the sim's prober then timed its attempts on a starved loop, and a
+        # real kubelet on a busy node can be as late (its default failureThreshold is 3). Tests that flip
+        # /ready?value=false wait for the Ready condition to fall, so they see it about 3 s later.
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": PROBE_PORT}, "periodSeconds": 1,
-                           "failureThreshold": 1},
+                           "timeoutSeconds": 5, "successThreshold": 1, "failureThreshold": 3},
         "volumeMounts": [{"name": "lwsconf-probe", "mountPath": PROBE_MOUNT, "readOnly": True}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
     }
