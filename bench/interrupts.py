@@ -2,10 +2,12 @@
 
 Each `Point` starts a real run as a user or CI would (`lwsconf sim up`, `pytest conformance`
 with and without xdist workers, `lwsconf run`, `make conformance`, a run against an existing cluster
-through `--cluster=kubeconfig`), waits for a progress line marking a phase (starting, cluster up,
+through `--cluster=kubeconfig`, a run on the real control plane with `--cluster=local` when it is built),
+waits for a progress line marking a phase (starting, cluster up,
 implementation installed, test running, teardown), then a random delay drawn from the point's range
 with a fixed seed, and sends SIGINT, SIGTERM or SIGHUP, to the process alone or to its whole group
-as a terminal's Ctrl-C does; some points signal again during teardown, one three times (abandon).
+as a terminal's Ctrl-C does; some points signal again during teardown, one three times (abandon);
+the local ones send SIGINT and SIGTERM 50 ms apart, as `timeout` passing on a `pkill -INT` does.
 After the run exits (at most `EXIT_TIMEOUT`), it counts what is left:
 
 * processes carrying the run's LWSCONF_RUN_ID (`lwsconf.shutdown.marked_processes`): the run, its
@@ -67,6 +69,10 @@ CLUSTER_STARTING = "cluster sim: starting or connecting ..."
 CLUSTER_UP = "cluster sim: starting or connecting: done"
 INSTALLED = "installing and waiting until it serves: done"
 TEARDOWN = "cluster sim: stopping or disconnecting ..."
+LOCAL_STARTING = "cluster local: starting or connecting ..."
+LOCAL_TEARDOWN = "cluster local: stopping or disconnecting ..."
+PAIR_APART = 0.05
+"""Seconds between the SIGINT and the SIGTERM of a pair (one press: within `shutdown.SAME_PRESS`)."""
 KUBECONFIG_UP = "cluster kubeconfig: starting or connecting: done"
 WORKERS_UP = "created: 2/2 workers"
 COLLECTED = "workers ["
@@ -88,6 +94,8 @@ class Point:
     """True: the whole process group (a terminal's Ctrl-C); False: the top process only (`kill PID`)."""
     pod: bool = False
     """sim-up: run a container process first and signal once it runs."""
+    apart: float = SECOND_AFTER
+    """Seconds between this point's signals."""
 
 
 GROUPS: dict[str, list[Point]] = {
@@ -128,7 +136,21 @@ GROUPS: dict[str, list[Point]] = {
         Point("test-running-sigterm", "kubeconfig", INSTALLED, (0.5, 2.5), (TERM,), to_group=False),
         Point("test-running-sigint-group", "kubeconfig", INSTALLED, (1.5, 3.5)),
     ],
+    "local": [  # only where `lwsconf controlplane build` has built the default release (`local_built`)
+        Point("cluster-starting-sigint-sigterm-pair", "pytest-local", LOCAL_STARTING, (2.0, 8.0), (INT, TERM),
+              to_group=False, apart=PAIR_APART),
+        Point("test-running-sigint-sigterm-pair", "pytest-local", INSTALLED, (0.5, 3.0), (INT, TERM),
+              to_group=False, apart=PAIR_APART),
+        Point("teardown-sigint-group", "pytest-local", LOCAL_TEARDOWN, (0.0, 0.3)),
+    ],
 }
+
+
+def local_built() -> bool:
+    """The default release's control plane is built (the `local` group needs it; Go builds it)."""
+    from lwsconf.controlplane import build, versions
+
+    return build.installed(versions.resolve(None)) is not None
 
 
 @dataclass
@@ -170,6 +192,9 @@ def command(point: Point, case_dir: Path, kubeconfig: Path | None = None) -> lis
     if point.command in ("pytest", "pytest-n2"):
         workers = "0" if point.command == "pytest" else "2"
         return [py, "-m", "pytest", str(REPO / "conformance"), "--rootdir", str(REPO), "-n", workers, *pytest_args]
+    if point.command == "pytest-local":
+        return [py, "-m", "pytest", str(REPO / "conformance"), "--rootdir", str(REPO), "-n", "0", *pytest_args,
+                "--cluster=local"]
     if point.command == "kubeconfig":
         assert kubeconfig is not None
         return [py, "-m", "pytest", str(REPO / "conformance"), "--rootdir", str(REPO), "-n", "0", *pytest_args,
@@ -302,7 +327,7 @@ def _signal_at_phase(proc: subprocess.Popen[str], point: Point, output: Output, 
     signalled = time.monotonic()
     for index, signum in enumerate(point.signals):
         if index:
-            time.sleep(SECOND_AFTER)  # a later press, apart from the first (shutdown.SAME_PRESS)
+            time.sleep(point.apart)  # SECOND_AFTER: a later press, apart from the first (shutdown.SAME_PRESS)
         if proc.poll() is not None:
             break
         with contextlib.suppress(ProcessLookupError):
@@ -413,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"interrupts: seed {args.seed}", flush=True)
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="lwsi-", dir="/tmp") as base:
-        for group in args.group or list(GROUPS):
+        for group in args.group or [g for g in GROUPS if g != "local" or local_built()]:
             for outcome in run_group(group, rng, Path(base)):
                 outcomes.append(outcome)
                 state = f"{len(outcome.leftovers)} leftover(s)" if outcome.leftovers else "clean"
