@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -321,7 +322,7 @@ def test_remove_tree_gives_up_after_its_timeout_and_names_what_is_left(
     (folder / "inner").mkdir(parents=True)
     (folder / "inner" / "file").write_text("x")
     passes: list[Path] = []
-    monkeypatch.setattr(shutdown.shutil, "rmtree", lambda path, **_: passes.append(path))  # a folder that stays
+    monkeypatch.setattr(shutil, "rmtree", lambda path, **_: passes.append(path))  # a folder that stays
     assert not shutdown.remove_tree(folder, timeout=0.2)
     assert len(passes) > 1, "it retried"
     assert "inner/file" in caplog.text and "0.2 s" in caplog.text
