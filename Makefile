@@ -207,7 +207,8 @@ bench: $(STAMP)
 
 ## soak: the flake rate under load (issue 30): the suite on the sim SOAK_RUNS times over, on the real control plane and the
 ## unit tests, each run with two busy processes beside it (bounded: each run has a timeout, the soak SOAK_BUDGET minutes);
-## every failure with its test id and first line into bench/results.json ("soak") and docs/soak.md. Nothing retried.
+## every failure with its test id and first line into bench/results.json ("soak") and docs/soak.md, a red run's whole output
+## and reports into reports/soak/<kind>-<n>/ (its captured logs say why). Nothing retried.
 ## About 4 to 5 hours on 2 cores for the full count; not part of `make test`.
 SOAK_RUNS ?= sim=10,local=3,unit=3
 SOAK_LOAD ?= 2

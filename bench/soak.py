@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -91,8 +92,9 @@ def failures_of(junit: Path) -> tuple[dict[str, int], list[dict[str, str]]]:
     return counts, failed
 
 
-def run_once(kind: Kind, index: int) -> dict[str, Any]:
-    """One run of `kind`: its exit code, wall time, counts and failures."""
+def run_once(kind: Kind, index: int, keep: Path | None = None) -> dict[str, Any]:
+    """One run of `kind`: its exit code, wall time, counts and failures. A red run's whole output and reports are
+    copied under `keep` (<kind>-<index>/): the first line says what failed, the captured logs say why."""
     with tempfile.TemporaryDirectory(prefix=f"lwsconf-soak-{kind.name}-") as tmp:
         junit = Path(tmp) / "junit.xml"
         argv = [sys.executable, "-m", "pytest", *kind.argv, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
@@ -123,6 +125,11 @@ def run_once(kind: Kind, index: int) -> dict[str, Any]:
             record["failures"] = [{"test": "(the run itself)", "kind": "run",
                                    "first_line": (lines[-1] if lines else "no output")[:300]}]
         record["green"] = record.get("exit_code") == 0 and not record["failures"]
+        if keep is not None and not record["green"]:
+            kept = keep / f"{kind.name}-{index}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(tmp, kept)
+            record["kept"] = str(kept)
     return record
 
 
@@ -188,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here (docs/soak.md)")
     parser.add_argument("--runs", default=DEFAULT_RUNS, help=f"KIND=COUNT,... (default {DEFAULT_RUNS})")
+    parser.add_argument("--keep", type=Path, default=Path("reports/soak"),
+                        help="where a red run's output and reports are kept (default reports/soak)")
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the runs (default 2)")
     parser.add_argument("--budget-minutes", type=float, default=300.0,
                         help="start no run after this many minutes (default 300)")
@@ -219,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
                     if time.monotonic() - started > args.budget_minutes * 60:
                         stopped = "budget"
                         break
-                    runs.append(run_once(KINDS[name], index))
+                    runs.append(run_once(KINDS[name], index, args.keep))
                     failed = ", ".join(f["test"] for f in runs[-1]["failures"]) or "none"
                     print(f"soak: {name} {index}/{count}: {'green' if runs[-1]['green'] else 'RED'} in "
                           f"{runs[-1]['wall_seconds']:.0f} s (failing: {failed})", flush=True)

@@ -63,8 +63,10 @@ def test_a_soak_of_a_failing_test_is_red_and_says_which(tmp_path: Path, monkeypa
                                             "def test_passes():\n    pass\n")
     monkeypatch.setitem(soak.KINDS, "unit", soak.Kind("unit", (str(tmp_path / "test_flaky.py"),), 120.0, False))
     out, md = tmp_path / "results.json", tmp_path / "soak.md"
-    code = soak.main(["--out", str(out), "--markdown", str(md), "--runs", "unit=2", "--load", "1"])
+    code = soak.main(["--out", str(out), "--markdown", str(md), "--runs", "unit=2", "--load", "1",
+                      "--keep", str(tmp_path / "kept")])
     assert code == 1
+    assert "one is not two" in (tmp_path / "kept" / "unit-1" / "output.txt").read_text()
     results = json.loads(out.read_text())["soak"]
     assert results["summary"]["unit"]["green"] == 0 and results["summary"]["unit"]["run"] == 2
     assert results["summary"]["unit"]["failing_tests"][0]["failed_runs"] == 2
@@ -126,7 +128,8 @@ def test_an_interrupted_soak_keeps_the_runs_it_finished_and_leaves_no_process(tm
     out = tmp_path / "results.json"
     script = ("import sys; from bench import soak\n"
               f"soak.KINDS['unit'] = soak.Kind('unit', ({str(tmp_path / 'test_slow.py')!r},), 900.0, False)\n"
-              f"sys.exit(soak.main(['--out', {str(out)!r}, '--runs', 'unit=3', '--load', '0']))\n")
+              f"sys.exit(soak.main(['--out', {str(out)!r}, '--runs', 'unit=3', '--load', '0', "
+              f"'--keep', {str(tmp_path / 'kept')!r}]))\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[1],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pid_file = Path(str(counter) + ".pid")
