@@ -11,8 +11,13 @@ import asyncio
 import contextlib
 import ipaddress
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from lwsconf.kubeclient import client as kc
 from lwsconf.sim import nodes
 from lwsconf.sim.nodes import ipam, layout
 from lwsconf.sim.nodes import lease as lease_mod
@@ -205,6 +210,42 @@ def test_graceful_delete_is_finished_by_the_agent(tmp_path: Path) -> None:
             await ks.until(lambda: ks.events_for(sim.client, "bye"),
                            lambda found: "Killing" in [r for r, _ in found], "a Killing event")
     ks.run(scenario)
+
+
+def test_a_deletion_that_lands_while_a_status_write_is_in_flight_is_still_carried_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status patch's answer is older than a deletion the watch has already delivered; the agent must not take
+    it as the pod (it did, and the pod stayed Terminating with its containers running: issue 30's local flakes)."""
+    original = kc.Client.patch
+    raced: list[str] = []
+
+    async def patch_then_delete(self: kc.Client, gvr: kc.GVR, name: str, body: object, **kwargs: Any) -> Any:
+        answer = await original(self, gvr, name, body, **kwargs)
+        if name == "race" and kwargs.get("subresource") == "status" and not raced:
+            raced.append(name)
+            await self.request("DELETE", ks.PODS.object_path("race", NS),
+                               body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 30})
+            worker = next(w for a in fleet.agents.values() for w in a.workers.values() if w.key.endswith("/race"))
+            await ks.until(_async(lambda: (worker.pod.get("metadata") or {}).get("deletionTimestamp")), bool,
+                           "the agent's watch to deliver the deletion")
+        return answer  # as the pod was before the deletion
+
+    async def scenario() -> None:
+        nonlocal fleet
+        async with ks.sim_with_nodes(tmp_path) as sim:
+            fleet = sim.running.fleet
+            monkeypatch.setattr(kc.Client, "patch", patch_then_delete)
+            await ks.create_bound(sim.client, pod_body("race"), "gpu-0")
+            await ks.pod_until(sim.client, "race", lambda p: p is None, "deleted by its kubelet", timeout=10)
+            assert raced, "no status write of pod race was raced with its deletion"
+    fleet: Any = None
+    ks.run(scenario)
+
+
+def _async(read: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+    async def call() -> Any:
+        return read()
+    return call
 
 
 def test_admission_rejects_a_pod_that_does_not_fit_the_node(tmp_path: Path) -> None:
