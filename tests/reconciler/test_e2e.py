@@ -187,9 +187,16 @@ def test_template_change_rolls_group_by_group_highest_index_first(
     assert analysis.peak_leader_replicas(timeline) == 2, text  # maxSurge 0
     for group in lws.groups(sim.api, ns, NAME).values():
         for pod in group.pods.values():
-            env = proxy.pod_get(sim.api, ns, pod["metadata"]["name"], PORT, "/env",
-                                timeout=sim.t.request_timeout).json()
-            assert env.get("ROLL") == "2", (pod["metadata"]["name"], env.get("ROLL"))
+            name = pod["metadata"]["name"]
+            # The workers have no readiness probe (as upstream's vLLM example), so they count as Ready once their
+            # container runs, which may be before the program listens: wait (pods_running) until it answers, as
+            # a client of a probe-less pod has to. Seen in CI at load: 503, connection refused, just after the
+            # rollout completed (issue 30).
+            env = core.wait_until(
+                lambda name=name: proxy.pod_get(sim.api, ns, name, PORT, "/env",
+                                                timeout=sim.t.request_timeout).json(),
+                what=f"pod {name} to answer /env", timeout=sim.t.pods_running)
+            assert env.get("ROLL") == "2", (name, env.get("ROLL"))
 
 
 # --- 3. group recreation ----------------------------------------------------------------------------
