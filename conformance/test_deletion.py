@@ -8,6 +8,8 @@ a controller created meanwhile is collected after); background deletion gets the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kubernetes import client
 
 from conformance.harness import LWSHarness, Obj
@@ -32,17 +34,13 @@ def _left(lws: LWSHarness) -> dict[str, dict[str, str]]:
     """Every pod, StatefulSet, Service and ControllerRevision in the namespace, by kind, as {name: uid}. The
     test's namespace holds only what the LWS made, so everything is counted, not only objects carrying its
     name label: an object that lost the label (or never had it) must go too."""
-    def by_name(items: list[Obj]) -> dict[str, str]:
+    def by_name(items: Iterable[Obj]) -> dict[str, str]:
         return {o["metadata"]["name"]: o["metadata"]["uid"] for o in items}
-    apps, core = lws.apps, lws.core
-    return {
-        "pods": by_name(observe.raw(core.list_namespaced_pod(lws.namespace, _preload_content=False))["items"]),
-        "statefulsets": by_name(observe.raw(
-            apps.list_namespaced_stateful_set(lws.namespace, _preload_content=False))["items"]),
-        "services": by_name(observe.raw(core.list_namespaced_service(lws.namespace, _preload_content=False))["items"]),
-        "controllerrevisions": by_name(observe.raw(
-            apps.list_namespaced_controller_revision(lws.namespace, _preload_content=False))["items"]),
-    }
+    revisions = observe.raw(lws.apps.list_namespaced_controller_revision(lws.namespace, _preload_content=False))
+    return {"pods": by_name(observe.pods(lws.api, lws.namespace)),
+            "statefulsets": by_name(lws.statefulsets().values()),
+            "services": by_name(lws.services().values()),
+            "controllerrevisions": by_name(revisions["items"])}
 
 
 def _nothing_left(lws: LWSHarness, name: str) -> None:

@@ -143,10 +143,8 @@ class LocalCluster:
     def _start_nodes(self, network: ipam.PodNetwork) -> None:
         if not self._specs:
             return
-        # the kubelets' client CA is the cluster CA, which signs kube-apiserver's --kubelet-client-certificate
         self.fleet = fleet_mod.NodeFleet(self._specs, pod_network=network, stage_set=self._stage_set,
-                                         seed=self._seed, cluster_addresses=True,
-                                         client_ca=self.controlplane.ca_pem if self.controlplane else None)
+                                         seed=self._seed, cluster_addresses=True)
         fleet = self.fleet
         port = self.controlplane.port if self.controlplane is not None else 0
 

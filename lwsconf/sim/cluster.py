@@ -190,8 +190,7 @@ class SimCluster:
         controllers = list(self._controllers)
         if self._node_specs:
             self.fleet = fleet_mod.NodeFleet(self._node_specs, pod_network=self.pod_network,
-                                             stage_set=self._stage_set, seed=self._seed,
-                                             client_ca=self.apiserver.ca_pem)
+                                             stage_set=self._stage_set, seed=self._seed)
             controllers += self.fleet.controllers()
         self._supervisor = supervisor.Supervisor(
             lambda name: kubeclient.Client(self.url, self.token, ca_pem=self.apiserver.ca_pem,

@@ -63,14 +63,13 @@ async def start_nodes(client_factory: Callable[[str], kc.Client],
                       specs: Sequence[layout.NodeSpec] | None = None, *,
                       pod_network: str | ipam.PodNetwork | None = None, workdir: str | Path | None = None,
                       stage_set: str = "fast", seed: int = 0, processes: bool = True,
-                      device_plugins: bool = True, client_ca: bytes | None = None) -> RunningNodes:
+                      device_plugins: bool = True) -> RunningNodes:
     """Start one agent per node of `specs` (default layout) as background tasks.
 
     Args:
         client_factory: client_factory(user_agent) -> a new API client; each agent gets its own, and
             they are closed when the nodes stop.
-        specs, pod_network, workdir, stage_set, seed, processes, device_plugins, client_ca: see `NodeFleet`
-            (`client_ca`: the sim API server's `ca_pem`, so that its kubelet client certificate is accepted).
+        specs, pod_network, workdir, stage_set, seed, processes, device_plugins: see `NodeFleet`.
 
     Returns:
         A handle whose `fleet` has `pod_network`, `agents` and `specs`; call `await handle.stop()`.
@@ -78,7 +77,7 @@ async def start_nodes(client_factory: Callable[[str], kc.Client],
     from lwsconf.sim.nodes import fleet as fleet_mod
 
     fleet = fleet_mod.NodeFleet(specs, pod_network=pod_network, workdir=workdir, stage_set=stage_set, seed=seed,
-                                processes=processes, device_plugins=device_plugins, client_ca=client_ca)
+                                processes=processes, device_plugins=device_plugins)
     stop = asyncio.Event()
     task = asyncio.create_task(fleet.run(client_factory, stop), name="lwsconf-nodes")
     return RunningNodes(fleet, task, stop)

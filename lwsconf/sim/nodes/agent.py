@@ -86,9 +86,6 @@ class NodeAgent:
         addresses: how pod IPs appear in the API (`podnet`; default the identity, as on the sim).
         cluster_dns: the cluster's one DNS, shared by every node's launcher (`NodeFleet` runs it);
             default: the default launcher runs one of its own.
-        client_ca: PEM of the CA whose client certificates the kubelet port accepts (the API server's
-            kubelet client certificate; `kubeletauth`); default: the CA `client` trusts for the API server (as
-            kubeadm, whose one cluster CA signs both), and with none only bearer tokens it reviews pass.
     """
 
     def __init__(self, client: kc.Client, spec: layout.NodeSpec, *, index: int,
@@ -98,7 +95,7 @@ class NodeAgent:
                  kubelet_settings: settings.KubeletSettings | None = None, seed: int = 0,
                  launcher: nodectx.Launcher | None = None,
                  addresses: podnet.PodAddressMap = podnet.IDENTITY,
-                 cluster_dns: dns.SharedClusterDNS | None = None, client_ca: bytes | None = None) -> None:
+                 cluster_dns: dns.SharedClusterDNS | None = None) -> None:
         self.client = client
         self.addresses = addresses
         self.cluster_dns = cluster_dns
@@ -124,7 +121,10 @@ class NodeAgent:
         self._finished: set[str] = set()
         self._node_dirty = asyncio.Event()
         self.recorder = events.EventRecorder(client, self.name)
-        self.logs = agentlogs.AgentLogs(self, client, client_ca if client_ca is not None else client.ca_pem)
+        # The kubelet port's client CA is the CA `client` trusts for the API server: as kubeadm's, whose one cluster CA
+        # signs kube-apiserver's kubelet client certificate too (the sim's and local's do the same); with none, only
+        # bearer tokens the API server reviews pass (`kubeletauth`).
+        self.logs = agentlogs.AgentLogs(self, client, client.ca_pem)
         self.lease = lease.NodeLease(client, self.name, duration_seconds=self.settings.lease_duration,
                                      renew_interval=self.settings.lease_renew_interval)
         self.ctx: nodectx.NodeContext | None = None

@@ -63,10 +63,7 @@ class NodeFleet:
     def __init__(self, specs: Sequence[layout.NodeSpec] | None = None, *,
                  pod_network: str | ipam.PodNetwork | None = None, workdir: str | Path | None = None,
                  stage_set: str = "fast", seed: int = 0, processes: bool = True,
-                 device_plugins: bool = True, cluster_addresses: bool = False,
-                 client_ca: bytes | None = None) -> None:
-        self.client_ca = client_ca
-        """The kubelet ports' client CA: the API server's kubelet client certificate's issuer (`kubeletauth`)."""
+                 device_plugins: bool = True, cluster_addresses: bool = False) -> None:
         self.specs = list(specs) if specs is not None else layout.default_layout()
         self._reservation: ipam.PodNetworkReservation | None = None
         if pod_network is None:
@@ -126,8 +123,7 @@ class NodeFleet:
         made = agent_mod.NodeAgent(client, spec, index=index, pod_network=self.pod_network, workdir=node_dir,
                                    stages=self.lifecycle, runtime=self._runtime(node_dir),
                                    device_manager=self._device_manager(spec), kubelet_settings=self.settings,
-                                   seed=self.seed, addresses=self.addresses, cluster_dns=self.dns,
-                                   client_ca=self.client_ca)
+                                   seed=self.seed, addresses=self.addresses, cluster_dns=self.dns)
         self.agents[spec.name] = made
         return made
 

@@ -72,8 +72,7 @@ async def sim_with_nodes(workdir: Path, specs: Sequence[layout.NodeSpec] | None 
 
     specs = list(specs) if specs is not None else small_layout()
     running = await nodes.start_nodes(factory, specs, workdir=workdir, processes=processes,
-                                      device_plugins=device_plugins, stage_set=stage_set, pod_network=pod_network,
-                                      client_ca=server.ca_pem)
+                                      device_plugins=device_plugins, stage_set=stage_set, pod_network=pod_network)
     client = factory("test")
     sim = Sim(client, server, running)
     try:

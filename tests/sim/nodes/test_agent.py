@@ -340,7 +340,7 @@ def test_a_restarted_agent_adopts_its_pods_and_keeps_their_ips(tmp_path: Path) -
                 await sim.running.stop()  # the kubelet goes away; the pod stays in the API
                 sim.running = await nodes.start_nodes(sim.factory, ks.small_layout(), workdir=tmp_path / "second",
                                                       pod_network=reservation.network, processes=False,
-                                                      device_plugins=False, client_ca=sim.server.ca_pem)
+                                                      device_plugins=False)
                 after = await ks.pod_until(sim.client, "stay", lambda p: ks.is_ready(p) and
                                            ks.container(p).get("restartCount") == 1, "Ready again, restarted once")
                 assert after["status"]["podIP"] == before["status"]["podIP"]

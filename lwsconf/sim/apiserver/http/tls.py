@@ -51,9 +51,7 @@ class Identity:
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(issuer_key, hashes.SHA256())
         )
-        return Identity(cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-                        key_pem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
+        return _identity(cert, key)
 
     def client_context(self) -> ssl.SSLContext:
         """Presents this certificate; the peer's is not verified: kube-apiserver without
@@ -96,6 +94,10 @@ def self_signed(common_name: str = "lwsconf-sim-apiserver") -> Identity:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
+    return _identity(cert, key)
+
+
+def _identity(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Identity:
     return Identity(
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
         key_pem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
