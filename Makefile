@@ -209,13 +209,15 @@ bench: $(STAMP)
 ## unit tests, each run with two busy processes beside it (bounded: each run has a timeout, the soak SOAK_BUDGET minutes);
 ## every failure with its test id and first line into bench/results.json ("soak") and docs/soak.md, a red run's whole output
 ## and reports into reports/soak/<kind>-<n>/ (its captured logs say why). Nothing retried.
-## About 4 to 5 hours on 2 cores for the full count; not part of `make test`.
+## About 4 to 5 hours on 2 cores for the full count; not part of `make test`. The kinds take turns; SOAK_RESUME=1
+## continues a soak stopped by its budget or Ctrl-C, at the same commit (clean tree), load and plan.
 SOAK_RUNS ?= sim=10,local=3,unit=3
 SOAK_LOAD ?= 2
 SOAK_BUDGET ?= 330
+SOAK_RESUME ?=
 soak: $(STAMP)
 	$(PY) -m bench.soak --out bench/results.json --markdown docs/soak.md --runs $(SOAK_RUNS) --load $(SOAK_LOAD) \
-	  --budget-minutes $(SOAK_BUDGET)
+	  --budget-minutes $(SOAK_BUDGET) $(if $(SOAK_RESUME),--resume)
 
 ## mutate: mutation testing of the reference reconciler (lwsconf/reconciler/) with cosmic-ray: a seeded sample of
 ## MUTATE_SAMPLE mutants, each against the conformance tests that cover it; results into bench/results.json ("mutate")

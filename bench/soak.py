@@ -13,14 +13,20 @@ timeout) is recorded as such with the tail of its output. Nothing is retried and
 into bench/results.json ("soak") and a table into docs/soak.md. The soak is bounded: each run has a timeout, the
 whole soak a budget after which the remaining runs are recorded as not run, and the load stops with it.
 
+The kinds take turns (sim 1, local 1, unit 1, sim 2, ...), so a soak cut short by its budget still says something
+about every kind. The full count takes longer than one sitting on 2 cores, so `--resume` continues a soak that was
+stopped: it keeps the recorded runs only if they were made at the same commit, with a clean tree, the same load and
+the same plan, and runs the ones still missing; every run records the commit it ran at.
+
     python -m bench.soak --out bench/results.json --markdown docs/soak.md [--runs sim=10,local=3,unit=3]
-        [--load 2] [--budget-minutes 300]
+        [--load 2] [--budget-minutes 300] [--resume]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import shutil
 import signal
@@ -71,6 +77,46 @@ def parse_runs(text: str) -> list[tuple[str, int]]:
             raise ValueError(f"--runs: {part!r} is not KIND=COUNT with KIND one of {', '.join(KINDS)}")
         out.append((name, int(count)))
     return out
+
+
+def schedule(planned: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The runs in the order they are made: the kinds take turns, `[("sim", 3), ("unit", 1)]` ->
+    sim 1, unit 1, sim 2, sim 3 (index counted per kind from 1)."""
+    order: list[tuple[str, int]] = []
+    for index in range(1, max((count for _, count in planned), default=0) + 1):
+        order += [(name, index) for name, count in planned if index <= count]
+    return order
+
+
+def commit_of(repo: Path) -> str:
+    """The commit the soak runs, with "+dirty" when the tree has changes (such a soak cannot be resumed)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False)
+    if head.returncode != 0:
+        return "unknown"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True,
+                            text=True, check=False)
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
+class CannotResume(Exception):
+    """The recorded soak cannot be continued; the message says why and what to do."""
+
+
+def resumable_runs(previous: dict[str, Any] | None, *, commit: str, load: int,
+                   planned: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """The runs of `previous` (bench/results.json's "soak") that a resumed soak keeps. Runs made at another commit,
+    with a dirty tree, another load or another plan do not measure the same thing: CannotResume."""
+    if previous is None:
+        raise CannotResume("there is no recorded soak to resume; run it without --resume")
+    why = ("it was made at another commit" if previous.get("commit") != commit else
+           "it was made with uncommitted changes" if commit.endswith("+dirty") or commit == "unknown" else
+           "it ran with another load" if previous.get("load_workers") != load else
+           "it had another plan" if previous.get("planned") != [list(p) for p in planned] else "")
+    if why:
+        raise CannotResume(f"cannot resume the recorded soak ({previous.get('commit')}, load "
+                           f"{previous.get('load_workers')}, plan {previous.get('planned')}): {why}; "
+                           f"run it again without --resume")
+    return list(previous.get("runs", []))
 
 
 def failures_of(junit: Path) -> tuple[dict[str, int], list[dict[str, str]]]:
@@ -172,7 +218,9 @@ def markdown(results: dict[str, Any]) -> str:
     lines = ["# Soak: the project's checks under load", "",
              f"Last soak: {results['date']}, {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, Python "
              f"{m['python']}; {results['load_workers']} busy processes beside every run "
-             f"(`make soak`, `python -m bench.soak`). Written by the soak; do not edit by hand.", "",
+             f"(`make soak`, `python -m bench.soak`). Commit {results.get('commit', 'unknown')[:12]}, "
+             f"{results.get('sittings', 1)} sitting(s) (`make soak SOAK_RESUME=1` continues a stopped soak at the "
+             f"same commit). Written by the soak; do not edit by hand.", "",
              "| run | green / run (planned) | wall per run, min / median / max | failing tests |",
              "|---|---|---|---|"]
     for name, s in results["summary"].items():
@@ -199,20 +247,34 @@ def main(argv: list[str] | None = None) -> int:
                         help="where a red run's output and reports are kept (default reports/soak)")
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the runs (default 2)")
     parser.add_argument("--budget-minutes", type=float, default=300.0,
-                        help="start no run after this many minutes (default 300)")
+                        help="start no run after this many minutes of this sitting (default 300)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the soak recorded in --out (same commit, load and plan): run what is missing")
     args = parser.parse_args(argv)
     try:
         planned = parse_runs(args.runs)
     except ValueError as exc:
         parser.error(str(exc))
-    started = time.monotonic()
+    commit = commit_of(REPO)
     runs: list[dict[str, Any]] = []
+    sittings = 1
+    if args.resume:
+        previous = json.loads(args.out.read_text()).get("soak") if args.out.exists() else None
+        try:
+            runs = resumable_runs(previous, commit=commit, load=args.load, planned=planned)
+        except CannotResume as exc:
+            print(f"soak: {exc}", file=sys.stderr)
+            return 2
+        sittings = int((previous or {}).get("sittings", 1)) + 1
+    done = {(r["kind"], r["index"]) for r in runs}
+    started = time.monotonic()
     stopped: str | None = None
 
     def record(final: bool) -> None:
         """Write what was measured so far: after every run, so an interrupted soak keeps its figures."""
         results: dict[str, Any] = {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+            "commit": commit, "sittings": sittings, "planned": [list(p) for p in planned],
             "load_workers": args.load, "budget_minutes": args.budget_minutes,
             "stopped_by_budget": stopped == "budget", "interrupted": stopped == "interrupted",
             "complete": final and stopped is None, "summary": summarise(runs, planned), "runs": runs}
@@ -223,16 +285,18 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with CpuLoad(args.load, max_seconds=args.budget_minutes * 60 + 3 * 3600):
-            for name, count in planned:
-                for index in range(1, count + 1):
-                    if time.monotonic() - started > args.budget_minutes * 60:
-                        stopped = "budget"
-                        break
-                    runs.append(run_once(KINDS[name], index, args.keep))
-                    failed = ", ".join(f["test"] for f in runs[-1]["failures"]) or "none"
-                    print(f"soak: {name} {index}/{count}: {'green' if runs[-1]['green'] else 'RED'} in "
-                          f"{runs[-1]['wall_seconds']:.0f} s (failing: {failed})", flush=True)
-                    record(final=False)
+            counts = dict(planned)
+            for name, index in schedule(planned):
+                if (name, index) in done:
+                    continue
+                if time.monotonic() - started > args.budget_minutes * 60:
+                    stopped = "budget"
+                    break
+                runs.append({**run_once(KINDS[name], index, args.keep), "commit": commit})
+                failed = ", ".join(f["test"] for f in runs[-1]["failures"]) or "none"
+                print(f"soak: {name} {index}/{counts[name]}: {'green' if runs[-1]['green'] else 'RED'} in "
+                      f"{runs[-1]['wall_seconds']:.0f} s (failing: {failed})", flush=True)
+                record(final=False)
     except KeyboardInterrupt:
         stopped = "interrupted"
         print("soak: interrupted; the runs finished so far are recorded", flush=True)

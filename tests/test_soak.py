@@ -75,6 +75,47 @@ def test_a_soak_of_a_failing_test_is_red_and_says_which(tmp_path: Path, monkeypa
     assert "| unit | 0 / 2 (2) |" in md.read_text() and "one is not two" in md.read_text()
 
 
+def test_the_kinds_take_turns_so_a_soak_cut_short_covers_each() -> None:
+    assert soak.schedule([("sim", 3), ("local", 1), ("unit", 2)]) == [
+        ("sim", 1), ("local", 1), ("unit", 1), ("sim", 2), ("unit", 2), ("sim", 3)]
+    assert soak.schedule([]) == []
+
+
+def test_a_soak_resumes_only_what_measures_the_same_thing() -> None:
+    plan = [("sim", 2), ("unit", 1)]
+    recorded = {"commit": "abc", "load_workers": 2, "planned": [["sim", 2], ["unit", 1]],
+                "runs": [{"kind": "sim", "index": 1, "green": True}]}
+    assert soak.resumable_runs(recorded, commit="abc", load=2, planned=plan) == recorded["runs"]
+    for kwargs, why in (({"commit": "def"}, "another commit"), ({"load": 0}, "another load"),
+                        ({"planned": [("sim", 3)]}, "another plan")):
+        with pytest.raises(soak.CannotResume, match=why):
+            soak.resumable_runs(recorded, **{"commit": "abc", "load": 2, "planned": plan, **kwargs})  # type: ignore[arg-type]
+    with pytest.raises(soak.CannotResume, match="uncommitted changes"):
+        soak.resumable_runs({**recorded, "commit": "abc+dirty"}, commit="abc+dirty", load=2, planned=plan)
+    with pytest.raises(soak.CannotResume, match="no recorded soak"):
+        soak.resumable_runs(None, commit="abc", load=2, planned=plan)
+
+
+def test_a_resumed_soak_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A soak that had made one of two runs, resumed: the second sitting makes run 2 only, and the results hold
+    both runs, the commit and two sittings. Resuming at another commit is refused with exit code 2."""
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    monkeypatch.setitem(soak.KINDS, "unit", soak.Kind("unit", (str(tmp_path / "test_ok.py"),), 120.0, False))
+    monkeypatch.setattr(soak, "commit_of", lambda repo: "c0ffee")
+    out = tmp_path / "results.json"
+    common = ["--out", str(out), "--runs", "unit=2", "--load", "0", "--keep", str(tmp_path / "kept")]
+    assert soak.main([*common, "--runs", "unit=1"]) == 0
+    first = json.loads(out.read_text())["soak"]
+    out.write_text(json.dumps({"soak": {**first, "planned": [["unit", 2]], "complete": False}}))
+    assert soak.main([*common, "--resume"]) == 0
+    second = json.loads(out.read_text())["soak"]
+    assert [(r["index"], r["commit"]) for r in second["runs"]] == [(1, "c0ffee"), (2, "c0ffee")]
+    assert second["sittings"] == 2 and second["complete"] is True
+    assert second["summary"]["unit"]["green"] == 2
+    monkeypatch.setattr(soak, "commit_of", lambda repo: "beef")
+    assert soak.main([*common, "--resume"]) == 2
+
+
 def test_the_load_stops_at_its_deadline_and_on_exit() -> None:
     with load.CpuLoad(workers=2, max_seconds=1.0) as cpu:
         assert cpu.alive() == 2
