@@ -1,7 +1,7 @@
 """Build hook: the wheel carries the conformance suite beside the `lwsconf` package.
 
 The suite (`conformance/`), its pytest plugin (`fixtures/`), the root `conftest.py` and the folders they
-read at run time (`manifests/`, and the Go module pins in `controlplane/` and `upstream/`) stay at the top of
+read at run time (`manifests/`, and the Go module pins in `controlplane/`, `nodes/` and `upstream/`) stay at the top of
 the source tree for contributors, where `make conformance` runs them. An implementation's CI installs a
 wheel instead of cloning this repository, so `build_py` copies the same files into
 `lwsconf/_suite/` of the build (no second copy in git) and records the commit they came from in
@@ -22,7 +22,7 @@ from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
-SUITE_TREES = ("conformance", "fixtures", "manifests", "controlplane", "upstream")
+SUITE_TREES = ("conformance", "fixtures", "manifests", "controlplane", "nodes", "upstream")
 """The suite, its plugin, and the folders it reads at run time (lwsconf.project_files.SHIPPED)."""
 SUITE_FILES = ("conftest.py",)
 

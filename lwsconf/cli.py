@@ -9,10 +9,11 @@
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
+    lwsconf nodes build [--kubernetes-version V]     build real nodes' parts and images (see -h)
     lwsconf fidelity [--out docs/sim-fidelity.md]   the sim API server measured against the real kube-apiserver
     lwsconf diff-impls [--a IMPL --b IMPL --scenarios S,...|ci --out PAGE.md --json F --check]
                                                     two LWS implementations compared object by object on the sim
-    lwsconf local up | down                         the real control plane with simulated nodes on loopback
+    lwsconf local up [--nodes=real] | down          the real control plane with simulated (or real) nodes
     lwsconf upstream build [--version V|PATH]       build upstream's LWS manager for --lws-impl=upstream-local
     lwsconf protobuf generate                       regenerate the sim's Kubernetes protobuf schema (Go, grpcio-tools)
     lwsconf doctor [--node-image IMAGE]             is this machine ready for --cluster=kind (and local)?
@@ -80,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
                    "(see lwsconf controlplane -h)", add_help=False)
+    sub.add_parser("nodes", help="build what real nodes run (kubelet, containerd, runc, CNI, kube-proxy) and their "
+                   "images (see lwsconf nodes -h)", add_help=False)
     sub.add_parser("protobuf", help="regenerate the sim's Kubernetes protobuf schema from the Go modules "
                    "(see lwsconf protobuf -h)", add_help=False)
     sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
@@ -228,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.controlplane import cli as controlplane_cli
 
         return controlplane_cli.main(argv[1:])
+    if argv[:1] == ["nodes"]:  # its own parser
+        from lwsconf.realnodes import cli as nodes_cli
+
+        return nodes_cli.main(argv[1:])
     if argv[:1] == ["upstream"]:  # its own parser
         from lwsconf.upstream import cli as upstream_cli
 

@@ -1,6 +1,6 @@
 """Where the top-level folders of the lwsconf source tree are, in a checkout and in an installed wheel.
 
-`manifests/` (our CRD and policies, the device plugin DaemonSet), `controlplane/` and `upstream/` (the
+`manifests/` (our CRD and policies, the device plugin DaemonSet), `controlplane/`, `nodes/` and `upstream/` (the
 pinned go.mod/go.sum the real components are built from) sit beside the `lwsconf` package in a checkout.
 A wheel carries them in `lwsconf/_suite/` with the suite (setup.py), so the same code finds them both ways.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import lwsconf
 
-SHIPPED = ("manifests", "controlplane", "upstream")
+SHIPPED = ("manifests", "controlplane", "nodes", "upstream")
 """The folders setup.py copies into the wheel besides the suite itself."""
 
 

@@ -60,15 +60,18 @@ def egress_selector_configuration(uds: Path) -> dict[str, object]:
 
 def apiserver_argv(binary: Path, folder: Path, etcd_port: int, port: int, serving: pki.Pair,
                    ca: pki.Pair, sa: pki.Pair, kubelet_client: pki.Pair, *, service_range: str,
-                   egress_selector_config: Path | None = None) -> list[str]:
+                   egress_selector_config: Path | None = None, advertise_address: str | None = None) -> list[str]:
     """`--endpoint-reconciler-type=none`: 1.37 refuses a loopback advertise address for the `kubernetes`
-    Service's endpoints (kubernetes/kubernetes#138102), so the control plane writes them itself.
+    Service's endpoints (kubernetes/kubernetes#138102), so the control plane writes them itself. With an
+    `advertise_address` (real nodes reach the API server there) the default lease reconciler keeps them.
     `egress_selector_config`: the file of `egress_selector_configuration`, if the caller runs that proxy."""
     extra = [f"--runtime-config={','.join(MAP_RUNTIME_CONFIG)}"] if MAP_RUNTIME_CONFIG else []
     if egress_selector_config is not None:
         extra.append(f"--egress-selector-config-file={egress_selector_config}")
     return [str(binary), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+            "--bind-address=127.0.0.1",
+            *([f"--advertise-address={advertise_address}"] if advertise_address else
+              ["--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"]),
             f"--secure-port={port}",
             f"--cert-dir={folder}", f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
             f"--client-ca-file={ca.cert}",

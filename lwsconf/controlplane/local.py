@@ -94,12 +94,18 @@ class LocalControlPlane:
             ClusterIP); its first address is the `kubernetes` Service's.
         cluster_egress: a unix socket where the caller serves an HTTP CONNECT proxy for kube-apiserver's
             `cluster` egress (pods/services/nodes proxy, kubelet API, Service webhooks); None: direct.
+        advertise_address: the `kubernetes` Service's endpoint, when the nodes can reach the API server at a
+            non-loopback address of theirs (real nodes: `lwsconf.realnodes`); the API server then keeps that
+            endpoint itself (the default lease reconciler) and its certificate names the address. None: loopback,
+            and the caller writes the endpoint where its kube-proxy sees it.
     """
 
     def __init__(self, release: Release, binaries: dict[str, Path], *,
                  timeouts: StartTimeouts | None = None, service_range: str = SERVICE_RANGE,
-                 controllers: bool = True, cluster_egress: Path | None = None) -> None:
+                 controllers: bool = True, cluster_egress: Path | None = None,
+                 advertise_address: str | None = None) -> None:
         self.release, self.binaries = release, binaries
+        self.advertise_address = advertise_address
         self.cluster_egress = cluster_egress
         self.controllers = controllers
         """False: etcd + kube-apiserver only (API-only comparisons, where no controller may touch an object)."""
@@ -112,6 +118,9 @@ class LocalControlPlane:
         self.kubeconfig = Path()
         self.ca_pem = b""
         self.admin: pki.Pair | None = None
+        self.ca: pki.Authority | None = None
+        """The cluster CA (with its key, in the control plane's private folder): issues node and kubelet
+        certificates for real nodes."""
         self._ports: list[Reserved] = []
         """The components' ports, held until stop() (lwsconf/ports.py: picked and released, one was taken)."""
         self._hook = self._last_resort
@@ -142,7 +151,7 @@ class LocalControlPlane:
     def _start(self) -> None:
         pki_dir = self.folder / "pki"
         pki_dir.mkdir(mode=0o700)
-        ca = pki.Authority(pki_dir)
+        ca = self.ca = pki.Authority(pki_dir)
         sa = pki.service_account_keys(pki_dir)
         self.ca_pem = ca.pair.cert.read_bytes()
         self.admin = ca.issue("admin", "lwsconf-admin", org="system:masters")
@@ -154,7 +163,8 @@ class LocalControlPlane:
     def _start_etcd_and_apiserver(self, ca: pki.Authority, sa: pki.Pair) -> None:
         pki_dir = self.folder / "pki"
         service_ip = flags.kubernetes_service_ip(self.service_range)
-        serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", service_ip),
+        advertised = (self.advertise_address,) if self.advertise_address else ()
+        serving = ca.issue("apiserver", "kube-apiserver", server_ips=("127.0.0.1", service_ip, *advertised),
                            server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                                          "kubernetes.default.svc.cluster.local"))
         kubelet_client = ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
@@ -170,7 +180,8 @@ class LocalControlPlane:
             egress_config.write_text(yaml.safe_dump(flags.egress_selector_configuration(self.cluster_egress)))
         apiserver = self._launch("kube-apiserver", flags.apiserver_argv(
             self.binaries["kube-apiserver"], pki_dir, etcd_port, self.port, serving, ca.pair, sa, kubelet_client,
-            service_range=self.service_range, egress_selector_config=egress_config))
+            service_range=self.service_range, egress_selector_config=egress_config,
+            advertise_address=self.advertise_address))
         self.url = f"https://127.0.0.1:{self.port}"
         context = self.ssl_context()
         wait_until(lambda: self._healthy(apiserver, f"{self.url}/readyz", context),

@@ -19,7 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 STOP_TIMEOUT = 20.0
@@ -37,13 +37,16 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class Component:
     """A started component; `tail()` for its log, `exited()` for its status, `stop()` to end it."""
 
-    def __init__(self, name: str, argv: Sequence[str], log: Path, cwd: Path) -> None:
+    def __init__(self, name: str, argv: Sequence[str], log: Path, cwd: Path,
+                 env: Mapping[str, str] | None = None) -> None:
+        """`env`: variables set on top of this process's environment."""
         self.name, self.argv, self.log = name, tuple(argv), log
         setpriv = shutil.which("setpriv")
         launch = (setpriv, "--pdeathsig", "KILL", "--", *self.argv) if setpriv else self.argv
         with open(log, "wb") as out:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(launch, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True,
+                                         env={**os.environ, **env} if env else None,
                                          preexec_fn=None if setpriv else _die_with_parent)
 
     @property

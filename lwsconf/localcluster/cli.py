@@ -1,11 +1,14 @@
 """`lwsconf local up|down`: the real control plane with the simulated nodes on loopback (issue 14).
 
-    lwsconf local up [--kubernetes-version V] [--kubeconfig PATH]   run it in the foreground until Ctrl-C
+    lwsconf local up [--kubernetes-version V] [--kubeconfig PATH] [--nodes sim|real]
+                                                                    run it in the foreground until Ctrl-C
     lwsconf local down                                              stop the one `up` is running
 
 `up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the simulated nodes
 (`cluster.LocalCluster`), waits for every node to be Ready, then writes the kubeconfig
-(client-certificate auth, cluster-admin) and a state file naming its own pid
+(client-certificate auth, cluster-admin) and a state file naming its own pid. `--nodes=real` runs real nodes
+instead (`lwsconf.realnodes`: kubelet, containerd, runc, CNI and kube-proxy in a network namespace each; root,
+and `lwsconf nodes build` first)
 beside it; it stops on Ctrl-C, SIGTERM or `down`, and also when a component exits on its own (printing
 which one and its log tail, exit status 1). `down` sends SIGTERM to that pid and waits for it to exit.
 Exit status 2 with one line for what a user can fix (nothing built, bad version, nothing running).
@@ -25,6 +28,11 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build, versions
 from lwsconf.controlplane.local import StartError
 from lwsconf.localcluster.cluster import LocalCluster
+from lwsconf.realnodes.catalog import ImageBuildError
+from lwsconf.realnodes.cluster import NodeSpec, RealNodeCluster, RealNodesError
+from lwsconf.realnodes.network import NetworkError
+from lwsconf.realnodes.node import NodeError
+from lwsconf.sim.nodes import layout
 from lwsconf.waits.core import NotYet, WaitTimeout, wait_until
 
 DEFAULT_KUBECONFIG = Path.home() / ".lwsconf" / "local" / "kubeconfig"
@@ -44,10 +52,25 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
     up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
                     help=f"where to write the kubeconfig (default: {DEFAULT_KUBECONFIG})")
+    up.add_argument("--nodes", choices=("sim", "real"), default="sim",
+                    help="sim: our node agents on loopback (default); real: real kubelets, containerd and "
+                         "kube-proxy, one network namespace each (needs root and `lwsconf nodes build`)")
+    up.add_argument("--node-count", type=int, default=REAL_NODES,
+                    help=f"with --nodes=real: how many nodes (default {REAL_NODES}: GPU-labelled but the last)")
     down = sub.add_parser("down", help="stop the control plane `lwsconf local up` runs")
     down.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
                       help="the kubeconfig `up` was given (its state file is beside it)")
     return parser
+
+
+REAL_NODES = 3
+
+
+def real_node_specs(count: int) -> list[NodeSpec]:
+    """The first `count` nodes of the default topology, GPU nodes first and one CPU node last (names and labels;
+    the GPUs themselves come with the device plugin)."""
+    specs = layout.default_layout(gpu_nodes=max(count - 1, 0), cpu_nodes=1 if count else 0)[:count]
+    return [NodeSpec(s.name, dict(s.labels)) for s in specs]
 
 
 def _state_path(kubeconfig: Path) -> Path:
@@ -61,7 +84,9 @@ def _up(args: argparse.Namespace) -> int:
             raise StartError(f"no Kubernetes {release.kubernetes} control plane is built: run "
                              f"`lwsconf controlplane build --kubernetes-version {release.kubernetes}` "
                              f"(needs Go), or use --cluster=sim")
-        cluster = LocalCluster(release)
+        cluster: LocalCluster | RealNodeCluster = (
+            RealNodeCluster(release, real_node_specs(args.node_count)) if args.nodes == "real"
+            else LocalCluster(release))
     except (versions.UnknownVersion, StartError, ValueError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 2
@@ -70,7 +95,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         cluster.start()
         print(f"kube-apiserver {cluster.release.kubernetes} listening on {cluster.url}; "
-              f"{len(cluster.node_names)} simulated nodes Ready after {cluster.ready_seconds:.1f} s", flush=True)
+              f"{len(cluster.node_names)} {args.nodes} nodes Ready after {cluster.ready_seconds:.1f} s", flush=True)
         args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         args.kubeconfig.write_bytes(cluster.kubeconfig.read_bytes())
         args.kubeconfig.chmod(0o600)
@@ -82,7 +107,7 @@ def _up(args: argparse.Namespace) -> int:
         print(f"try: KUBECONFIG={args.kubeconfig} kubectl get nodes   (Ctrl-C or `lwsconf local down` to stop)",
               flush=True)
         return _watch(cluster)
-    except (WaitTimeout, StartError) as exc:
+    except (WaitTimeout, StartError, RealNodesError, NetworkError, NodeError, ImageBuildError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -94,7 +119,7 @@ def _up(args: argparse.Namespace) -> int:
             path.unlink(missing_ok=True)
 
 
-def _watch(cluster: LocalCluster) -> int:
+def _watch(cluster: LocalCluster | RealNodeCluster) -> int:
     """Stay up until a signal (KeyboardInterrupt) or a component exits on its own (status 1)."""
     idle = threading.Event()  # never set: its timed wait is the watchdog's pause, and a signal interrupts it
     while True:
@@ -126,7 +151,7 @@ def _down(args: argparse.Namespace) -> int:
 
     try:
         wait_until(gone, what=f"`lwsconf local up` (pid {pid}) to stop", timeout=DOWN_TIMEOUT, poll=0.2)
-    except (WaitTimeout, StartError) as exc:
+    except (WaitTimeout, StartError, RealNodesError, NetworkError, NodeError, ImageBuildError) as exc:
         print(f"lwsconf local: {exc}", file=sys.stderr)
         return 1
     print("local control plane stopped")

@@ -1,0 +1,112 @@
+"""The images real nodes hold: what each is made of, made once and cached (issue 31: images built offline).
+
+- `registry.k8s.io/pause:3.10`: our pause program (nodes/pause), the sandbox image containerd runs for every pod.
+- `python:3.12-slim` (`docker.io/library/python:3.12-slim`, the reference the suite's workloads name,
+  `lwsconf.workloads.PROBE_IMAGE`): a Debian bookworm root filesystem with Debian's python3, made with
+  `debootstrap --variant=minbase` from the Debian archive this machine's apt uses. Its Python is Debian's (3.11),
+  not 3.12: the probe and emulator workloads are stdlib-only Python 3 (the report records the digest and what
+  each image holds, so nothing pretends otherwise).
+
+A pod naming any other image gets the real kubelet's ErrImagePull/ImagePullBackOff: no node has a route to a
+registry. The root filesystem and the archives are cached under <cache>/images/, keyed by what they are made of.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lwsconf.controlplane import build as gobuild
+from lwsconf.realnodes import images
+from lwsconf.realnodes.build import NodeBinaries
+
+PAUSE = "registry.k8s.io/pause:3.10"
+PYTHON = "docker.io/library/python:3.12-slim"
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+DEBOOTSTRAP_TIMEOUT = 1800.0
+ROOTFS_PACKAGES = ("python3",)
+
+
+class ImageBuildError(Exception):
+    """An image that cannot be made; the message says what to install or where the log is."""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    reference: str
+    made_of: str
+    """What is in it, in words, for the report."""
+    built: images.BuiltImage
+
+
+def images_dir(cache: Path | None = None) -> Path:
+    return (cache or gobuild.cache_root()) / "images"
+
+
+def python_rootfs(cache: Path | None = None) -> Path:
+    """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused."""
+    key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, ROOTFS_PACKAGES]).encode()).hexdigest()[:12]
+    root = images_dir(cache) / f"rootfs-{DEBIAN_SUITE}-python3-{key}"
+    done = root.with_name(root.name + ".done")
+    if done.exists() and root.is_dir():
+        return root
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise ImageBuildError("making the python image for real nodes needs debootstrap (apt-get install debootstrap)")
+    partial = root.with_name(root.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    log = root.with_name(root.name + ".log")
+    with open(log, "w") as out:
+        result = subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}",
+                                 DEBIAN_SUITE, str(partial), DEBIAN_MIRROR], stdout=out, stderr=subprocess.STDOUT,
+                                check=False, timeout=DEBOOTSTRAP_TIMEOUT)
+    if result.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ImageBuildError(f"debootstrap of {DEBIAN_SUITE} failed (exit {result.returncode}); log: {log}")
+    for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        for item in (partial / cached).glob("*"):
+            if item.is_file():
+                item.unlink()
+    shutil.rmtree(root, ignore_errors=True)
+    partial.rename(root)
+    done.write_text(DEBIAN_SUITE + "\n")
+    return root
+
+
+def _python_version(rootfs: Path) -> str:
+    candidates = sorted(p.name for p in (rootfs / "usr" / "bin").glob("python3.*") if p.name[8:].isdigit())
+    return candidates[-1].removeprefix("python") if candidates else "unknown"
+
+
+def build_all(binaries: NodeBinaries, cache: Path | None = None) -> list[CatalogEntry]:
+    """Every image of the catalogue as an OCI archive (reused when its inputs are unchanged: same digest)."""
+    folder = images_dir(cache)
+    pause = images.build(images.ImageSpec(PAUSE, files={"/pause": binaries.path("pause")}, entrypoint=("/pause",)),
+                         folder / "pause.tar")
+    rootfs = python_rootfs(cache)
+    python = _cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)), folder / "python.tar",
+                           stamp=rootfs.name)
+    return [CatalogEntry(PAUSE, "lwsconf's pause (nodes/pause), static", pause),
+            CatalogEntry(PYTHON, f"Debian {DEBIAN_SUITE} minbase + python3 {_python_version(rootfs)} (debootstrap)",
+                         python)]
+
+
+def _cached_build(spec: images.ImageSpec, out: Path, *, stamp: str) -> images.BuiltImage:
+    """Build unless `out` was built from the same `stamp` (the root filesystem is large: 13 s to archive)."""
+    record = out.with_suffix(".json")
+    try:
+        known = json.loads(record.read_text())
+        if known["stamp"] == stamp and out.exists():
+            return images.BuiltImage(reference=spec.reference, archive=out, manifest_digest=known["digest"],
+                                     layer_bytes=known["layer_bytes"])
+    except (OSError, ValueError, KeyError):
+        pass
+    built = images.build(spec, out)
+    record.write_text(json.dumps({"stamp": stamp, "digest": built.manifest_digest, "layer_bytes": built.layer_bytes}))
+    return built

@@ -1,0 +1,188 @@
+"""The network of a real-node cluster: one network namespace per node on a bridge of the run's own, no way out.
+
+Why namespaces: a kubelet refuses a loopback node IP (k8s.io/kubernetes v1.37.2 pkg/kubelet/kubelet_node_status.go
+validateNodeIP), and each node needs its own iptables for its kube-proxy, as on separate machines. So each node is
+a network namespace the run creates (`ip netns add`), joined by a veth pair to a bridge the run creates in the
+host's namespace. Every address of the cluster lives in 198.19.0.0/16 (RFC 2544 benchmarking space, never routed
+on the Internet), in a /20 block the run holds a lock on (two runs side by side never share one):
+
+    198.19.B.0/24        the node subnet on the bridge: node i at .i, the host's end of the bridge at .254
+    198.19.B+1+i.0/24    node i's pod CIDR (its pods' addresses, given by host-local IPAM in the CNI config)
+    198.19.B+12.0/22     the Service ClusterIP range (kube-apiserver's --service-cluster-ip-range)
+    198.19.B.253         the API address every node holds on its loopback (`forward`): in-pod clients reach the
+                         API server through the `kubernetes` Service, whose endpoint this is
+
+Nothing leaves the machine: no namespace has a default route (each knows the node subnet, the other nodes' pod
+CIDRs via their node addresses, and nothing else), the host never forwards (its ip_forward stays as it was; the
+bridge does not call the host's iptables), and no masquerade rule exists anywhere. Everything the run adds (the
+bridge, the veths, the namespaces and the rules kube-proxy writes inside them) goes when the namespaces and the
+bridge are deleted; `down` does that and is safe to run on a half-built or already-removed network.
+
+`plan` is pure; `up` and `down` run `ip` (iproute2) commands.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from lwsconf.realnodes import netns
+
+SPACE = ipaddress.IPv4Network("198.19.0.0/16")
+BLOCKS = 16
+"""/20 blocks in SPACE: how many real-node clusters can run side by side on one machine."""
+MAX_NODES = 10
+COMMAND_TIMEOUT = 30.0
+
+
+class NetworkError(Exception):
+    """The network cannot be built or removed; the message names the command and what to do."""
+
+
+@dataclass(frozen=True)
+class NodeNet:
+    """One node's place in the network."""
+
+    name: str
+    netns: str
+    veth_host: str
+    """The host's end of the node's veth pair (on the bridge); the node's end is `eth0` in its namespace."""
+    address: str
+    pod_cidr: str
+
+    @property
+    def netns_path(self) -> Path:
+        return netns.NETNS_DIR / self.netns
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    block: int
+    bridge: str
+    bridge_address: str
+    node_subnet: str
+    api_address: str
+    service_cidr: str
+    cluster_cidr: str
+    """Every pod CIDR of the cluster (the block's pod /24s), for routes and kube-proxy's --cluster-cidr."""
+    nodes: tuple[NodeNet, ...]
+
+
+def plan(block: int, node_names: Sequence[str]) -> NetworkPlan:
+    """The network of block `block` (0..BLOCKS-1) for these nodes. Pure."""
+    if not 0 <= block < BLOCKS:
+        raise ValueError(f"block {block} is outside 0..{BLOCKS - 1}")
+    if not 1 <= len(node_names) <= MAX_NODES:
+        raise ValueError(f"{len(node_names)} nodes: a real-node cluster has 1 to {MAX_NODES}")
+    base = 16 * block
+
+    def third(offset: int) -> str:
+        """The first three octets of the block's /24 number `offset`."""
+        return f"198.19.{base + offset}"
+
+    nodes = tuple(NodeNet(name=name, netns=f"lwsconf-b{block}-{name}", veth_host=f"lwsb{block}n{i}",
+                          address=f"{third(0)}.{i}", pod_cidr=f"{third(1 + i)}.0/24")
+                  for i, name in enumerate(node_names, start=1))
+    return NetworkPlan(block=block, bridge=f"lwsbr{block}", bridge_address=f"{third(0)}.254",
+                       node_subnet=f"{third(0)}.0/24", api_address=f"{third(0)}.253",
+                       service_cidr=f"{third(12)}.0/22", cluster_cidr=f"{third(0)}.0/20", nodes=nodes)
+
+
+def up_commands(p: NetworkPlan) -> list[list[str]]:
+    """The `ip` commands that build `p`, in order. Pure."""
+    cmds = [["ip", "link", "add", p.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
+             "nf_call_arptables", "0"],
+            ["ip", "addr", "add", f"{p.bridge_address}/24", "dev", p.bridge],
+            ["ip", "link", "set", p.bridge, "up"]]
+    for node in p.nodes:
+        inside = ["ip", "-n", node.netns]
+        cmds += [["ip", "netns", "add", node.netns],
+                 ["ip", "link", "add", node.veth_host, "type", "veth", "peer", "name", "eth0", "netns", node.netns],
+                 ["ip", "link", "set", node.veth_host, "master", p.bridge, "up"],
+                 [*inside, "link", "set", "lo", "up"],
+                 [*inside, "addr", "add", f"{node.address}/24", "dev", "eth0"],
+                 [*inside, "addr", "add", f"{p.api_address}/32", "dev", "lo"],
+                 [*inside, "link", "set", "eth0", "up"],
+                 ["ip", "netns", "exec", node.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1"]]
+        for other in p.nodes:
+            if other is not node:
+                cmds.append([*inside, "route", "add", other.pod_cidr, "via", other.address, "dev", "eth0"])
+    return cmds
+
+
+def down_commands(p: NetworkPlan) -> list[list[str]]:
+    """The commands that remove `p` (deleting a namespace deletes its end of the veth, and so the pair)."""
+    return [*(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge]]
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NetworkError(f"`{' '.join(argv)}` could not run: {exc}") from exc
+
+
+def require_tools() -> None:
+    """NetworkError naming what to install when `ip` is missing or the process cannot create namespaces."""
+    if shutil.which("ip") is None:
+        raise NetworkError("real nodes need iproute2's `ip` (apt-get install iproute2)")
+    if os.geteuid() != 0:
+        raise NetworkError("real nodes create network namespaces, a bridge and cgroups: run as root "
+                           "(or use --nodes=sim)")
+
+
+def up(p: NetworkPlan) -> None:
+    """Build the network; on any failure remove what was built and raise NetworkError with the command's words."""
+    require_tools()
+    down(p)  # a run killed with SIGKILL may have left this block's network behind
+    for argv in up_commands(p):
+        result = _run(argv)
+        if result.returncode != 0:
+            down(p)
+            raise NetworkError(f"`{' '.join(argv)}` failed: {result.stderr.strip() or result.stdout.strip()}")
+
+
+def down(p: NetworkPlan) -> list[str]:
+    """Remove the network, whatever of it exists; the errors other than "not there" are returned."""
+    problems = []
+    for argv in down_commands(p):
+        result = _run(argv)
+        text = result.stderr.strip()
+        if result.returncode != 0 and not any(s in text for s in ("No such file", "Cannot find device",
+                                                                   "does not exist")):
+            problems.append(f"`{' '.join(argv)}`: {text}")
+    return problems
+
+
+@dataclass
+class BlockLock:
+    """The run's hold on one /20 block (an flock'ed file): released at stop, or by the kernel when the run dies."""
+
+    block: int
+    handle: IO[bytes]
+
+    def release(self) -> None:
+        self.handle.close()
+
+
+def reserve_block(lock_dir: Path | None = None) -> BlockLock:
+    """The first free block; NetworkError when all BLOCKS are held by running clusters."""
+    directory = lock_dir or Path(tempfile.gettempdir()) / "lwsconf-realnodes"
+    directory.mkdir(parents=True, exist_ok=True)
+    for block in range(BLOCKS):
+        handle = open(directory / f"block-{block}.lock", "ab")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return BlockLock(block, handle)
+    raise NetworkError(f"all {BLOCKS} real-node network blocks are held by running clusters ({directory})")

@@ -1,0 +1,84 @@
+"""The pure halves of real nodes: the network plan, the node configurations and the build plans."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+from lwsconf.controlplane import versions
+from lwsconf.realnodes import build, network, node
+
+
+def test_a_block_holds_every_address_of_its_cluster_and_no_other_block_does() -> None:
+    plans = [network.plan(b, ["a", "b", "c"]) for b in (0, 1, 15)]
+    for p in plans:
+        block = ipaddress.ip_network(p.cluster_cidr)
+        inside = [p.bridge_address, p.api_address, *(n.address for n in p.nodes)]
+        assert all(ipaddress.ip_address(a) in block for a in inside)
+        for cidr in (p.service_cidr, p.node_subnet, *(n.pod_cidr for n in p.nodes)):
+            assert ipaddress.ip_network(cidr).subnet_of(block)  # type: ignore[arg-type]
+        assert block.subnet_of(network.SPACE)
+        pods = [ipaddress.ip_network(n.pod_cidr) for n in p.nodes]
+        assert not any(a.overlaps(b) for i, a in enumerate(pods) for b in pods[i + 1:])
+        assert not any(ipaddress.ip_network(p.service_cidr).overlaps(c) for c in pods)
+    blocks = [ipaddress.ip_network(p.cluster_cidr) for p in plans]
+    assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1:])
+
+
+def test_names_fit_the_kernel_and_bad_sizes_are_refused() -> None:
+    p = network.plan(15, [f"node-{i}" for i in range(network.MAX_NODES)])
+    assert all(len(n) <= 15 for n in [p.bridge, *(x.veth_host for x in p.nodes)])
+    with pytest.raises(ValueError, match="outside 0..15"):
+        network.plan(16, ["a"])
+    with pytest.raises(ValueError, match="1 to 10"):
+        network.plan(0, [])
+
+
+def test_no_route_leads_out_of_the_block() -> None:
+    """The only routes the plan adds are other nodes' pod CIDRs via their node address: no default route, and the
+    host never forwards (its bridge does not call iptables; nothing sets the host's ip_forward)."""
+    p = network.plan(2, ["a", "b", "c"])
+    cmds = network.up_commands(p)
+    routes = [c for c in cmds if "route" in c]
+    assert len(routes) == 6
+    assert all(c[c.index("add") + 1] in {n.pod_cidr for n in p.nodes} for c in routes)
+    assert not any("default" in c for c in cmds)
+    sysctls = [c for c in cmds if "sysctl" in c]
+    assert sysctls and all(c[:3] == ["ip", "netns", "exec"] for c in sysctls)
+    assert "nf_call_iptables" in cmds[0] and cmds[0][cmds[0].index("nf_call_iptables") + 1] == "0"
+    assert network.down_commands(p)[-1] == ["ip", "link", "delete", p.bridge]
+
+
+def test_a_pod_on_a_real_node_is_routed_inside_the_block_only() -> None:
+    p = network.plan(0, ["a"])
+    cni = node.cni_config(Path("/f"), p.nodes[0], p)
+    ptp = cni["plugins"][0]  # type: ignore[index]
+    assert ptp["type"] == "ptp" and ptp["ipMasq"] is False
+    assert ptp["ipam"]["routes"] == [{"dst": p.cluster_cidr}]
+    assert ptp["ipam"]["ranges"] == [[{"subnet": p.nodes[0].pod_cidr}]]
+
+
+def test_the_runtime_is_pinned_to_our_images_and_runc() -> None:
+    binaries = build.NodeBinaries(paths={"runc": Path("/c/runc")}, cni_dir=Path("/c/cni"),
+                                  containerd_dir=Path("/c/containerd"))
+    p = network.plan(0, ["a"])
+    text = node.containerd_config(Path("/f"), p.nodes[0], binaries)
+    assert f'sandbox = "{node.SANDBOX_IMAGE}"' in text
+    assert 'BinaryName = "/c/runc"' in text and 'bin_dirs = ["/c/cni"]' in text
+    assert "restrict_oom_score_adj = true" in text and "netns_mounts_under_state_dir = true" in text
+
+
+def test_every_part_builds_from_its_own_module_and_runc_alone_with_cgo() -> None:
+    release = versions.DEFAULT
+    plans = build.plans(release, go="go", go_version="go1.26.8")
+    assert [p.title.split()[-1] for p in plans] == ["kubernetes", "containerd", "runc", "cni", "pause"]
+    assert all((p.module / "go.mod").is_file() for p in plans)
+    assert all((p.module / "go.sum").is_file() for p in plans if not p.title.endswith("pause"))  # pause: stdlib only
+    cgo = {p.title.split()[-1]: p.env["CGO_ENABLED"] for p in plans}
+    assert cgo == {"kubernetes": "0", "containerd": "0", "runc": "1", "cni": "0", "pause": "0"}
+    runc = next(p for p in plans if p.title.endswith("runc"))
+    assert "seccomp" in runc.steps[0].argv
+    kubelet = plans[0].steps[0]
+    assert kubelet.output.name == "kubelet" and f"gitVersion=v{release.kubernetes}" in " ".join(kubelet.argv)
