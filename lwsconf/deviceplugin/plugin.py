@@ -6,8 +6,19 @@ resource when a device plugin registers it. The resource name is a parameter; th
 This plugin speaks the real v1beta1 API over a unix socket, so the same
 code serves a real kubelet (kind DaemonSet) and the simulator's kubelet side. What it does:
 
-* serves `DevicePlugin` on `<socket_dir>/<socket_name>` and registers with `<socket_dir>/kubelet.sock`
-  (version v1beta1, endpoint = its socket file name, resource name, options);
+* serves `DevicePlugin` on `<socket_dir>/<socket_name>` and registers in one of two ways (`registration`):
+  - `kubelet` (the classic way): a Register call to `<socket_dir>/kubelet.sock` (version v1beta1,
+    endpoint = its socket file name, resource name, options);
+  - `registry` (the kubelet's plugin watcher): it also serves the pluginregistration `Registration` service on
+    `<registry_dir>/<socket_name>`, where `registry_dir` is a kubelet's `<root-dir>/plugins_registry`. That kubelet
+    calls GetInfo (type `DevicePlugin`, name = the resource, endpoint = the absolute path of the DevicePlugin
+    socket, versions [v1beta1]), hands it to its device manager, which dials the endpoint as given, and reports
+    the outcome with NotifyRegistrationStatus (k8s.io/kubernetes@v1.37.2 pkg/kubelet/pluginmanager/
+    operationexecutor/operation_generator.go:69-133, cm/devicemanager/plugin/v1beta1/handler.go:42-94). This is
+    the way to reach one chosen kubelet when several share a host: the device manager's kubelet.sock is the
+    fixed /var/lib/kubelet/device-plugins/kubelet.sock (cm/devicemanager/manager.go:135) whatever the root
+    dir, and every kubelet start deletes all sockets in that directory (manager.go:189-223), so in this mode
+    `socket_dir` must be elsewhere (the CLI puts it beside the registry, `<root-dir>/plugins/lwsconf`);
 * devices have stable ids `GPU-<uuid5(node, resource, index)>` (`TPU-...` for `google.com/tpu`: the
   resource's name part, upper-cased), all Healthy until `set_health`; ListAndWatch sends the full list
   at once and again after every health change;
@@ -18,7 +29,11 @@ code serves a real kubelet (kind DaemonSet) and the simulator's kubelet side. Wh
   (`MOCK_TPU_VISIBLE_DEVICES`, `LWSCONF_FAKE_TPU_PRODUCT` for `google.com/tpu`);
 * a watcher polls the directory: when kubelet.sock is (re)created, or the kubelet wiped our socket on
   its restart (kubelets delete stale sockets at start, the documented re-registration signal), it
-  serves again and re-registers.
+  serves again and re-registers. In `registry` mode a restarted kubelet registers the plugin by itself (its
+  watcher walks plugins_registry at start, pluginwatcher/plugin_watcher.go:55-70); the plugin re-creates its
+  registration socket when that socket is removed, and when it has to serve its DevicePlugin socket again (a
+  new registration socket is what makes the kubelet's watcher register again: reconciler/reconciler.go:87-131).
+  Stopping removes the registration socket first (the kubelet deregisters the plugin), then the DevicePlugin one.
 
 All methods run on one asyncio loop; `set_health` may also be called from other threads.
 """
@@ -38,6 +53,8 @@ from typing import Any
 import grpc
 
 from lwsconf import deviceplugin as dp
+from lwsconf.deviceplugin import pluginregistration_pb2 as reg_pb
+from lwsconf.deviceplugin import pluginregistration_pb2_grpc as reg_grpc
 from lwsconf.deviceplugin import v1beta1_pb2 as pb
 from lwsconf.deviceplugin import v1beta1_pb2_grpc as pb_grpc
 
@@ -59,6 +76,12 @@ class RegistrationError(RuntimeError):
         super().__init__(message)
         self.retryable = retryable
 
+
+KUBELET_REGISTRATION = "kubelet"
+REGISTRY_REGISTRATION = "registry"
+REGISTRATIONS = (KUBELET_REGISTRATION, REGISTRY_REGISTRATION)
+PLUGIN_TYPE = "DevicePlugin"
+"""The plugin type a kubelet's device manager handles (k8s.io/kubelet pluginregistration/v1 constants.go)."""
 
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"
@@ -108,10 +131,20 @@ class FakeGPUPlugin:
                  product: str | None = None, env_prefix: str = "MOCK_", node_name: str | None = None,
                  socket_name: str | None = None, poll_interval: float = 1.0,
                  preferred_allocation: bool = True, pre_start_required: bool = False,
-                 rpc_timeout: float = 10.0) -> None:
+                 rpc_timeout: float = 10.0, registration: str = KUBELET_REGISTRATION,
+                 registry_dir: Path | str | None = None) -> None:
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
+        if registration not in REGISTRATIONS:
+            raise ValueError(f"registration must be one of {', '.join(REGISTRATIONS)}, got {registration!r}")
+        if (registration == REGISTRY_REGISTRATION) != (registry_dir is not None):
+            raise ValueError("a registry directory is needed with registration 'registry' and only with it")
+        self.registration = registration
+        self.registry_dir = Path(registry_dir).absolute() if registry_dir is not None else None
         self.socket_dir = Path(socket_dir).absolute()
+        if self.registry_dir is not None and self.registry_dir == self.socket_dir:
+            raise ValueError(f"the plugin's socket directory must not be the registry {self.registry_dir}: the "
+                             "kubelet's watcher takes every socket there for a registration socket")
         self.resource = resource
         self.product = product or {GPU_RESOURCE: DEFAULT_PRODUCT,
                                    TPU_RESOURCE: DEFAULT_TPU_PRODUCT}.get(resource, resource)
@@ -131,13 +164,21 @@ class FakeGPUPlugin:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._registered_with: tuple[int, int, int] | None = None
         self._rejected_by: tuple[int, int, int] | None = None
+        self._registry_server: Any = None
+        self._registry_handlers = dp.HandlerTasks()
+        self._registry_served: tuple[int, int, int] | None = None
         self.registrations = 0
         self.last_error: str | None = None
+        self.statuses: list[tuple[bool, str]] = []
+        """Registry mode: every NotifyRegistrationStatus the kubelet sent, (registered, error), oldest first."""
         # What the kubelet asked, for tests (like kubernetes' e2e testdeviceplugin records its calls).
         self.allocate_calls: list[list[str]] = []
         self.pre_start_calls: list[list[str]] = []
         dp.check_socket_path(str(self.socket_path))
-        dp.check_socket_path(str(self.kubelet_socket))
+        if self.registry_socket is not None:
+            dp.check_socket_path(str(self.registry_socket))
+        else:
+            dp.check_socket_path(str(self.kubelet_socket))
 
     @property
     def socket_path(self) -> Path:
@@ -146,6 +187,27 @@ class FakeGPUPlugin:
     @property
     def kubelet_socket(self) -> Path:
         return self.socket_dir / dp.KUBELET_SOCKET
+
+    @property
+    def registry_socket(self) -> Path | None:
+        """Registry mode: where the Registration service is served (the same file name as the plugin socket)."""
+        return self.registry_dir / self.socket_name if self.registry_dir is not None else None
+
+    def plugin_info(self) -> reg_pb.PluginInfo:
+        """GetInfo's answer: the endpoint is absolute, as the device manager dials it as given (client.go:132-150)."""
+        return reg_pb.PluginInfo(type=PLUGIN_TYPE, name=self.resource, endpoint=str(self.socket_path),
+                                 supported_versions=list(dp.SUPPORTED_VERSIONS))
+
+    def registration_status(self, registered: bool, error: str) -> None:
+        """What the kubelet's watcher reported after GetInfo (registry mode)."""
+        self.statuses.append((registered, error))
+        if registered:
+            self.registrations += 1
+            self.last_error = None
+            log.info("kubelet registered %s (registry %s)", self.resource, self.registry_socket)
+        else:
+            self.last_error = f"the kubelet did not register {self.resource}: {error}"
+            log.warning("%s", self.last_error)
 
     @property
     def device_ids(self) -> list[str]:
@@ -188,17 +250,20 @@ class FakeGPUPlugin:
             raise RuntimeError("FakeGPUPlugin.start() called twice; call stop() first")
         self._loop = asyncio.get_running_loop()
         self.socket_dir.mkdir(parents=True, exist_ok=True)
+        if self.registry_dir is not None:
+            self.registry_dir.mkdir(parents=True, exist_ok=True)
         await self._serve()
         await self._tick()
         self._watcher = asyncio.create_task(self._watch(), name=f"deviceplugin-watch-{self.socket_name}")
 
     async def stop(self) -> None:
-        """Stop watching and serving (ListAndWatch streams end); our socket file is removed."""
+        """Stop watching and serving (ListAndWatch streams end); our socket files are removed."""
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+        await self._unserve_registry()
         await self._unserve()
         self._registered_with = None
 
@@ -213,15 +278,8 @@ class FakeGPUPlugin:
     async def _serve(self) -> None:
         server = grpc.aio.server()
         pb_grpc.add_DevicePluginServicer_to_server(_Servicer(self, self._handlers), server)
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()  # a stale socket from a previous run
-        try:
-            server.add_insecure_port(f"unix://{self.socket_path}")
-        except RuntimeError as exc:
-            raise RuntimeError(f"cannot listen on {self.socket_path}: {exc}; is the directory writable?") from exc
-        await server.start()
+        self._served = await _listen(server, self.socket_path)
         self._server = server
-        self._served = _identity(self.socket_path)
         log.info("device plugin for %s serving on %s", self.resource, self.socket_path)
 
     async def _unserve(self) -> None:
@@ -233,6 +291,26 @@ class FakeGPUPlugin:
             self.socket_path.unlink()
         self._served = None
 
+    async def _serve_registry(self) -> None:
+        """Serve Registration on the registry socket; its appearance is what the kubelet's watcher acts on."""
+        assert self.registry_socket is not None
+        server = grpc.aio.server()
+        reg_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self, self._registry_handlers), server)
+        self._registry_served = await _listen(server, self.registry_socket)
+        self._registry_server = server
+        log.info("registration for %s served on %s (endpoint %s)", self.resource, self.registry_socket,
+                 self.socket_path)
+
+    async def _unserve_registry(self) -> None:
+        server, self._registry_server = self._registry_server, None
+        if server is not None:
+            await server.stop(None)
+            await self._registry_handlers.drain()
+        if (self.registry_socket is not None and self._registry_served is not None
+                and _identity(self.registry_socket) == self._registry_served):
+            self.registry_socket.unlink()
+        self._registry_served = None
+
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(self.poll_interval)
@@ -242,11 +320,16 @@ class FakeGPUPlugin:
                 log.exception("device plugin watcher for %s failed; retrying", self.resource)
 
     async def _tick(self) -> None:
+        reserved = False
         if _identity(self.socket_path) != self._served:  # the kubelet removed our socket: it restarted
             log.info("socket %s was removed; serving again", self.socket_path)
             await self._unserve()
             await self._serve()
             self._registered_with = None
+            reserved = True
+        if self.registry_socket is not None:
+            await self._tick_registry(reserved)
+            return
         kubelet = _identity(self.kubelet_socket)
         if kubelet is None or kubelet in (self._registered_with, self._rejected_by):
             return
@@ -261,6 +344,20 @@ class FakeGPUPlugin:
         self._registered_with = kubelet
         self.registrations += 1
         self.last_error = None
+
+    async def _tick_registry(self, reserved: bool) -> None:
+        """Registry mode: (re)create the registration socket when it is missing or replaced, or when the
+        DevicePlugin socket was served anew (the kubelet dropped its connection to the old one and only registers
+        again for a new registration socket)."""
+        assert self.registry_socket is not None
+        if self._registry_server is not None and not reserved \
+                and _identity(self.registry_socket) == self._registry_served:
+            return
+        if self._registry_server is not None:
+            log.info("registration socket %s is gone or the plugin socket is new; serving it again",
+                     self.registry_socket)
+        await self._unserve_registry()
+        await self._serve_registry()
 
     async def register(self) -> None:
         """One Register call to kubelet.sock; raises RegistrationError when it is not accepted."""
@@ -311,6 +408,18 @@ class FakeGPUPlugin:
         return chosen
 
 
+async def _listen(server: Any, path: Path) -> tuple[int, int, int] | None:
+    """Bind `server` to the unix socket `path` (replacing a stale one), start it, return the socket's identity."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a stale socket from a previous run
+    try:
+        server.add_insecure_port(f"unix://{path}")
+    except RuntimeError as exc:
+        raise RuntimeError(f"cannot listen on {path}: {exc}; is the directory writable?") from exc
+    await server.start()
+    return _identity(path)
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
@@ -355,3 +464,21 @@ class _Servicer(pb_grpc.DevicePluginServicer):
         self._handlers.track()
         self._plugin.pre_start_calls.append(list(request.devices_ids))
         return pb.PreStartContainerResponse()
+
+
+class _RegistrationServicer(reg_grpc.RegistrationServicer):
+    """The pluginregistration face of a FakeGPUPlugin in registry mode: called by a kubelet's plugin watcher."""
+
+    def __init__(self, plugin: FakeGPUPlugin, handlers: dp.HandlerTasks) -> None:
+        self._plugin = plugin
+        self._handlers = handlers
+
+    async def GetInfo(self, request: reg_pb.InfoRequest, context: Any) -> reg_pb.PluginInfo:
+        self._handlers.track()
+        return self._plugin.plugin_info()
+
+    async def NotifyRegistrationStatus(self, request: reg_pb.RegistrationStatus,
+                                       context: Any) -> reg_pb.RegistrationStatusResponse:
+        self._handlers.track()
+        self._plugin.registration_status(request.plugin_registered, request.error)
+        return reg_pb.RegistrationStatusResponse()

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the Python modules for lwsconf/deviceplugin/v1beta1.proto.
+# Regenerates the Python modules for lwsconf/deviceplugin/{v1beta1,pluginregistration}.proto.
 #
 # Development-only tools (the runtime needs just grpcio and protobuf):
 #   .venv/bin/python -m pip install 'grpcio-tools>=1.85,<2' 'mypy-protobuf>=5.1,<6'
 # grpcio-tools writes the message and service modules; mypy-protobuf writes typed stubs (.pyi) so
-# that our own modules stay `mypy --strict` clean. Run from anywhere; commit the four files it writes.
+# that our own modules stay `mypy --strict` clean. Run from anywhere; commit the eight files it writes.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -20,11 +20,13 @@ cd "$root"
 # "lwsconf.deviceplugin.v1beta1_pb2" instead of a top-level "v1beta1_pb2".
 PATH="$bindir:$PATH" "$python" -m grpc_tools.protoc -I. \
   --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. \
-  lwsconf/deviceplugin/v1beta1.proto
+  lwsconf/deviceplugin/v1beta1.proto lwsconf/deviceplugin/pluginregistration.proto
 # Generated code follows neither our lint rules nor strict typing: exempt those files only.
-for f in v1beta1_pb2.py v1beta1_pb2_grpc.py v1beta1_pb2.pyi v1beta1_pb2_grpc.pyi; do
-  path="lwsconf/deviceplugin/$f"
-  { printf '# ruff: noqa\n# mypy: ignore-errors\n'; cat "$path"; } >"$path.tmp"
-  mv "$path.tmp" "$path"
+for stem in v1beta1 pluginregistration; do
+  for f in "${stem}_pb2.py" "${stem}_pb2_grpc.py" "${stem}_pb2.pyi" "${stem}_pb2_grpc.pyi"; do
+    path="lwsconf/deviceplugin/$f"
+    { printf '# ruff: noqa\n# mypy: ignore-errors\n'; cat "$path"; } >"$path.tmp"
+    mv "$path.tmp" "$path"
+  done
 done
-echo "regenerated lwsconf/deviceplugin/v1beta1_pb2{,_grpc}.py{,i}"
+echo "regenerated lwsconf/deviceplugin/{v1beta1,pluginregistration}_pb2{,_grpc}.py{,i}"

@@ -34,6 +34,8 @@ from kubernetes import client as k8s
 from lwsconf import deviceplugin as dp
 from lwsconf.deviceplugin import cli
 from lwsconf.deviceplugin import plugin as plugin_mod
+from lwsconf.deviceplugin import pluginregistration_pb2 as reg_pb
+from lwsconf.deviceplugin import pluginregistration_pb2_grpc as reg_grpc
 from lwsconf.deviceplugin import v1beta1_pb2 as pb
 from lwsconf.deviceplugin import v1beta1_pb2_grpc as pb_grpc
 from lwsconf.sim.nodes.devicemanager import DeviceManager
@@ -327,6 +329,164 @@ def test_cli_serves_a_kubelet_until_sigterm(sockdir: Path) -> None:
                 proc.kill()
                 proc.wait()
             await manager.stop()
+
+    run(scenario, timeout=40)
+
+
+# -- registry mode: the kubelet's plugin watcher (pluginmanager) registers the plugin ---------------------------------
+
+def registry_plugin(base: Path, **kwargs: Any) -> plugin_mod.FakeGPUPlugin:
+    return plugin_mod.FakeGPUPlugin(base / "dp", node_name="n0", poll_interval=0.05, registration="registry",
+                                    registry_dir=base / "plugins_registry", **kwargs)
+
+
+async def watcher_registers(socket: Path, *, registered: bool = True, error: str = "") -> reg_pb.PluginInfo:
+    """What a kubelet's plugin watcher does with a new socket in plugins_registry: GetInfo, then report the
+    outcome (operation_generator.go:69-133)."""
+    async with grpc.aio.insecure_channel(f"unix://{socket}") as channel:
+        stub = reg_grpc.RegistrationStub(channel)
+        info: reg_pb.PluginInfo = await stub.GetInfo(reg_pb.InfoRequest(), timeout=5)
+        await stub.NotifyRegistrationStatus(reg_pb.RegistrationStatus(plugin_registered=registered, error=error),
+                                            timeout=5)
+    return info
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_ctime_ns)
+
+
+def test_registration_proto_keeps_the_kubelet_wire_names_and_field_numbers() -> None:
+    # Pinned from k8s.io/kubelet/pkg/apis/pluginregistration/v1/api.proto (its package is "pluginregistration").
+    assert reg_pb.DESCRIPTOR.package == "pluginregistration"
+    services = {s.full_name: sorted(m.name for m in s.methods)
+                for s in reg_pb.DESCRIPTOR.services_by_name.values()}
+    assert services == {"pluginregistration.Registration": ["GetInfo", "NotifyRegistrationStatus"]}
+    fields = {name: {f.name: f.number for f in m.fields} for name, m in reg_pb.DESCRIPTOR.message_types_by_name.items()}
+    assert fields == {"PluginInfo": {"type": 1, "name": 2, "endpoint": 3, "supported_versions": 4},
+                      "RegistrationStatus": {"plugin_registered": 1, "error": 2},
+                      "RegistrationStatusResponse": {}, "InfoRequest": {}}
+
+
+def test_registry_mode_tells_the_watcher_type_name_absolute_endpoint_and_versions(sockdir: Path) -> None:
+    async def scenario() -> None:
+        async with running(registry_plugin(sockdir, count=3)) as plugin:
+            assert plugin.registry_socket == sockdir / "plugins_registry" / plugin.socket_name
+            assert plugin.registry_socket.is_socket()
+            assert not (sockdir / "dp" / dp.KUBELET_SOCKET).exists()
+            info = await watcher_registers(plugin.registry_socket)
+            assert (info.type, info.name, list(info.supported_versions)) == ("DevicePlugin", GPU, ["v1beta1"])
+            assert info.endpoint == str(plugin.socket_path) and Path(info.endpoint).is_absolute()
+            assert plugin.statuses == [(True, "")] and plugin.registrations == 1 and plugin.last_error is None
+            # the endpoint is what the kubelet's device manager dials next
+            async with grpc.aio.insecure_channel(f"unix://{info.endpoint}") as channel:
+                stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty())
+                first = await stream.read()
+                assert [d.ID for d in first.devices] == plugin.device_ids
+                stream.cancel()
+    run(scenario)
+
+
+def test_registry_mode_records_a_refusal_and_registers_again_for_a_restarted_kubelet(sockdir: Path) -> None:
+    async def scenario() -> None:
+        async with running(registry_plugin(sockdir, count=1)) as plugin:
+            assert plugin.registry_socket is not None
+            await watcher_registers(plugin.registry_socket, registered=False, error="validation failed")
+            assert plugin.registrations == 0 and plugin.last_error is not None
+            assert "validation failed" in plugin.last_error
+            # a kubelet that starts again walks plugins_registry and registers the socket it finds there
+            await watcher_registers(plugin.registry_socket)
+            await watcher_registers(plugin.registry_socket)
+            assert plugin.statuses == [(False, "validation failed"), (True, ""), (True, "")]
+            assert plugin.registrations == 2 and plugin.last_error is None
+    run(scenario)
+
+
+def test_registry_mode_recreates_its_registration_socket_when_removed(sockdir: Path) -> None:
+    async def scenario() -> None:
+        async with running(registry_plugin(sockdir, count=1)) as plugin:
+            reg = plugin.registry_socket
+            assert reg is not None
+            reg.unlink()
+            await eventually(reg.exists, lambda: sorted(os.listdir(reg.parent)))
+            assert (await watcher_registers(reg)).name == GPU
+    run(scenario)
+
+
+def test_registry_mode_serving_its_plugin_socket_again_makes_a_new_registration_socket(sockdir: Path) -> None:
+    # The kubelet only registers again for a new registration socket (reconciler.go:87-131), and its connection to
+    # the old plugin socket is gone: so serving the plugin socket again must come with a new registration socket.
+    async def scenario() -> None:
+        async with running(registry_plugin(sockdir, count=1)) as plugin:
+            reg = plugin.registry_socket
+            assert reg is not None
+            before = identity(reg)
+            plugin.socket_path.unlink()
+            await eventually(lambda: plugin.socket_path.exists() and identity(reg) not in (None, before),
+                             lambda: (sorted(os.listdir(reg.parent)), sorted(os.listdir(plugin.socket_dir))))
+            info = await watcher_registers(reg)
+            async with grpc.aio.insecure_channel(f"unix://{info.endpoint}") as channel:
+                options = await pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=5)
+            assert options.get_preferred_allocation_available
+    run(scenario)
+
+
+def test_registry_mode_stop_removes_both_sockets_and_leaves_no_tasks(sockdir: Path) -> None:
+    async def scenario() -> None:
+        tasks_before = asyncio.all_tasks()
+        plugin = registry_plugin(sockdir, count=2)
+        async with running(plugin):
+            assert plugin.registry_socket is not None
+            await watcher_registers(plugin.registry_socket)
+        assert os.listdir(sockdir / "plugins_registry") == [] and os.listdir(sockdir / "dp") == []
+        assert asyncio.all_tasks() <= tasks_before
+    run(scenario)
+
+
+def test_registry_mode_needs_its_directory_apart_from_the_plugin_socket(sockdir: Path) -> None:
+    with pytest.raises(ValueError, match="registry directory"):
+        plugin_mod.FakeGPUPlugin(sockdir, registration="registry")
+    with pytest.raises(ValueError, match="registry directory"):
+        plugin_mod.FakeGPUPlugin(sockdir, registry_dir=sockdir / "r")
+    with pytest.raises(ValueError, match="must not be the registry"):
+        plugin_mod.FakeGPUPlugin(sockdir, registration="registry", registry_dir=sockdir)
+    with pytest.raises(ValueError, match="registration must be one of"):
+        plugin_mod.FakeGPUPlugin(sockdir, registration="nope")
+
+
+def test_cli_registry_mode_flags(sockdir: Path) -> None:
+    for argv in (["--registration", "registry"], ["--registry-dir", str(sockdir)]):
+        with pytest.raises(SystemExit) as caught:
+            cli.main(argv)
+        assert caught.value.code == 2
+
+
+def test_cli_registry_mode_serves_a_watcher_until_sigterm(sockdir: Path) -> None:
+    registry = sockdir / "kubelet" / "plugins_registry"
+    reg = registry / "lwsconf-nvidia.com_gpu.sock"
+
+    async def scenario() -> None:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lwsconf.deviceplugin.cli", "--registration", "registry", "--registry-dir",
+             str(registry), "--count", "2", "--node-name", "cli-node", "--poll-interval", "0.05"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            await eventually(reg.is_socket, lambda: sorted(os.listdir(sockdir)), timeout=20)
+            info = await watcher_registers(reg)
+            assert info.endpoint == str(sockdir / "kubelet" / "plugins" / "lwsconf" / "lwsconf-nvidia.com_gpu.sock")
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.to_thread(proc.wait, 10)
+            output = proc.stdout.read() if proc.stdout else ""
+            assert code == 0, output
+            assert os.listdir(registry) == [] and not Path(info.endpoint).exists(), output
+            assert "kubelet registered nvidia.com/gpu" in output
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     run(scenario, timeout=40)
 
