@@ -43,6 +43,8 @@ class NodeSpec:
 
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    gpus: int = 0
+    """Fake `nvidia.com/gpu` devices the node's own device plugin advertises (none when 0)."""
 
 
 class RealNodesError(Exception):
@@ -117,7 +119,8 @@ class RealNodeCluster:
                 for spec, net in zip(self.specs, self.network.nodes, strict=True):
                     config = NodeConfig(binaries=binaries, network=self.network, api_port=self.controlplane.port,
                                         ca=self.controlplane.ca, images=[e.built.archive for e in self.images],
-                                        labels={k: v for k, v in spec.labels.items() if k != HOSTNAME_LABEL})
+                                        labels={k: v for k, v in spec.labels.items() if k != HOSTNAME_LABEL},
+                                        gpus=spec.gpus)
                     node = RealNode(net, config, self.folder / net.name)
                     self.nodes.append(node)
                     node.start()

@@ -9,7 +9,11 @@ What runs, in start order, each a `controlplane.process.Component` entered into 
    runc cannot lower a pause container's oom_score_adj to the kubelet's -998); then the images are imported;
 3. the kubelet (cgroupfs driver under the node's own cgroup root, `failCgroupV1: false`, webhook authentication
    and authorization, a serving certificate for the node address, a resolv.conf naming cluster DNS only);
-4. kube-proxy (iptables mode, its rules in the node's namespace).
+4. with `gpus`, the fake GPU device plugin (`lwsconf.deviceplugin`) in registry mode: it serves its socket in
+   `<folder>/deviceplugin/` and a registration socket in the kubelet's `<root-dir>/plugins_registry/`, so this
+   node's kubelet, and no other, registers it (the device manager's own kubelet.sock is one fixed path for every
+   kubelet on the host: `lwsconf.deviceplugin.plugin`'s docstring). No namespace: unix sockets are files;
+5. kube-proxy (iptables mode, its rules in the node's namespace).
 
 Stopping undoes all of it whatever state it is in: the components stop in reverse order, every process left in
 the node's cgroups (containers, containerd's shims) is killed, every mount under the node's folder is unmounted,
@@ -63,6 +67,8 @@ class NodeConfig:
     """OCI archives imported into the node's containerd before the kubelet starts."""
     labels: Mapping[str, str] = field(default_factory=dict)
     cluster_dns: str = ""
+    gpus: int = 0
+    """Fake `nvidia.com/gpu` devices the node's device plugin advertises; 0 starts no plugin."""
 
 
 def cgroup_name(net: NodeNet) -> str:
@@ -107,7 +113,7 @@ def cni_config(folder: Path, net: NodeNet, network: NetworkPlan) -> dict[str, ob
     return {"cniVersion": "1.0.0", "name": "lwsconf", "plugins": [
         {"type": "ptp", "ipMasq": False, "mtu": 1500,
          "ipam": {"type": "host-local", "dataDir": str(folder / "ipam"), "ranges": [[{"subnet": net.pod_cidr}]],
-                  "routes": [{"dst": network.cluster_cidr}]}},
+                  "routes": [{"dst": network.cluster_cidr}, {"dst": "0.0.0.0/0"}]}},
         {"type": "portmap", "capabilities": {"portMappings": True}, "snat": False}]}
 
 
@@ -144,6 +150,14 @@ def kube_proxy_config(folder: Path, net: NodeNet, network: NetworkPlan) -> dict[
         "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": None, "tcpCloseWaitTimeout": None},
         "iptables": {"masqueradeAll": False, "localhostNodePorts": False},
     }
+
+
+def device_plugin_argv(folder: Path, net: NodeNet, gpus: int) -> list[str]:
+    """The command of the node's fake GPU device plugin, registered through this node's kubelet only. Pure."""
+    return [sys.executable, "-m", "lwsconf.deviceplugin.cli", "--registration", "registry",
+            "--registry-dir", str(folder / "kubelet" / "plugins_registry"),
+            "--socket-dir", str(folder / "deviceplugin"), "--count", str(gpus), "--resource", "nvidia.com/gpu",
+            "--node-name", net.name]
 
 
 class RealNode:
@@ -202,6 +216,8 @@ class RealNode:
             f"--root-dir={f}/kubelet", f"--cert-dir={f}/pki", f"--hostname-override={net.name}",
             f"--node-ip={net.address}", *([f"--node-labels={labels}"] if labels else []), "--v=2"]))
         self._enter_cgroup(kubelet.pid, "kubelet")
+        if cfg.gpus:
+            self._launch("deviceplugin", device_plugin_argv(f, net, cfg.gpus))
         proxy_user = cfg.ca.issue(f"kube-proxy-{net.name}", "system:kube-proxy")
         (f / "kube-proxy.kubeconfig").write_text(yaml.safe_dump(
             flags.kubeconfig(api, cfg.ca.pair, proxy_user, "system:kube-proxy")))
