@@ -113,7 +113,7 @@ def cni_config(folder: Path, net: NodeNet, network: NetworkPlan) -> dict[str, ob
     return {"cniVersion": "1.0.0", "name": "lwsconf", "plugins": [
         {"type": "ptp", "ipMasq": False, "mtu": 1500,
          "ipam": {"type": "host-local", "dataDir": str(folder / "ipam"), "ranges": [[{"subnet": net.pod_cidr}]],
-                  "routes": [{"dst": network.cluster_cidr}, {"dst": "0.0.0.0/0"}]}},
+                  "routes": [{"dst": network.cluster_cidr}]}},
         {"type": "portmap", "capabilities": {"portMappings": True}, "snat": False}]}
 
 
