@@ -191,7 +191,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests
 
 ## bench: throughput and memory figures, written to bench/results.json
 bench: $(STAMP)

@@ -62,7 +62,7 @@ KINDS = {
     "local": Kind("local", ("conformance", "--cluster=local", "-n", "0",
                             "--profiles", "LWS-CORE,LWS-EXTENDED,LWS-SERVING", "--all-features", "--loopback-monitor"),
                   2700.0, True),
-    "unit": Kind("unit", ("tests", "-n", "2"), 3600.0, False),
+    "unit": Kind("unit", ("tests", "-n", "2", "--dist", "loadgroup"), 3600.0, False),
 }
 """The runs the soak knows, named as in --runs; each mirrors its make target."""
 DEFAULT_RUNS = "sim=10,local=3,unit=3"

@@ -119,8 +119,11 @@ def up_commands(p: NetworkPlan) -> list[list[str]]:
 
 
 def down_commands(p: NetworkPlan) -> list[list[str]]:
-    """The commands that remove `p` (deleting a namespace deletes its end of the veth, and so the pair)."""
-    return [*(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge]]
+    """The commands that remove `p`. Each veth pair is deleted by its host end first: a namespace's devices go only
+    when the kernel destroys the namespace, which it does asynchronously after `ip netns delete` (seen: two of three
+    host ends still present right after a stop), while deleting one end of a pair removes both at once."""
+    return [*(["ip", "link", "delete", n.veth_host] for n in p.nodes),
+            *(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge]]
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:

@@ -14,11 +14,11 @@ from lwsconf.realnodes import build, network, node
 def test_a_block_holds_every_address_of_its_cluster_and_no_other_block_does() -> None:
     plans = [network.plan(b, ["a", "b", "c"]) for b in (0, 1, 15)]
     for p in plans:
-        block = ipaddress.ip_network(p.cluster_cidr)
+        block = ipaddress.IPv4Network(p.cluster_cidr)
         inside = [p.bridge_address, p.api_address, *(n.address for n in p.nodes)]
         assert all(ipaddress.ip_address(a) in block for a in inside)
         for cidr in (p.service_cidr, p.node_subnet, *(n.pod_cidr for n in p.nodes)):
-            assert ipaddress.ip_network(cidr).subnet_of(block)  # type: ignore[arg-type]
+            assert ipaddress.IPv4Network(cidr).subnet_of(block)
         assert block.subnet_of(network.SPACE)
         pods = [ipaddress.ip_network(n.pod_cidr) for n in p.nodes]
         assert not any(a.overlaps(b) for i, a in enumerate(pods) for b in pods[i + 1:])

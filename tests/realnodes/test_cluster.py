@@ -1,0 +1,222 @@
+"""Real nodes end to end: real kubelets, containerd and kube-proxy under the real control plane (issue 31).
+
+One cluster of 3 real nodes for the module, checked with the official Python client only:
+- every node is Ready and says what it runs (kubelet v<release>, containerd 2.4.2);
+- a DaemonSet's pods (one per node) answer through their Service's ClusterIP from a pod, every node's pod among
+  the answers: real pod IPs, routed between node namespaces, load-balanced by the real kube-proxy;
+- logs and exec reach the real kubelets through the API server;
+- nothing leaves the machine: a pod's routing table holds the cluster's block only, and connecting to addresses
+  outside it fails at once with "network unreachable" (TEST-NET addresses, never routed anywhere, so even a
+  broken network could not send a packet off the machine);
+- the run leaves nothing behind: no namespace, bridge, mount, cgroup, process or folder, and the host's iptables
+  rules and ip_forward are as before.
+
+Skips when not root or when the parts are not built (`lwsconf nodes build`); LWSCONF_REQUIRE_GO=1 (CI) fails
+instead, so CI cannot skip it silently.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import ipaddress
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.stream import stream
+
+from lwsconf.controlplane import build as cpbuild
+from lwsconf.controlplane import versions
+from lwsconf.realnodes import build
+from lwsconf.realnodes.cluster import NodeSpec, RealNodeCluster
+from lwsconf.waits.core import NotYet, wait_until
+
+pytestmark = pytest.mark.xdist_group("realnodes")
+"""One cluster for the module, on one worker (make unit runs --dist loadgroup): the last test stops it."""
+RELEASE = versions.DEFAULT
+PODS_READY = 120.0
+"""Seconds the DaemonSet's and the client's pods may take to be Ready on 3 real nodes (a loaded machine)."""
+SERVER = ("import http.server, socket\n"
+          "class H(http.server.BaseHTTPRequestHandler):\n"
+          "    def do_GET(self):\n"
+          "        self.send_response(200); self.end_headers(); self.wfile.write(socket.gethostname().encode())\n"
+          "    def log_message(self, *args):\n"
+          "        print('served', flush=True)\n"
+          "http.server.HTTPServer(('', 8080), H).serve_forever()\n")
+
+
+def _require_built() -> None:
+    why = ("real nodes need root" if os.geteuid() != 0 else
+           f"the node parts of {RELEASE.kubernetes} are not built (lwsconf nodes build)"
+           if build.installed(RELEASE) is None else
+           f"the control plane {RELEASE.kubernetes} is not built" if cpbuild.installed(RELEASE) is None else "")
+    if why:
+        if os.environ.get("LWSCONF_REQUIRE_GO"):
+            pytest.fail(f"{why}, and LWSCONF_REQUIRE_GO is set")
+        pytest.skip(why)
+
+
+def _host_state() -> dict[str, str]:
+    """What a run must leave as it found it: the host's iptables rules (kube-proxy writes only inside the nodes'
+    namespaces) and ip_forward (the host never forwards for the cluster)."""
+    rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False).stdout
+    rules = "\n".join(line for line in rules.splitlines() if not line.startswith("#"))
+    return {"iptables": rules, "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()}
+
+
+def _names_of_block(block: int) -> list[str]:
+    """The links and namespaces of one network block that exist now (another run may hold another block)."""
+    links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, check=False).stdout.split("\n")
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split("\n")
+    names = [line.split()[0].split("@")[0] for line in links + netns if line.strip()]
+    return [n for n in names if n in (f"lwsbr{block}",) or n.startswith((f"lwsb{block}n", f"lwsconf-b{block}-"))]
+
+
+@pytest.fixture(scope="module")
+def real_cluster() -> Iterator[tuple[RealNodeCluster, dict[str, str]]]:
+    _require_built()
+    before = _host_state()
+    started = RealNodeCluster(RELEASE, [NodeSpec("gpu-0"), NodeSpec("gpu-1"), NodeSpec("cpu-0")])
+    started.start()
+    try:
+        yield started, before
+    finally:
+        problems = started.stop()
+        assert problems == [], problems
+
+
+@pytest.fixture(scope="module")
+def core(real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> Any:
+    return client.CoreV1Api(config.new_client_from_config(str(real_cluster[0].kubeconfig)))  # type: ignore[no-untyped-call]
+
+
+def _pods_ready(api: Any, selector: str, count: int) -> list[Any]:
+    pods = api.list_namespaced_pod("default", label_selector=selector).items
+    ready = [p for p in pods if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+    if len(ready) < count:
+        raise NotYet(f"{len(ready)} of {count} pods {selector} Ready: "
+                     + "; ".join(f"{p.metadata.name} {p.status.phase} on {p.spec.node_name}" for p in pods))
+    return ready
+
+
+def _exec(api: Any, pod: str, code: str) -> str:
+    return str(stream(api.connect_get_namespaced_pod_exec, pod, "default", command=["python3", "-c", code],
+                      stderr=True, stdin=False, stdout=True, tty=False))
+
+
+@pytest.fixture(scope="module")
+def served(real_cluster: tuple[RealNodeCluster, dict[str, str]], core: Any) -> tuple[str, list[Any]]:
+    """A DaemonSet serving its pod's name on every node, its Service, and a client pod; (client pod, servers)."""
+    apps: Any = client.AppsV1Api(core.api_client)
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": {
+        "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "web", "image": "python:3.12-slim", "command": ["python3", "-c", SERVER],
+                        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]}}
+    apps.create_namespaced_daemon_set("default", {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                                  "metadata": {"name": "web"},
+                                                  "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                                           "template": template}})
+    core.create_namespaced_service("default", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                                               "spec": {"selector": {"app": "web"},
+                                                        "ports": [{"port": 80, "targetPort": 8080}]}})
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"name": "client", "labels": {"app": "client"}},
+                                           "spec": {"automountServiceAccountToken": False,
+                                                    "terminationGracePeriodSeconds": 1,
+                                                    "containers": [{"name": "c", "image": "python:3.12-slim",
+                                                                    "command": ["sleep", "3600"]}]}})
+    servers = wait_until(lambda: _pods_ready(core, "app=web", 3), what="the DaemonSet's 3 pods to be Ready",
+                         timeout=PODS_READY, poll=0.5)
+    wait_until(lambda: _pods_ready(core, "app=client", 1), what="the client pod to be Ready", timeout=PODS_READY,
+               poll=0.5)
+    return "client", servers
+
+
+def test_every_node_is_a_ready_kubelet_on_containerd(real_cluster: tuple[RealNodeCluster, dict[str, str]],
+                                                     core: Any) -> None:
+    nodes = {n.metadata.name: n for n in core.list_node().items}
+    assert sorted(nodes) == ["cpu-0", "gpu-0", "gpu-1"]
+    for node in nodes.values():
+        info = node.status.node_info
+        assert info.kubelet_version == f"v{RELEASE.kubernetes}"
+        assert info.container_runtime_version.startswith("containerd://2.4.2"), info.container_runtime_version
+        internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
+        assert internal and internal[0].startswith("198.19."), internal
+
+
+def test_a_cluster_ip_reaches_the_pods_of_every_node_through_kube_proxy(
+        served: tuple[str, list[Any]], core: Any) -> None:
+    client_pod, servers = served
+    service = core.read_namespaced_service("web", "default")
+    assert {p.spec.node_name for p in servers} == {"gpu-0", "gpu-1", "cpu-0"}
+
+    def every_pod_answers() -> collections.Counter[str]:
+        out = _exec(core, client_pod, "import urllib.request\n"
+                                      "for _ in range(30):\n"
+                                      f"    print(urllib.request.urlopen('http://{service.spec.cluster_ip}', "
+                                      "timeout=5).read().decode())\n")
+        seen = collections.Counter(line for line in out.splitlines() if line.strip())
+        if set(seen) != {p.metadata.name for p in servers}:
+            raise NotYet(f"answers from {dict(seen)}; servers {[p.metadata.name for p in servers]}")
+        return seen
+
+    # kube-proxy programs a new Service within its sync period: poll until every node's pod has answered
+    seen = wait_until(every_pod_answers, what="every server pod to answer through the ClusterIP", timeout=60.0,
+                      poll=1.0)
+    assert sum(seen.values()) == 30
+
+
+def test_logs_and_exec_reach_the_real_kubelets(served: tuple[str, list[Any]], core: Any) -> None:
+    client_pod, servers = served
+    assert _exec(core, client_pod, "import socket; print(socket.gethostname())").strip() == client_pod
+    logs = core.read_namespaced_pod_log(servers[0].metadata.name, "default")
+    assert "served" in logs, logs
+
+
+def test_a_pod_has_no_route_out_of_the_cluster_block(real_cluster: tuple[RealNodeCluster, dict[str, str]],
+                                                    served: tuple[str, list[Any]], core: Any) -> None:
+    started, _ = real_cluster
+    assert started.network is not None
+    client_pod, _ = served
+    out = _exec(core, client_pod, "import socket, struct\n"
+                                  "for line in open('/proc/net/route').readlines()[1:]:\n"
+                                  "    f = line.split()\n"
+                                  "    dst = socket.inet_ntoa(struct.pack('<I', int(f[1], 16)))\n"
+                                  "    mask = bin(int(f[7], 16)).count('1')\n"
+                                  "    print('route', f'{dst}/{mask}')\n"
+                                  "for addr in ('192.0.2.1', '198.51.100.1', '203.0.113.1'):\n"
+                                  "    s = socket.socket(); s.settimeout(5)\n"
+                                  "    try:\n"
+                                  "        s.connect((addr, 80)); print('connected', addr)\n"
+                                  "    except OSError as e:\n"
+                                  "        print('refused', addr, e.errno)\n")
+    routes = {line.split()[1] for line in out.splitlines() if line.startswith("route ")}
+    assert "0.0.0.0/0" not in routes, out
+    block = started.network.cluster_cidr
+    assert block in routes, out
+    assert all(ipaddress.IPv4Network(r).subnet_of(ipaddress.IPv4Network(block)) for r in routes), out
+    assert "connected" not in out, out
+    assert out.count("refused") == 3 and all(f" {errno.ENETUNREACH}" in line for line in out.splitlines()
+                                             if line.startswith("refused")), out
+
+
+def test_stopping_leaves_the_host_as_it_was(real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> None:
+    """Runs last in this module: stops the cluster and compares the host with what it was before the start."""
+    started, before = real_cluster
+    assert started.network is not None
+    folder, block = started.folder, started.network.block
+    cgroups = [Path("/sys/fs/cgroup/pids") / n.netns for n in started.network.nodes]
+    assert len(_names_of_block(block)) == 1 + 2 * len(cgroups), "the network to remove is not what was built"
+    assert started.stop() == []
+    assert _names_of_block(block) == []
+    assert _host_state() == before
+    assert not folder.exists()
+    assert not [c for c in cgroups if c.exists()]
+    left = subprocess.run(["pgrep", "-f", str(folder)], capture_output=True, text=True, check=False).stdout
+    assert left.strip() == "", f"processes of the run still running: {left}"
+    assert started.stop() == [], "a second stop must find nothing to remove"
