@@ -25,7 +25,7 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
-from lwsconf.realnodes import build, catalog, network
+from lwsconf.realnodes import build, catalog, hostpaths, network
 from lwsconf.realnodes.node import NodeConfig, RealNode
 
 NODES_READY = 180.0
@@ -109,6 +109,7 @@ class RealNodeCluster:
             with shutdown.deferred("starting real nodes"):
                 self.images = catalog.build_all(binaries)
                 self._block = network.reserve_block()
+                hostpaths.remember_missing(self._block.path.parent)
                 self.network = network.plan(self._block.block, [s.name for s in self.specs])
                 network.up(self.network)
                 self.controlplane = local.LocalControlPlane(
@@ -171,6 +172,9 @@ class RealNodeCluster:
             if self.network is not None:
                 problems += network.down(self.network)
             if self._block is not None:
+                lock_dir, own = self._block.path.parent, self._block.path
+                if not hostpaths.others_running(lock_dir, own):
+                    problems += hostpaths.remove_created(lock_dir)
                 self._block.release()
                 self._block = None
             if self.folder != Path():

@@ -171,6 +171,7 @@ class BlockLock:
 
     block: int
     handle: IO[bytes]
+    path: Path
 
     def release(self) -> None:
         self.handle.close()
@@ -187,5 +188,5 @@ def reserve_block(lock_dir: Path | None = None) -> BlockLock:
         except OSError:
             handle.close()
             continue
-        return BlockLock(block, handle)
+        return BlockLock(block, handle, directory / f"block-{block}.lock")
     raise NetworkError(f"all {BLOCKS} real-node network blocks are held by running clusters ({directory})")

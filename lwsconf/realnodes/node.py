@@ -130,7 +130,7 @@ def kubelet_config(folder: Path, net: NodeNet, config: NodeConfig, serving: pki.
         "clusterDNS": [config.cluster_dns] if config.cluster_dns else [], "clusterDomain": "cluster.local",
         "containerRuntimeEndpoint": f"unix://{folder}/containerd.sock",
         "tlsCertFile": str(serving.cert), "tlsPrivateKeyFile": str(serving.key),
-        "resolvConf": str(folder / "resolv.conf"),
+        "resolvConf": str(folder / "resolv.conf"), "podLogsDir": str(folder / "pod-logs"),
         # the machine's disk and memory are shared by every node: no node evicts for what another uses
         "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,

@@ -8,8 +8,9 @@ One cluster of 3 real nodes for the module, checked with the official Python cli
 - nothing leaves the machine: a pod's routing table holds the cluster's block only, and connecting to addresses
   outside it fails at once with "network unreachable" (TEST-NET addresses, never routed anywhere, so even a
   broken network could not send a packet off the machine);
-- the run leaves nothing behind: no namespace, bridge, mount, cgroup, process or folder, and the host's iptables
-  rules and ip_forward are as before.
+- the run leaves nothing behind: no namespace, bridge, mount, cgroup, process or folder, the host's iptables
+  rules and ip_forward are as before, and so are the host paths a kubelet writes whatever it is told
+  (`hostpaths.FIXED_PATHS`; the helper-free check assumes no other real-node cluster runs beside this one).
 
 Skips when not root or when the parts are not built (`lwsconf nodes build`); LWSCONF_REQUIRE_GO=1 (CI) fails
 instead, so CI cannot skip it silently.
@@ -32,7 +33,7 @@ from kubernetes.stream import stream
 
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import versions
-from lwsconf.realnodes import build
+from lwsconf.realnodes import build, hostpaths
 from lwsconf.realnodes.cluster import NodeSpec, RealNodeCluster
 from lwsconf.waits.core import NotYet, wait_until
 
@@ -66,7 +67,8 @@ def _host_state() -> dict[str, str]:
     namespaces) and ip_forward (the host never forwards for the cluster)."""
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False).stdout
     rules = "\n".join(line for line in rules.splitlines() if not line.startswith("#"))
-    return {"iptables": rules, "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()}
+    return {"iptables": rules, "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text().strip(),
+            **{str(p): "exists" if p.exists() else "absent" for p in hostpaths.FIXED_PATHS}}
 
 
 def _names_of_block(block: int) -> list[str]:
