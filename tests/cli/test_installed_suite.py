@@ -10,6 +10,7 @@ empty directory against the embedded sim.
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import sysconfig
@@ -77,20 +78,24 @@ def test_the_wheel_carries_the_suite_and_its_commit(wheel: Path) -> None:
 
 @pytest.mark.slow
 def test_the_installed_wheel_runs_the_suite_from_an_empty_directory(wheel: Path, tmp_path: Path) -> None:
+    """Without PYTHONPATH: pointing at a checkout, it made pip find lwsconf "already installed" there (the wheel
+    build leaves lwsconf.egg-info in the checkout), skip the install and leave no `lwsconf` script (seen in a soak
+    run with PYTHONPATH=<worktree>); and the run would import the checkout instead of the installed wheel."""
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     venv, work = tmp_path / "venv", tmp_path / "empty"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   capture_output=True, text=True, check=True).stdout.strip())
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                                str(wheel)], capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+                                str(wheel)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=clean)
     assert installed.returncode == 0, installed.stderr[-3000:]
     # the dependencies, not lwsconf itself: this venv's editable lwsconf is a finder hook a .pth line skips
     (purelib / "lwsconf-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     work.mkdir()
     run = subprocess.run([str(venv / "bin" / "lwsconf"), "run", "--profiles=LWS-CORE",
                           "--run-test=ObjectNamesAndOrdinals", "-n", "0"],
-                         cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+                         cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT, env=clean)
     assert run.returncode == 0, f"{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
     suite = purelib / "lwsconf" / "_suite"
     report = yaml.safe_load((work / "reports" / "latest" / "conformance-report.yaml").read_text())
@@ -105,7 +110,7 @@ def test_the_installed_wheel_runs_the_suite_from_an_empty_directory(wheel: Path,
                              "--pyargs", "lwsconf._suite.conformance", "--profiles=LWS-CORE",
                              "--run-test=ObjectNamesAndOrdinals", "-n", "0",
                              "--lwsconf-reports", "pyargs-reports"],
-                            cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+                            cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT, env=clean)
     assert pyargs.returncode == 0, f"{pyargs.stdout[-4000:]}\n{pyargs.stderr[-3000:]}"
     report = yaml.safe_load((work / "pyargs-reports" / "latest" / "conformance-report.yaml").read_text())
     results = {t["shortName"]: t["result"] for t in report["tests"]}
