@@ -5,7 +5,7 @@ STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test test-extended test-releases lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
-        implementations conformance-sim-upstream mutate diff-impls soak
+        implementations conformance-sim-upstream mutate diff-impls soak nodes
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -29,7 +29,7 @@ conformance: $(STAMP)
 ## (cached), unit and integration tests, the conformance suite on the sim, then on the real control plane: the sim's
 ## fidelity floor, the reference against upstream object by object, the suite on local with the reference, and the
 ## suite against upstream's manager (main) on the sim. What it leaves to `make test-extended` is listed there.
-test: lint typecheck controlplane openapi unit conformance fidelity diff-impls conformance-local conformance-sim-upstream
+test: lint typecheck controlplane nodes openapi unit conformance fidelity diff-impls conformance-local conformance-sim-upstream
 
 ## test-extended: what `make test` leaves out to fit CI's budget (issue 30), each a second instance of a kind of check
 ## make test already runs: the second Kubernetes release (its build and the release-parametrised tests) and the suite on
@@ -135,6 +135,17 @@ controlplane: $(STAMP)
 	  done; \
 	else \
 	  echo "make controlplane: no Go on PATH: not building the real control plane; tests on --cluster=local skip (install Go 1.26 to run them)"; \
+	fi
+
+## nodes: what real nodes run (issue 31), for the newest pinned release: kubelet, kube-proxy, containerd, runc, the CNI
+## plugins and our pause, each from its Go module under nodes/, and the images their pods run, made offline (pause;
+## python from Debian via debootstrap). Needs Go, libseccomp-dev (runc's seccomp) and debootstrap; running real nodes
+## needs root. Without Go it says so and the real-node tests skip (LWSCONF_REQUIRE_REAL_NODES=1 makes that a failure).
+nodes: $(STAMP)
+	@if $(NEEDS_GO); then \
+	  $(PY) -m lwsconf.cli nodes build || exit $$?; \
+	else \
+	  echo "make nodes: no Go on PATH: real nodes are not built; their tests skip (install Go 1.26 to run them)"; \
 	fi
 
 ## openapi: Kubernetes' OpenAPI v3 documents for the sim's built-in kinds (kubectl explain, apply's merge keys) into

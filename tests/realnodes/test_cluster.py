@@ -12,7 +12,7 @@ One cluster of 3 real nodes for the module, checked with the official Python cli
   rules and ip_forward are as before, and so are the host paths a kubelet writes whatever it is told
   (`hostpaths.FIXED_PATHS`; the helper-free check assumes no other real-node cluster runs beside this one).
 
-Skips when not root or when the parts are not built (`lwsconf nodes build`); LWSCONF_REQUIRE_GO=1 (CI) fails
+Skips when not root or when the parts are not built (`make nodes`); LWSCONF_REQUIRE_REAL_NODES=1 (.ci/run) fails
 instead, so CI cannot skip it silently.
 """
 
@@ -57,8 +57,8 @@ def _require_built() -> None:
            if build.installed(RELEASE) is None else
            f"the control plane {RELEASE.kubernetes} is not built" if cpbuild.installed(RELEASE) is None else "")
     if why:
-        if os.environ.get("LWSCONF_REQUIRE_GO"):
-            pytest.fail(f"{why}, and LWSCONF_REQUIRE_GO is set")
+        if os.environ.get("LWSCONF_REQUIRE_REAL_NODES"):
+            pytest.fail(f"{why}, and LWSCONF_REQUIRE_REAL_NODES is set (CI)")
         pytest.skip(why)
 
 
