@@ -11,6 +11,9 @@ Contents:
   * `v1beta1.proto` — our own definition of the wire API, matching upstream's package, services,
     messages and field numbers (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto);
     `v1beta1_pb2*.py{,i}` are generated from it by `regenerate.sh` (do not edit them).
+  * `pluginregistration.proto` — the kubelet's plugin-watcher API (upstream's package `pluginregistration`,
+    k8s.io/kubelet/pkg/apis/pluginregistration/v1/api.proto), for `--registration registry`: how real nodes
+    sharing one host each register their own plugin; `pluginregistration_pb2*.py{,i}` are generated likewise.
   * `plugin.py` — `FakeGPUPlugin`; `cli.py` — `lwsconf deviceplugin`.
 
 This package must not import the simulator: it ships alone in the plugin's container image.
