@@ -71,6 +71,21 @@ class NodeConfig:
     """Fake `nvidia.com/gpu` devices the node's device plugin advertises; 0 starts no plugin."""
 
 
+DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
+"""Compiled into the kubelet (k8s.io/kubernetes v1.37.2 pkg/kubelet/cm/devicemanager/manager.go:135 and :164): its
+device manager's socket and checkpoint. Every kubelet on the host would share them, and a node would read another
+node's devices from the shared checkpoint (seen: a CPU node reporting nvidia.com/gpu: 0), so each kubelet runs in a
+mount namespace of its own where a folder of its node is bind-mounted over this path."""
+
+
+def own_device_plugin_dir(own: Path, argv: Sequence[str]) -> list[str]:
+    """`argv` in a new mount namespace (propagation unchanged: the kubelet's shared root dir keeps propagating) with
+    `own` over DEVICE_PLUGIN_DIR; every step execs the next, so the pid is the kubelet's. Pure."""
+    return ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c",
+            'mkdir -p "$1" "$2" && mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", str(own),
+            str(DEVICE_PLUGIN_DIR), *argv]
+
+
 def cgroup_name(net: NodeNet) -> str:
     return f"/{net.netns}"
 
@@ -211,10 +226,11 @@ class RealNode:
         (f / "resolv.conf").write_text(f"nameserver {cfg.cluster_dns}\n" if cfg.cluster_dns else "")
         (f / "kubelet.yaml").write_text(yaml.safe_dump(kubelet_config(f, net, cfg, serving)))
         labels = ",".join(f"{k}={v}" for k, v in sorted(cfg.labels.items()))
-        kubelet = self._launch("kubelet", self._nsenter([
+        self._share_root_dir(f / "kubelet")
+        kubelet = self._launch("kubelet", own_device_plugin_dir(f / "device-plugins", self._nsenter([
             str(cfg.binaries.path("kubelet")), f"--config={f}/kubelet.yaml", f"--kubeconfig={f}/kubeconfig",
             f"--root-dir={f}/kubelet", f"--cert-dir={f}/pki", f"--hostname-override={net.name}",
-            f"--node-ip={net.address}", *([f"--node-labels={labels}"] if labels else []), "--v=2"]))
+            f"--node-ip={net.address}", *([f"--node-labels={labels}"] if labels else []), "--v=2"])))
         self._enter_cgroup(kubelet.pid, "kubelet")
         if cfg.gpus:
             self._launch("deviceplugin", device_plugin_argv(f, net, cfg.gpus))
@@ -224,6 +240,16 @@ class RealNode:
         (f / "kube-proxy.yaml").write_text(yaml.safe_dump(kube_proxy_config(f, net, cfg.network)))
         self._launch("kube-proxy", self._nsenter([str(cfg.binaries.path("kube-proxy")),
                                                   f"--config={f}/kube-proxy.yaml", "--v=2"]))
+
+    def _share_root_dir(self, root: Path) -> None:
+        """The kubelet's root dir as a shared mount of its own, before the kubelet gets its mount namespace: the
+        volumes it mounts there (secrets, projected tokens) then propagate back to the host's namespace, where
+        containerd and runc look for them (the host's / is private on these machines)."""
+        root.mkdir(parents=True, exist_ok=True)
+        for argv in (["mount", "--bind", str(root), str(root)], ["mount", "--make-shared", str(root)]):
+            result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+            if result.returncode != 0:
+                raise NodeError(f"node {self.name}: `{' '.join(argv)}` failed: {result.stderr.strip()}")
 
     def _wait_for_socket(self, containerd: Component, sock: Path) -> None:
         deadline = time.monotonic() + SOCKET_TIMEOUT

@@ -40,6 +40,8 @@ from lwsconf.waits.core import NotYet, wait_until
 pytestmark = pytest.mark.xdist_group("realnodes")
 """One cluster for the module, on one worker (make unit runs --dist loadgroup): the last test stops it."""
 RELEASE = versions.DEFAULT
+GPUS = 4
+"""Fake GPUs per GPU node, from the device plugin each GPU node runs, registered with its own kubelet."""
 PODS_READY = 120.0
 """Seconds the DaemonSet's and the client's pods may take to be Ready on 3 real nodes (a loaded machine)."""
 SERVER = ("import http.server, socket\n"
@@ -83,7 +85,7 @@ def _names_of_block(block: int) -> list[str]:
 def real_cluster() -> Iterator[tuple[RealNodeCluster, dict[str, str]]]:
     _require_built()
     before = _host_state()
-    started = RealNodeCluster(RELEASE, [NodeSpec("gpu-0"), NodeSpec("gpu-1"), NodeSpec("cpu-0")])
+    started = RealNodeCluster(RELEASE, [NodeSpec("gpu-0", gpus=GPUS), NodeSpec("gpu-1", gpus=GPUS), NodeSpec("cpu-0")])
     started.start()
     try:
         yield started, before
@@ -149,6 +151,32 @@ def test_every_node_is_a_ready_kubelet_on_containerd(real_cluster: tuple[RealNod
         assert info.container_runtime_version.startswith("containerd://2.4.2"), info.container_runtime_version
         internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
         assert internal and internal[0].startswith("198.19."), internal
+
+
+def test_each_gpu_node_has_the_gpus_its_plugin_registered_with_its_own_kubelet(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]], core: Any) -> None:
+    """The device manager's socket and checkpoint are compiled into the kubelet (node.DEVICE_PLUGIN_DIR): each
+    kubelet has its own in its mount namespace, so a CPU node never shows a GPU count read from another's."""
+    def gpus() -> dict[str, tuple[str | None, str | None]]:
+        seen = {n.metadata.name: (n.status.capacity.get("nvidia.com/gpu"), n.status.allocatable.get("nvidia.com/gpu"))
+                for n in core.list_node().items}
+        if seen.get("gpu-0") != (str(GPUS), str(GPUS)) or seen.get("gpu-1") != (str(GPUS), str(GPUS)):
+            raise NotYet(f"nvidia.com/gpu (capacity, allocatable) per node: {seen}")
+        return seen
+
+    seen = wait_until(gpus, what="both GPU nodes to show their GPUs", timeout=60.0, poll=0.5)
+    assert seen["cpu-0"] == (None, None), seen
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpus", "labels": {"app": "gpus"}},
+                                           "spec": {"automountServiceAccountToken": False,
+                                                    "terminationGracePeriodSeconds": 1, "containers": [{
+                                                        "name": "c", "image": "python:3.12-slim",
+                                                        "command": ["sleep", "3600"],
+                                                        "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}})
+    pod = wait_until(lambda: _pods_ready(core, "app=gpus", 1)[0], what="the GPU pod to be Ready", timeout=PODS_READY,
+                     poll=0.5)
+    assert pod.spec.node_name in ("gpu-0", "gpu-1"), pod.spec.node_name
+    env = _exec(core, "gpus", "import os; print(os.environ.get('MOCK_NVIDIA_VISIBLE_DEVICES', ''))").strip()
+    assert len(env.split(",")) == 2, env
 
 
 def test_a_cluster_ip_reaches_the_pods_of_every_node_through_kube_proxy(
