@@ -1,12 +1,15 @@
-"""Build what a real node runs from pinned Go modules: kubelet and kube-proxy, containerd, runc, CNI plugins, pause.
+"""Build what a real node runs from pinned Go modules: kubelet and kube-proxy, containerd, runc, CNI plugins, pause,
+and the cluster's DNS server (CoreDNS, `dns`).
 
 Each part is one Go module of ours under `nodes/` (a go.mod and go.sum pinning the upstream release; `pause` is
-our own program) and one `controlplane.build.GoBuild`: the same stamp, cache and progress lines as the control
-plane's build, so an unchanged checkout builds nothing. The parts are separate modules so their dependency graphs
-never force each other's versions. runc is the one cgo build (its nsenter is C; `-tags seccomp` needs
-libseccomp-dev, since the pods' default seccomp profile must be enforceable); everything else is static.
+our own program; `coredns` is upstream's module with our own main.go choosing its plugins) and one
+`controlplane.build.GoBuild`: the same stamp, cache and progress lines as the control plane's build (the stamp
+holds go.mod, go.sum and any .go file of ours), so an unchanged checkout builds nothing. The parts are separate
+modules so their dependency graphs never force each other's versions. runc is the one cgo build (its nsenter is C;
+`-tags seccomp` needs libseccomp-dev, since the pods' default seccomp profile must be enforceable); everything else
+is static.
 
-    plans(release, go=..., go_version=...)  -> the five GoBuilds, pure apart from hashing go.mod/go.sum
+    plans(release, go=..., go_version=...)  -> the six GoBuilds, pure apart from hashing our module files
     installed(release)                      -> NodeBinaries when every part is built, else None
 """
 
@@ -55,6 +58,7 @@ def parts(release: Release) -> tuple[Part, ...]:
                             "loopback": f"{cni}/main/loopback", "host-local": f"{cni}/ipam/host-local",
                             "portmap": f"{cni}/meta/portmap"}, STATIC),
         Part("pause", "pause", {"pause": "lwsconf.local/nodes/pause"}, STATIC),
+        Part("coredns", "coredns", {"coredns": "lwsconf.local/nodes/coredns"}, STATIC),
     )
 
 
@@ -81,6 +85,9 @@ def plan(part: Part, release: Release, *, go: str, go_version: str, source: Path
     stamp = {"part": part.name, "go": go_version, "go.mod": _hash(module / "go.mod"),
              "go.sum": _hash(module / "go.sum") if (module / "go.sum").exists() else "",
              "flags": json.dumps([ldflags, part.tags, dict(part.env)])}
+    ours = sorted(module.glob("*.go"))
+    if ours:
+        stamp["sources"] = json.dumps({p.name: _hash(p) for p in ours})
     if part.kubernetes:
         stamp["kubernetes"] = release.kubernetes
     prefix = (nice, "-n", "19") if nice else ()

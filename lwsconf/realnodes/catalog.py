@@ -1,6 +1,9 @@
 """The images real nodes hold: what each is made of, made once and cached (issue 31: images built offline).
 
 - `registry.k8s.io/pause:3.10`: our pause program (nodes/pause), the sandbox image containerd runs for every pod.
+- `registry.k8s.io/coredns/coredns:v1.15.0`: our build of CoreDNS v1.15.0 (nodes/coredns: its module, our main.go
+  with only the plugins the cluster's DNS uses), alone in the image as `/coredns`; `dns` runs it. Upstream's
+  reference and tag, so manifests written for a real cluster name it; the binary is ours, the report says so.
 - `python:3.12-slim` (`docker.io/library/python:3.12-slim`, the reference the suite's workloads name,
   `lwsconf.workloads.PROBE_IMAGE`): a Debian bookworm root filesystem with Debian's python3, made with
   `debootstrap --variant=minbase` from the Debian archive this machine's apt uses. Its Python is Debian's (3.11),
@@ -25,6 +28,7 @@ from lwsconf.realnodes import images
 from lwsconf.realnodes.build import NodeBinaries
 
 PAUSE = "registry.k8s.io/pause:3.10"
+COREDNS = "registry.k8s.io/coredns/coredns:v1.15.0"
 PYTHON = "docker.io/library/python:3.12-slim"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -89,16 +93,28 @@ def build_all(binaries: NodeBinaries, cache: Path | None = None) -> list[Catalog
     folder = images_dir(cache)
     pause = images.build(images.ImageSpec(PAUSE, files={"/pause": binaries.path("pause")}, entrypoint=("/pause",)),
                          folder / "pause.tar")
+    binary = binaries.path("coredns")
+    coredns = _cached_build(images.ImageSpec(COREDNS, files={"/coredns": binary}, entrypoint=("/coredns",)),
+                            folder / "coredns.tar", stamp=_file_stamp(binary))
     rootfs = python_rootfs(cache)
     python = _cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)), folder / "python.tar",
                            stamp=rootfs.name)
     return [CatalogEntry(PAUSE, "lwsconf's pause (nodes/pause), static", pause),
+            CatalogEntry(COREDNS, "CoreDNS v1.15.0 (nodes/coredns: errors, health, ready, log, cache, kubernetes), "
+                                  "static", coredns),
             CatalogEntry(PYTHON, f"Debian {DEBIAN_SUITE} minbase + python3 {_python_version(rootfs)} (debootstrap)",
                          python)]
 
 
+def _file_stamp(path: Path) -> str:
+    """Size and modification time: a rebuilt binary is a new file (the build renames it into place)."""
+    info = path.stat()
+    return f"{path}:{info.st_size}:{info.st_mtime_ns}"
+
+
 def _cached_build(spec: images.ImageSpec, out: Path, *, stamp: str) -> images.BuiltImage:
-    """Build unless `out` was built from the same `stamp` (the root filesystem is large: 13 s to archive)."""
+    """Build unless `out` was built from the same `stamp` (the root filesystem is large: 13 s to archive; CoreDNS
+    52 MiB)."""
     record = out.with_suffix(".json")
     try:
         known = json.loads(record.read_text())

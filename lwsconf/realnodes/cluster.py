@@ -5,9 +5,11 @@
 
 Start order: the parts must be built (`lwsconf nodes build`; `installed` is checked first, so a missing build is
 one clear error before anything starts), the images made (`catalog`), a network block reserved and built
-(`network`), the control plane started advertising the nodes' API address, then every node, and the cluster is
-ready when every node reports Ready (`NODES_READY`, LWSCONF_REALNODES_READY overrides). A failure at any point stops
-what started. `stop()` removes nodes, control plane and network, and says what it could not remove.
+(`network`), the control plane started advertising the nodes' API address, the cluster's DNS created through the API
+(`dns`: CoreDNS behind the kube-dns Service, whose fixed ClusterIP every kubelet is given as clusterDNS), then every
+node, and the cluster is ready when every node reports Ready (`NODES_READY`, LWSCONF_REALNODES_READY overrides) and
+CoreDNS is Available (`dns.DNS_READY`, LWSCONF_REALNODES_DNS_READY overrides). A failure at any point stops what
+started. `stop()` removes nodes, control plane and network, and says what it could not remove.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
-from lwsconf.realnodes import build, catalog, hostpaths, network
+from lwsconf.realnodes import build, catalog, dns, hostpaths, network
 from lwsconf.realnodes.node import NodeConfig, RealNode
 
 NODES_READY = 180.0
@@ -72,6 +74,8 @@ class RealNodeCluster:
         self._hook = self._last_resort
         self.ready_seconds = 0.0
         """Seconds from start() to every node Ready."""
+        self.dns_seconds = 0.0
+        """Seconds from every node Ready to the cluster's DNS Available."""
 
     @property
     def url(self) -> str:
@@ -117,26 +121,36 @@ class RealNodeCluster:
                     advertise_address=self.network.api_address)
                 self.controlplane.start()
                 assert self.controlplane.ca is not None
+                api_client = self._api_client()
+                dns.install(api_client, self.network)
                 for spec, net in zip(self.specs, self.network.nodes, strict=True):
                     config = NodeConfig(binaries=binaries, network=self.network, api_port=self.controlplane.port,
                                         ca=self.controlplane.ca, images=[e.built.archive for e in self.images],
                                         labels={k: v for k, v in spec.labels.items() if k != HOSTNAME_LABEL},
-                                        gpus=spec.gpus)
+                                        gpus=spec.gpus, cluster_dns=dns.service_ip(self.network))
                     node = RealNode(net, config, self.folder / net.name)
                     self.nodes.append(node)
                     node.start()
                 self._wait_ready()
                 self.ready_seconds = time.monotonic() - began
+                try:
+                    self.dns_seconds = dns.wait_available(api_client)
+                except dns.DNSError as exc:
+                    raise RealNodesError(str(exc)) from None
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _api_client(self) -> Any:
+        import kubernetes
+
+        return kubernetes.config.new_client_from_config(str(self.kubeconfig))  # type: ignore[no-untyped-call]
+
     def _client(self) -> Any:
         import kubernetes
 
-        return kubernetes.client.CoreV1Api(
-            kubernetes.config.new_client_from_config(str(self.kubeconfig)))  # type: ignore[no-untyped-call]
+        return kubernetes.client.CoreV1Api(self._api_client())
 
     def _wait_ready(self) -> None:
         timeout = nodes_ready_timeout()

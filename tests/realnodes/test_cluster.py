@@ -5,6 +5,9 @@ One cluster of 3 real nodes for the module, checked with the official Python cli
 - a DaemonSet's pods (one per node) answer through their Service's ClusterIP from a pod, every node's pod among
   the answers: real pod IPs, routed between node namespaces, load-balanced by the real kube-proxy;
 - logs and exec reach the real kubelets through the API server;
+- pods resolve names through the cluster's DNS (CoreDNS behind kube-dns, `lwsconf.realnodes.dns`): a Service's
+  name to its ClusterIP, a headless Service's pod by `<hostname>.<subdomain>.<namespace>` (LWS_LEADER_ADDRESS's
+  form) to the pod's IP, and a name outside the cluster not at all;
 - nothing leaves the machine: a pod's routing table holds the cluster's block only, and connecting to addresses
   outside it fails at once with "network unreachable" (TEST-NET addresses, never routed anywhere, so even a
   broken network could not send a packet off the machine);
@@ -21,6 +24,7 @@ from __future__ import annotations
 import collections
 import errno
 import ipaddress
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -33,7 +37,7 @@ from kubernetes.stream import stream
 
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import versions
-from lwsconf.realnodes import build, hostpaths
+from lwsconf.realnodes import build, dns, hostpaths
 from lwsconf.realnodes.cluster import NodeSpec, RealNodeCluster
 from lwsconf.waits.core import NotYet, wait_until
 
@@ -233,6 +237,49 @@ def test_a_pod_has_no_route_out_of_the_cluster_block(real_cluster: tuple[RealNod
     assert "connected" not in out, out
     assert out.count("refused") == 3 and all(f" {errno.ENETUNREACH}" in line for line in out.splitlines()
                                              if line.startswith("refused")), out
+
+
+def test_pods_resolve_cluster_names_through_coredns_and_nothing_outside(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]], served: tuple[str, list[Any]], core: Any) -> None:
+    started, _ = real_cluster
+    assert started.network is not None
+    client_pod, _ = served
+    web_ip = core.read_namespaced_service("web", "default").spec.cluster_ip
+    # a headless Service and a pod naming it as subdomain, as LWS makes them for its leaders
+    core.create_namespaced_service("default", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "peers"},
+                                               "spec": {"clusterIP": "None", "selector": {"app": "peer"},
+                                                        "publishNotReadyAddresses": True,
+                                                        "ports": [{"port": 8080}]}})
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"name": "peers-0", "labels": {"app": "peer"}},
+                                           "spec": {"hostname": "peers-0", "subdomain": "peers",
+                                                    "automountServiceAccountToken": False,
+                                                    "terminationGracePeriodSeconds": 1,
+                                                    "containers": [{"name": "c", "image": "python:3.12-slim",
+                                                                    "command": ["sleep", "3600"]}]}})
+    peer = wait_until(lambda: _pods_ready(core, "app=peer", 1)[0], what="the headless Service's pod to be Ready",
+                      timeout=PODS_READY, poll=0.5)
+    expected = {"web.default.svc.cluster.local": web_ip, "web": web_ip, "peers-0.peers.default": peer.status.pod_ip}
+    code = ("import json, socket\n"
+            "out = {'resolv.conf': open('/etc/resolv.conf').read()}\n"
+            f"for name in {[*expected, 'example.com']!r}:\n"
+            "    try:\n"
+            "        out[name] = socket.gethostbyname(name)\n"
+            "    except OSError as e:\n"
+            "        out[name] = f'error: {e}'\n"
+            "print(json.dumps(out))\n")
+
+    def cluster_names_resolve() -> dict[str, str]:
+        out: dict[str, str] = json.loads(_exec(core, client_pod, code))
+        if any(out[name] != ip for name, ip in expected.items()):
+            raise NotYet(f"resolved {out}; expected {expected}")
+        return out
+
+    # kube-proxy programs the new endpoints within its sync period and CoreDNS sees them by its watch: poll
+    out = wait_until(cluster_names_resolve, what="the client pod to resolve cluster names", timeout=60.0, poll=1.0)
+    assert f"nameserver {dns.service_ip(started.network)}" in out["resolv.conf"].splitlines(), out["resolv.conf"]
+    assert "search default.svc.cluster.local svc.cluster.local cluster.local" in out["resolv.conf"], out
+    assert out["example.com"].startswith("error"), f"a name outside the cluster resolved: {out}"
 
 
 def test_stopping_leaves_the_host_as_it_was(real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> None:

@@ -73,11 +73,13 @@ def test_the_runtime_is_pinned_to_our_images_and_runc() -> None:
 def test_every_part_builds_from_its_own_module_and_runc_alone_with_cgo() -> None:
     release = versions.DEFAULT
     plans = build.plans(release, go="go", go_version="go1.26.8")
-    assert [p.title.split()[-1] for p in plans] == ["kubernetes", "containerd", "runc", "cni", "pause"]
+    assert [p.title.split()[-1] for p in plans] == ["kubernetes", "containerd", "runc", "cni", "pause",
+                                                    "coredns"]
     assert all((p.module / "go.mod").is_file() for p in plans)
     assert all((p.module / "go.sum").is_file() for p in plans if not p.title.endswith("pause"))  # pause: stdlib only
     cgo = {p.title.split()[-1]: p.env["CGO_ENABLED"] for p in plans}
-    assert cgo == {"kubernetes": "0", "containerd": "0", "runc": "1", "cni": "0", "pause": "0"}
+    assert cgo == {"kubernetes": "0", "containerd": "0", "runc": "1", "cni": "0", "pause": "0",
+                   "coredns": "0"}
     runc = next(p for p in plans if p.title.endswith("runc"))
     assert "seccomp" in runc.steps[0].argv
     kubelet = plans[0].steps[0]
