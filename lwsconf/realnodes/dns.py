@@ -2,13 +2,15 @@
 
 Pods resolve Service names and the `<hostname>.<subdomain>.<namespace>` names of headless Services' pods (what
 LWS_LEADER_ADDRESS holds) through the kubelet's `clusterDNS`, which is the `kube-dns` Service's fixed ClusterIP:
-the 10th address of the cluster's Service range (`service_ip`, as kubeadm picks it). Behind it, a CoreDNS
-Deployment in kube-system answers from the API (its kubernetes plugin lists and watches Services,
-EndpointSlices, Namespaces and Pods with its own ServiceAccount).
+the 10th address of the cluster's Service range (`service_ip`, as kubeadm picks it: k8s.io/kubernetes v1.37.2
+cmd/kubeadm/app/constants/constants.go:676 GetDNSIP). Behind it, a CoreDNS Deployment in kube-system answers from
+the API (its kubernetes plugin lists and watches Services, Pods, EndpointSlices and Namespaces with its own
+ServiceAccount: coredns v1.15.0 plugin/kubernetes/controller.go:148-215).
 
 Nothing leaves the machine: the Corefile has no `forward` (and our binary has no forward plugin built in), so
-only `cluster.local` and the reverse zones are answered; any other name gets SERVFAIL ("no next plugin") and a pod
-has no route out anyway (`network`).
+only `cluster.local` and the reverse zones are answered; any other name reaches the end of the plugin chain and
+gets SERVFAIL (coredns v1.15.0 plugin/kubernetes/handler.go:19 -> plugin/plugin.go:88 "no next plugin found"), and
+a pod has no route out anyway (`network`).
 
     objects(plan)                     -> the manifests, in creation order (pure)
     install(api_client, plan)         -> creates them through the API
