@@ -34,6 +34,10 @@ DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBOOTSTRAP_TIMEOUT = 1800.0
 ROOTFS_PACKAGES = ("python3",)
+ROOTFS_LINKS = {"usr/local/bin/python": "/usr/bin/python3"}
+"""What the python image's users expect beyond Debian's packages: the official python images have `python` (the
+suite's workloads run `python /lwsconf/probe.py`; without it the real kubelet reported `exec: "python": executable
+file not found in $PATH`). Part of the cache key."""
 
 
 class ImageBuildError(Exception):
@@ -54,7 +58,8 @@ def images_dir(cache: Path | None = None) -> Path:
 
 def python_rootfs(cache: Path | None = None) -> Path:
     """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused."""
-    key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, ROOTFS_PACKAGES]).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, ROOTFS_PACKAGES, ROOTFS_LINKS]).encode()
+                         ).hexdigest()[:12]
     root = images_dir(cache) / f"rootfs-{DEBIAN_SUITE}-python3-{key}"
     done = root.with_name(root.name + ".done")
     if done.exists() and root.is_dir():
@@ -77,9 +82,19 @@ def python_rootfs(cache: Path | None = None) -> Path:
         for item in (partial / cached).glob("*"):
             if item.is_file():
                 item.unlink()
+    for link, target in ROOTFS_LINKS.items():
+        (partial / link).parent.mkdir(parents=True, exist_ok=True)
+        (partial / link).unlink(missing_ok=True)
+        (partial / link).symlink_to(target)
     shutil.rmtree(root, ignore_errors=True)
     partial.rename(root)
     done.write_text(DEBIAN_SUITE + "\n")
+    for older in root.parent.glob(f"rootfs-{DEBIAN_SUITE}-python3-*"):  # what an earlier key made
+        if older.name.split(".")[0] != root.name:
+            if older.is_dir():
+                shutil.rmtree(older, ignore_errors=True)
+            else:
+                older.unlink(missing_ok=True)
     return root
 
 
