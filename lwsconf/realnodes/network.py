@@ -14,7 +14,9 @@ on the Internet), in a /20 block the run holds a lock on (two runs side by side 
 
 Nothing leaves the machine: no namespace has a default route (each knows the node subnet, the other nodes' pod
 CIDRs via their node addresses, and nothing else), the host never forwards (its ip_forward stays as it was; the
-bridge does not call the host's iptables), and no masquerade rule exists anywhere. Everything the run adds (the
+bridge does not call the host's iptables), and no masquerade rule exists anywhere. The host routes each pod CIDR
+through its node and holds an `unreachable` route for the whole block, so no address of the block can ever take the
+host's default route. Everything the run adds (the
 bridge, the veths, the namespaces and the rules kube-proxy writes inside them) goes when the namespaces and the
 bridge are deleted; `down` does that and is safe to run on a half-built or already-removed network.
 
@@ -101,7 +103,11 @@ def up_commands(p: NetworkPlan) -> list[list[str]]:
     cmds = [["ip", "link", "add", p.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
              "nf_call_arptables", "0"],
             ["ip", "addr", "add", f"{p.bridge_address}/24", "dev", p.bridge],
-            ["ip", "link", "set", p.bridge, "up"]]
+            ["ip", "link", "set", p.bridge, "up"],
+            # the host reaches every address of the block through the bridge or not at all: without this, an address
+            # of the block with no route of its own (a pod's, seen: kube-apiserver proxying to a pod) went to the
+            # default route, off the machine
+            ["ip", "route", "add", "unreachable", p.cluster_cidr]]
     for node in p.nodes:
         inside = ["ip", "-n", node.netns]
         cmds += [["ip", "netns", "add", node.netns],
@@ -115,6 +121,9 @@ def up_commands(p: NetworkPlan) -> list[list[str]]:
         for other in p.nodes:
             if other is not node:
                 cmds.append([*inside, "route", "add", other.pod_cidr, "via", other.address, "dev", "eth0"])
+    # the host's way to each node's pods (kube-apiserver's pods/proxy and Service proxy dial pod addresses): through
+    # the node, whose namespace forwards; the host itself never forwards
+    cmds += [["ip", "route", "add", n.pod_cidr, "via", n.address, "dev", p.bridge] for n in p.nodes]
     return cmds
 
 
@@ -123,7 +132,8 @@ def down_commands(p: NetworkPlan) -> list[list[str]]:
     when the kernel destroys the namespace, which it does asynchronously after `ip netns delete` (seen: two of three
     host ends still present right after a stop), while deleting one end of a pair removes both at once."""
     return [*(["ip", "link", "delete", n.veth_host] for n in p.nodes),
-            *(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge]]
+            *(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge],
+            ["ip", "route", "delete", "unreachable", p.cluster_cidr]]
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -160,7 +170,7 @@ def down(p: NetworkPlan) -> list[str]:
         result = _run(argv)
         text = result.stderr.strip()
         if result.returncode != 0 and not any(s in text for s in ("No such file", "Cannot find device",
-                                                                   "does not exist")):
+                                                                   "does not exist", "No such process")):
             problems.append(f"`{' '.join(argv)}`: {text}")
     return problems
 

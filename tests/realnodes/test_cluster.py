@@ -207,6 +207,27 @@ def test_a_cluster_ip_reaches_the_pods_of_every_node_through_kube_proxy(
     assert sum(seen.values()) == 30
 
 
+def test_the_api_server_reaches_every_nodes_pods_through_the_bridge_only(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]], served: tuple[str, list[Any]], core: Any) -> None:
+    """kube-apiserver's pods/proxy dials a pod's address from the host: the host routes each pod CIDR through its
+    node (seen without it: the dial took the default route, off the machine, and the suite's probes got a 403 from
+    outside). `ip route get` must name the run's bridge for every pod, and an unused address of the block must be
+    unreachable, never the default route."""
+    started, _ = real_cluster
+    assert started.network is not None
+    _, servers = served
+    for pod in servers:
+        answer = core.connect_get_namespaced_pod_proxy_with_path(f"{pod.metadata.name}:8080", "default", "")
+        assert answer == pod.metadata.name, answer
+        route = subprocess.run(["ip", "route", "get", pod.status.pod_ip], capture_output=True, text=True,
+                               check=False).stdout
+        assert f"dev {started.network.bridge}" in route, route
+    unused = str(ipaddress.IPv4Network(started.network.service_cidr).network_address + 200)
+    lookup = subprocess.run(["ip", "route", "get", unused], capture_output=True, text=True, check=False)
+    # the kernel's answer for an `unreachable` route: EHOSTUNREACH
+    assert lookup.returncode != 0 and "no route to host" in lookup.stderr.lower(), (lookup.stdout, lookup.stderr)
+
+
 def test_logs_and_exec_reach_the_real_kubelets(served: tuple[str, list[Any]], core: Any) -> None:
     client_pod, servers = served
     assert _exec(core, client_pod, "import socket; print(socket.gethostname())").strip() == client_pod
@@ -288,11 +309,14 @@ def test_stopping_leaves_the_host_as_it_was(real_cluster: tuple[RealNodeCluster,
     """Runs last in this module: stops the cluster and compares the host with what it was before the start."""
     started, before = real_cluster
     assert started.network is not None
-    folder, block = started.folder, started.network.block
+    folder, block, started_cidr = started.folder, started.network.block, started.network.cluster_cidr
     cgroups = [Path("/sys/fs/cgroup/pids") / n.netns for n in started.network.nodes]
     assert len(_names_of_block(block)) == 1 + 2 * len(cgroups), "the network to remove is not what was built"
     assert started.stop() == []
     assert _names_of_block(block) == []
+    routes = subprocess.run(["ip", "route", "show", "root", started_cidr], capture_output=True, text=True,
+                            check=False).stdout
+    assert routes.strip() == "", f"routes of the block left on the host: {routes}"
     assert _host_state() == before
     assert not folder.exists()
     assert not [c for c in cgroups if c.exists()]

@@ -37,18 +37,25 @@ def test_names_fit_the_kernel_and_bad_sizes_are_refused() -> None:
 
 
 def test_no_route_leads_out_of_the_block() -> None:
-    """The only routes the plan adds are other nodes' pod CIDRs via their node address: no default route, and the
-    host never forwards (its bridge does not call iptables; nothing sets the host's ip_forward)."""
+    """Inside the nodes: other nodes' pod CIDRs via their node address, nothing else (no default route). On the host:
+    each pod CIDR via its node, and the whole block unreachable otherwise, so no address of the block takes the
+    host's default route; the host never forwards (its bridge does not call iptables; nothing sets its ip_forward)."""
     p = network.plan(2, ["a", "b", "c"])
     cmds = network.up_commands(p)
-    routes = [c for c in cmds if "route" in c]
-    assert len(routes) == 6
-    assert all(c[c.index("add") + 1] in {n.pod_cidr for n in p.nodes} for c in routes)
+    pods = {n.pod_cidr: n.address for n in p.nodes}
+    inside = [c for c in cmds if c[:2] == ["ip", "-n"] and "route" in c]
+    assert len(inside) == 6
+    assert all(pods[c[c.index("add") + 1]] == c[c.index("via") + 1] for c in inside)
+    host = [c for c in cmds if c[:3] == ["ip", "route", "add"]]
+    assert ["ip", "route", "add", "unreachable", p.cluster_cidr] in host
+    assert sorted(c[3] for c in host if c[3] != "unreachable") == sorted(pods)
+    assert all(pods[c[3]] == c[c.index("via") + 1] and c[-1] == p.bridge for c in host if c[3] != "unreachable")
     assert not any("default" in c for c in cmds)
     sysctls = [c for c in cmds if "sysctl" in c]
     assert sysctls and all(c[:3] == ["ip", "netns", "exec"] for c in sysctls)
     assert "nf_call_iptables" in cmds[0] and cmds[0][cmds[0].index("nf_call_iptables") + 1] == "0"
-    assert network.down_commands(p)[-1] == ["ip", "link", "delete", p.bridge]
+    down = network.down_commands(p)
+    assert down[-2:] == [["ip", "link", "delete", p.bridge], ["ip", "route", "delete", "unreachable", p.cluster_cidr]]
 
 
 def test_a_pod_on_a_real_node_is_routed_inside_the_block_only() -> None:
