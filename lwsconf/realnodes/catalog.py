@@ -16,6 +16,7 @@ registry. The root filesystem and the archives are cached under <cache>/images/,
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
@@ -33,6 +34,7 @@ PYTHON = "docker.io/library/python:3.12-slim"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBOOTSTRAP_TIMEOUT = 1800.0
+DEBOOTSTRAP_ATTEMPTS = 3
 ROOTFS_PACKAGES = ("python3",)
 ROOTFS_LINKS = {"usr/local/bin/python": "/usr/bin/python3"}
 """What the python image's users expect beyond Debian's packages: the official python images have `python` (the
@@ -57,7 +59,12 @@ def images_dir(cache: Path | None = None) -> Path:
 
 
 def python_rootfs(cache: Path | None = None) -> Path:
-    """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused."""
+    """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused.
+
+    One maker at a time per key (a file lock: xdist workers and runs side by side share the cache). A failed attempt
+    is tried again up to DEBOOTSTRAP_ATTEMPTS times, each attempt's output kept in the log: a Debian mirror in the
+    middle of a sync once served a Release its Release.gpg did not sign ("Invalid Release signature"), which
+    passed a minute later. Root filesystems of other keys are left alone: an older checkout may be using one."""
     key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, ROOTFS_PACKAGES, ROOTFS_LINKS]).encode()
                          ).hexdigest()[:12]
     root = images_dir(cache) / f"rootfs-{DEBIAN_SUITE}-python3-{key}"
@@ -67,34 +74,40 @@ def python_rootfs(cache: Path | None = None) -> Path:
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise ImageBuildError("making the python image for real nodes needs debootstrap (apt-get install debootstrap)")
-    partial = root.with_name(root.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    log = root.with_name(root.name + ".log")
-    with open(log, "w") as out:
-        result = subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}",
-                                 DEBIAN_SUITE, str(partial), DEBIAN_MIRROR], stdout=out, stderr=subprocess.STDOUT,
-                                check=False, timeout=DEBOOTSTRAP_TIMEOUT)
-    if result.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise ImageBuildError(f"debootstrap of {DEBIAN_SUITE} failed (exit {result.returncode}); log: {log}")
-    for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
-        for item in (partial / cached).glob("*"):
-            if item.is_file():
-                item.unlink()
-    for link, target in ROOTFS_LINKS.items():
-        (partial / link).parent.mkdir(parents=True, exist_ok=True)
-        (partial / link).unlink(missing_ok=True)
-        (partial / link).symlink_to(target)
-    shutil.rmtree(root, ignore_errors=True)
-    partial.rename(root)
-    done.write_text(DEBIAN_SUITE + "\n")
-    for older in root.parent.glob(f"rootfs-{DEBIAN_SUITE}-python3-*"):  # what an earlier key made
-        if older.name.split(".")[0] != root.name:
-            if older.is_dir():
-                shutil.rmtree(older, ignore_errors=True)
-            else:
-                older.unlink(missing_ok=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.with_name(root.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists() and root.is_dir():  # made by another process while this one waited
+            return root
+        partial = root.with_name(root.name + ".partial")
+        log = root.with_name(root.name + ".log")
+        log.write_text("")
+        for attempt in range(1, DEBOOTSTRAP_ATTEMPTS + 1):
+            shutil.rmtree(partial, ignore_errors=True)
+            with open(log, "a") as out:
+                out.write(f"--- attempt {attempt} of {DEBOOTSTRAP_ATTEMPTS}\n")
+                out.flush()
+                result = subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}",
+                                         DEBIAN_SUITE, str(partial), DEBIAN_MIRROR], stdout=out,
+                                        stderr=subprocess.STDOUT, check=False, timeout=DEBOOTSTRAP_TIMEOUT)
+            if result.returncode == 0:
+                break
+        else:
+            shutil.rmtree(partial, ignore_errors=True)
+            last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:]
+            raise ImageBuildError(f"debootstrap of {DEBIAN_SUITE} from {DEBIAN_MIRROR} failed {DEBOOTSTRAP_ATTEMPTS} "
+                                  f"times (last: {last[0] if last else 'no output'}); log: {log}")
+        for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for item in (partial / cached).glob("*"):
+                if item.is_file():
+                    item.unlink()
+        for link, target in ROOTFS_LINKS.items():
+            (partial / link).parent.mkdir(parents=True, exist_ok=True)
+            (partial / link).unlink(missing_ok=True)
+            (partial / link).symlink_to(target)
+        shutil.rmtree(root, ignore_errors=True)
+        partial.rename(root)
+        done.write_text(DEBIAN_SUITE + "\n")
     return root
 
 
@@ -112,8 +125,9 @@ def build_all(binaries: NodeBinaries, cache: Path | None = None) -> list[Catalog
     coredns = _cached_build(images.ImageSpec(COREDNS, files={"/coredns": binary}, entrypoint=("/coredns",)),
                             folder / "coredns.tar", stamp=_file_stamp(binary))
     rootfs = python_rootfs(cache)
-    python = _cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)), folder / "python.tar",
-                           stamp=rootfs.name)
+    # named by its root filesystem: checkouts of another key side by side never overwrite each other's archive
+    python = _cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)),
+                           folder / f"python-{rootfs.name.rsplit('-', 1)[-1]}.tar", stamp=rootfs.name)
     return [CatalogEntry(PAUSE, "lwsconf's pause (nodes/pause), static", pause),
             CatalogEntry(COREDNS, "CoreDNS v1.15.0 (nodes/coredns: errors, health, ready, log, cache, kubernetes), "
                                   "static", coredns),

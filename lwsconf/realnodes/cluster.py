@@ -114,6 +114,7 @@ class RealNodeCluster:
                 self.images = catalog.build_all(binaries)
                 self._block = network.reserve_block()
                 hostpaths.remember_missing(self._block.path.parent)
+                network.guard_space()
                 self.network = network.plan(self._block.block, [s.name for s in self.specs])
                 network.up(self.network)
                 self.controlplane = local.LocalControlPlane(
@@ -189,6 +190,7 @@ class RealNodeCluster:
                 lock_dir, own = self._block.path.parent, self._block.path
                 if not hostpaths.others_running(lock_dir, own):
                     problems += hostpaths.remove_created(lock_dir)
+                    problems += network.unguard_space()
                 self._block.release()
                 self._block = None
             if self.folder != Path():

@@ -29,6 +29,11 @@ def remember_missing(lock_dir: Path, paths: tuple[Path, ...] = FIXED_PATHS) -> N
             _marker(lock_dir, path).touch()
 
 
+def created_by_us(lock_dir: Path, path: Path) -> bool:
+    """Whether a real-node cluster of ours created `path` (it is then removed when the last of them stops)."""
+    return _marker(lock_dir, path).exists()
+
+
 def others_running(lock_dir: Path, own_lock: Path) -> bool:
     """Whether another cluster holds a block lock in `lock_dir` (tried without waiting, released at once)."""
     for lock in lock_dir.glob("block-*.lock"):

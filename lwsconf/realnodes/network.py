@@ -175,6 +175,23 @@ def down(p: NetworkPlan) -> list[str]:
     return problems
 
 
+def guard_space() -> None:
+    """An `unreachable` route for the whole SPACE on the host (kept while any of our clusters runs): an address of
+    198.19.0.0/16 that no running block routes can then never take the host's default route, which is what lets the
+    loopback monitor accept peers in SPACE (`fixtures.loopback`, `ClusterBackend.run_networks`)."""
+    result = _run(["ip", "route", "add", "unreachable", str(SPACE)])
+    if result.returncode != 0 and "File exists" not in result.stderr:
+        raise NetworkError(f"`ip route add unreachable {SPACE}` failed: {result.stderr.strip()}")
+
+
+def unguard_space() -> list[str]:
+    """Remove the route of `guard_space` (the last cluster to stop does)."""
+    result = _run(["ip", "route", "delete", "unreachable", str(SPACE)])
+    if result.returncode != 0 and "No such process" not in result.stderr:
+        return [f"`ip route delete unreachable {SPACE}`: {result.stderr.strip()}"]
+    return []
+
+
 @dataclass
 class BlockLock:
     """The run's hold on one /20 block (an flock'ed file): released at stop, or by the kernel when the run dies."""
