@@ -162,13 +162,17 @@ def ldflags(release: Release, component: Component) -> str:
     return " ".join(flags)
 
 
-def _hash(path: Path) -> str:
+def file_hash(path: Path, *, missing: str) -> str:
+    """SHA-256 of a file a build stamp depends on; BuildError saying `missing` (what to do) when it cannot be read."""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
-        raise BuildError(f"cannot read {path} ({exc.strerror}): the Go module of this Kubernetes version "
-                         f"is missing; run from a source checkout of lwsconf or set "
-                         f"LWSCONF_CONTROLPLANE_SRC to its controlplane/ folder") from exc
+        raise BuildError(f"cannot read {path} ({exc.strerror}): {missing}") from exc
+
+
+def _hash(path: Path) -> str:
+    return file_hash(path, missing="the Go module of this Kubernetes version is missing; run from a source checkout "
+                                   "of lwsconf or set LWSCONF_CONTROLPLANE_SRC to its controlplane/ folder")
 
 
 def plan(release: Release, *, go: str, go_version: str, source: Path | None = None,

@@ -15,7 +15,6 @@ is static.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,11 +66,8 @@ def cache_dir(release: Release, cache: Path | None = None) -> Path:
 
 
 def _hash(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise gobuild.BuildError(f"cannot read {path} ({exc.strerror}): run from a source checkout of lwsconf "
-                                 f"(its nodes/ folder holds the Go modules of the real node parts)") from exc
+    return gobuild.file_hash(path, missing="run from a source checkout of lwsconf (its nodes/ folder holds the Go "
+                                           "modules of the real node parts)")
 
 
 def plan(part: Part, release: Release, *, go: str, go_version: str, source: Path | None = None,
@@ -83,7 +79,7 @@ def plan(part: Part, release: Release, *, go: str, go_version: str, source: Path
     component = gobuild.Component(part.name, "", kubernetes=part.kubernetes)
     ldflags = gobuild.ldflags(release, component)
     stamp = {"part": part.name, "go": go_version, "go.mod": _hash(module / "go.mod"),
-             "go.sum": _hash(module / "go.sum") if (module / "go.sum").exists() else "",
+             "go.sum": _hash(module / "go.sum"),
              "flags": json.dumps([ldflags, part.tags, dict(part.env)])}
     ours = sorted(module.glob("*.go"))
     if ours:

@@ -15,6 +15,7 @@ started. `stop()` removes nodes, control plane and network, and says what it cou
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -194,8 +195,6 @@ class RealNodeCluster:
                 self._block.release()
                 self._block = None
             if self.folder != Path():
-                import shutil
-
                 shutil.rmtree(self.folder, ignore_errors=True)
             shutdown.remove_at_exit(self._hook)
         return problems
