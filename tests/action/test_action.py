@@ -15,11 +15,14 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests.source_copy import copy_source_tree
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
@@ -28,15 +31,15 @@ STEP_TIMEOUT = 900.0
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
-def evaluate(expression: str, inputs: dict[str, str]) -> Any:
+def evaluate(expression: str, inputs: dict[str, str], action_path: Path = REPO) -> Any:
     """The expressions action.yml uses, and no others (an unknown one fails the test, naming it)."""
     text = expression.strip()
     if text == "always()":
         return True
     if text == "github.action_path":
-        return str(REPO)
+        return str(action_path)
     if " || " in text:
-        return any(evaluate(part, inputs) for part in text.split(" || "))
+        return any(evaluate(part, inputs, action_path) for part in text.split(" || "))
     if (match := re.fullmatch(r"inputs\.([\w-]+) == '([^']*)'", text)) is not None:
         return inputs[match[1]] == match[2]
     if (match := re.fullmatch(r"startsWith\(inputs\.([\w-]+), '([^']*)'\)", text)) is not None:
@@ -46,8 +49,8 @@ def evaluate(expression: str, inputs: dict[str, str]) -> Any:
     raise AssertionError(f"the fake runner does not know the expression {expression!r}: teach it or simplify")
 
 
-def substitute(value: str, inputs: dict[str, str]) -> str:
-    return EXPRESSION.sub(lambda m: str(evaluate(m[1], inputs)), value)
+def substitute(value: str, inputs: dict[str, str], action_path: Path = REPO) -> str:
+    return EXPRESSION.sub(lambda m: str(evaluate(m[1], inputs, action_path)), value)
 
 
 def test_no_run_script_expands_an_expression() -> None:
@@ -79,19 +82,21 @@ def runner_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_action(inputs: dict[str, str], work: Path, bin_dir: Path) -> dict[str, Any]:
     """Run action.yml's steps as GitHub would; return the outputs, the summary, the skipped `uses:` steps and the
-    exit status of the last step (the gate)."""
+    exit status of the last step (the gate). The action's folder is a private copy of the checkout, as a runner's
+    checkout of the action is: its install builds a wheel there (see tests/source_copy)."""
+    action_path = copy_source_tree(Path(tempfile.mkdtemp(prefix="action-", dir=work.parent)))
     values = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()} | inputs
     output, summary = work / "github_output", work / "step_summary"
     output.touch()
     summary.touch()
     skipped, code = [], 0
     for step in ACTION["runs"]["steps"]:
-        if "if" in step and not evaluate(step["if"], values):
+        if "if" in step and not evaluate(step["if"], values, action_path):
             continue
         if "uses" in step:
             skipped.append(step["uses"])
             continue
-        env = {k: substitute(str(v), values) for k, v in (step.get("env") or {}).items()}
+        env = {k: substitute(str(v), values, action_path) for k, v in (step.get("env") or {}).items()}
         done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, capture_output=True, text=True,
                               timeout=STEP_TIMEOUT,
                               env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from lwsconf import suite_identity, suite_run
+from tests.source_copy import copy_source_tree
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 600.0
@@ -58,7 +59,8 @@ def test_the_suite_commit_comes_from_the_wheel_file_or_git(tmp_path: Path) -> No
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+    source = copy_source_tree(tmp_path_factory.mktemp("source"))  # never build in the checkout: see tests/source_copy
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                            capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     assert built.returncode == 0, f"pip wheel failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     (found,) = out.glob("lwsconf-*.whl")
