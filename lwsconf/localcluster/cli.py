@@ -68,9 +68,9 @@ REAL_NODES = 3
 
 def real_node_specs(count: int) -> list[NodeSpec]:
     """The first `count` nodes of the default topology, GPU nodes first and one CPU node last (names, labels and
-    the layout's GPU count, which each node's fake device plugin advertises)."""
+    the layout's devices, each served by a fake device plugin of the node's own)."""
     specs = layout.default_layout(gpu_nodes=max(count - 1, 0), cpu_nodes=1 if count else 0)[:count]
-    return [NodeSpec(s.name, dict(s.labels), gpus=s.gpus) for s in specs]
+    return [NodeSpec(s.name, dict(s.labels), devices=s.devices) for s in specs]
 
 
 def _state_path(kubeconfig: Path) -> Path:

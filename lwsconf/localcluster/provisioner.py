@@ -8,7 +8,9 @@ DefaultStorageClass admission plugin gives it to claims without a class, such as
 volumeClaimTemplates), binds `Immediate`, and every Pending claim of it gets a PersistentVolume made
 for it, pre-bound through `claimRef`; kube-controller-manager's PV controller then binds both. The
 volume is a `hostPath` under the node agents' own folders in name only: our agents give every claim
-volume a folder of the pod's (`sim.nodes.volumes`), as they always did. Reclaim policy Delete: when the
+volume a folder of the pod's (`sim.nodes.volumes`), as they always did. Beside real nodes
+(`lwsconf.realnodes`) the real kubelet makes the `hostPath` folder, so there `volume_root` is a folder of the run's,
+which goes with it. Reclaim policy Delete: when the
 claim goes, the PV controller marks a provisioned volume Released and leaves its deletion to the
 provisioner, so this one deletes the Released volumes it made.
 """
@@ -30,6 +32,8 @@ PROVISIONER = "lwsconf.dev/local-path"
 STORAGE_CLASSES = kc.GVR("storage.k8s.io", "v1", "storageclasses", namespaced=False)
 PVCS = kc.GVR("", "v1", "persistentvolumeclaims")
 PVS = kc.GVR("", "v1", "persistentvolumes", namespaced=False)
+VOLUME_ROOT = "/var/lib/lwsconf/local-path"
+"""Where volumes live by default: a name only for simulated nodes, whose agents never read it."""
 Obj = dict[str, Any]
 Key = tuple[str, str]
 
@@ -40,8 +44,9 @@ def storage_class() -> Obj:
             "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}
 
 
-def volume_for(claim: Obj) -> Obj | None:
-    """The PersistentVolume for a Pending claim of our class, or None when it needs none."""
+def volume_for(claim: Obj, volume_root: str = VOLUME_ROOT) -> Obj | None:
+    """The PersistentVolume for a Pending claim of our class (a folder under `volume_root`), or None when it needs
+    none."""
     meta, spec = claim.get("metadata") or {}, claim.get("spec") or {}
     if spec.get("storageClassName") != CLASS or spec.get("volumeName") or \
             (claim.get("status") or {}).get("phase", "Pending") != "Pending":
@@ -53,7 +58,7 @@ def volume_for(claim: Obj) -> Obj | None:
             "spec": {"capacity": {"storage": size}, "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                      "persistentVolumeReclaimPolicy": "Delete", "storageClassName": CLASS,
                      "volumeMode": spec.get("volumeMode") or "Filesystem",
-                     "hostPath": {"path": f"/var/lib/lwsconf/local-path/pvc-{meta.get('uid')}",
+                     "hostPath": {"path": f"{volume_root}/pvc-{meta.get('uid')}",
                                   "type": "DirectoryOrCreate"},
                      "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                   "namespace": meta.get("namespace"), "name": meta.get("name"),
@@ -63,8 +68,8 @@ def volume_for(claim: Obj) -> Obj | None:
 class Provisioner:
     """Creates the StorageClass, then a volume per Pending claim of it and deletes Released ones it made."""
 
-    def __init__(self, client: kc.Client) -> None:
-        self.client = client
+    def __init__(self, client: kc.Client, volume_root: str = VOLUME_ROOT) -> None:
+        self.client, self.volume_root = client, volume_root
         self.claims = kubeclient.Informer(client, PVCS)
         self.volumes = kubeclient.Informer(client, PVS)
         self.claims.add_handler(lambda _t, obj, _old: self._enqueue("claim", obj))
@@ -97,7 +102,7 @@ class Provisioner:
         kind, namespace, name = key
         if kind == "claim":
             claim = self.claims.get(name, namespace)
-            volume = volume_for(claim) if claim is not None else None
+            volume = volume_for(claim, self.volume_root) if claim is not None else None
             if volume is not None:
                 try:
                     await self.client.create(PVS, volume)

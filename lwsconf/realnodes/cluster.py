@@ -6,10 +6,11 @@
 Start order: the parts must be built (`lwsconf nodes build`; `installed` is checked first, so a missing build is
 one clear error before anything starts), the images made (`catalog`), a network block reserved and built
 (`network`), the control plane started advertising the nodes' API address, the cluster's DNS created through the API
-(`dns`: CoreDNS behind the kube-dns Service, whose fixed ClusterIP every kubelet is given as clusterDNS), then every
-node, and the cluster is ready when every node reports Ready (`NODES_READY`, LWSCONF_REALNODES_READY overrides) and
-CoreDNS is Available (`dns.DNS_READY`, LWSCONF_REALNODES_DNS_READY overrides). A failure at any point stops what
-started. `stop()` removes nodes, control plane and network, and says what it could not remove.
+(`dns`: CoreDNS behind the kube-dns Service, whose fixed ClusterIP every kubelet is given as clusterDNS) and the
+default StorageClass's provisioner (`storage`), then every node, and the cluster is ready when every node reports
+Ready (`NODES_READY`, LWSCONF_REALNODES_READY overrides) and CoreDNS is Available (`dns.DNS_READY`,
+LWSCONF_REALNODES_DNS_READY overrides). A failure at any point stops what started. `stop()` removes nodes,
+control plane and network, and says what it could not remove.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
-from lwsconf.realnodes import build, catalog, dns, hostpaths, network
+from lwsconf.realnodes import build, catalog, dns, hostpaths, network, storage
 from lwsconf.realnodes.node import NodeConfig, RealNode
 
 NODES_READY = 180.0
@@ -46,8 +47,13 @@ class NodeSpec:
 
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
-    gpus: int = 0
-    """Fake `nvidia.com/gpu` devices the node's own device plugin advertises (none when 0)."""
+    devices: Mapping[str, int] = field(default_factory=dict)
+    """Extended resource -> count of fake devices (`nvidia.com/gpu`, `google.com/tpu`): one device plugin of the
+    node's own per resource, registered with its kubelet (none when empty)."""
+
+    @property
+    def gpus(self) -> int:
+        return self.devices.get("nvidia.com/gpu", 0)
 
 
 class RealNodesError(Exception):
@@ -71,6 +77,7 @@ class RealNodeCluster:
         self.nodes: list[RealNode] = []
         self.network: network.NetworkPlan | None = None
         self.images: list[catalog.CatalogEntry] = []
+        self.volumes: storage.VolumeProvisioner | None = None
         self._block: network.BlockLock | None = None
         self._hook = self._last_resort
         self.ready_seconds = 0.0
@@ -86,6 +93,10 @@ class RealNodeCluster:
     @property
     def node_names(self) -> list[str]:
         return [s.name for s in self.specs]
+
+    def failed_services(self) -> list[str]:
+        """What the cluster runs in-process (the volume provisioner) and has stopped on its own: why, one per line."""
+        return [self.volumes.error] if self.volumes is not None and self.volumes.error else []
 
     def dead(self) -> list[Component]:
         """Control-plane components and node parts that have exited on their own."""
@@ -125,11 +136,12 @@ class RealNodeCluster:
                 assert self.controlplane.ca is not None
                 api_client = self._api_client()
                 dns.install(api_client, self.network)
+                self.volumes = storage.VolumeProvisioner(self.controlplane, self.folder / "volumes").start()
                 for spec, net in zip(self.specs, self.network.nodes, strict=True):
                     config = NodeConfig(binaries=binaries, network=self.network, api_port=self.controlplane.port,
                                         ca=self.controlplane.ca, images=[e.built.archive for e in self.images],
                                         labels={k: v for k, v in spec.labels.items() if k != HOSTNAME_LABEL},
-                                        gpus=spec.gpus, cluster_dns=dns.service_ip(self.network))
+                                        devices=dict(spec.devices), cluster_dns=dns.service_ip(self.network))
                     node = RealNode(net, config, self.folder / net.name)
                     self.nodes.append(node)
                     node.start()
@@ -182,6 +194,9 @@ class RealNodeCluster:
             for node in reversed(self.nodes):
                 problems += node.stop()
             self.nodes = []
+            if self.volumes is not None:
+                self.volumes.stop()
+                self.volumes = None
             if self.controlplane is not None:
                 self.controlplane.stop()
                 self.controlplane = None

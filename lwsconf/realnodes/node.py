@@ -9,10 +9,11 @@ What runs, in start order, each a `controlplane.process.Component` entered into 
    runc cannot lower a pause container's oom_score_adj to the kubelet's -998); then the images are imported;
 3. the kubelet (cgroupfs driver under the node's own cgroup root, `failCgroupV1: false`, webhook authentication
    and authorization, a serving certificate for the node address, a resolv.conf naming cluster DNS only);
-4. with `gpus`, the fake GPU device plugin (`lwsconf.deviceplugin`) in registry mode: it serves its socket in
-   `<folder>/deviceplugin/` and a registration socket in the kubelet's `<root-dir>/plugins_registry/`, so this
-   node's kubelet, and no other, registers it (the device manager's own kubelet.sock is one fixed path for every
-   kubelet on the host: `lwsconf.deviceplugin.plugin`'s docstring). No namespace: unix sockets are files;
+4. per entry of `devices` (`nvidia.com/gpu`, `google.com/tpu`), a fake device plugin (`lwsconf.deviceplugin`) in
+   registry mode: it serves its socket in `<folder>/deviceplugin/` and a registration socket in the kubelet's
+   `<root-dir>/plugins_registry/`, so this node's kubelet, and no other, registers it (the device manager's own
+   kubelet.sock is one fixed path for every kubelet on the host: `lwsconf.deviceplugin.plugin`'s docstring). No
+   namespace: unix sockets are files;
 5. kube-proxy (iptables mode, its rules in the node's namespace).
 
 Stopping undoes all of it whatever state it is in: the components stop in reverse order, every process left in
@@ -67,8 +68,8 @@ class NodeConfig:
     """OCI archives imported into the node's containerd before the kubelet starts."""
     labels: Mapping[str, str] = field(default_factory=dict)
     cluster_dns: str = ""
-    gpus: int = 0
-    """Fake `nvidia.com/gpu` devices the node's device plugin advertises; 0 starts no plugin."""
+    devices: Mapping[str, int] = field(default_factory=dict)
+    """Extended resource -> fake devices its device plugin advertises; one plugin per resource, none when empty."""
 
 
 DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
@@ -167,11 +168,12 @@ def kube_proxy_config(folder: Path, net: NodeNet, network: NetworkPlan) -> dict[
     }
 
 
-def device_plugin_argv(folder: Path, net: NodeNet, gpus: int) -> list[str]:
-    """The command of the node's fake GPU device plugin, registered through this node's kubelet only. Pure."""
+def device_plugin_argv(folder: Path, net: NodeNet, resource: str, count: int) -> list[str]:
+    """The command of the node's fake device plugin for `resource`, registered through this node's kubelet only
+    (its socket is named after the resource, so a node's plugins never share one). Pure."""
     return [sys.executable, "-m", "lwsconf.deviceplugin.cli", "--registration", "registry",
             "--registry-dir", str(folder / "kubelet" / "plugins_registry"),
-            "--socket-dir", str(folder / "deviceplugin"), "--count", str(gpus), "--resource", "nvidia.com/gpu",
+            "--socket-dir", str(folder / "deviceplugin"), "--count", str(count), "--resource", resource,
             "--node-name", net.name]
 
 
@@ -232,8 +234,8 @@ class RealNode:
             f"--root-dir={f}/kubelet", f"--cert-dir={f}/pki", f"--hostname-override={net.name}",
             f"--node-ip={net.address}", *([f"--node-labels={labels}"] if labels else []), "--v=2"])))
         self._enter_cgroup(kubelet.pid, "kubelet")
-        if cfg.gpus:
-            self._launch("deviceplugin", device_plugin_argv(f, net, cfg.gpus))
+        for resource, count in sorted(cfg.devices.items()):
+            self._launch(f"deviceplugin-{resource.replace('/', '_')}", device_plugin_argv(f, net, resource, count))
         proxy_user = cfg.ca.issue(f"kube-proxy-{net.name}", "system:kube-proxy")
         (f / "kube-proxy.kubeconfig").write_text(yaml.safe_dump(
             flags.kubeconfig(api, cfg.ca.pair, proxy_user, "system:kube-proxy")))

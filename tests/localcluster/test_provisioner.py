@@ -29,3 +29,12 @@ def test_claims_of_another_class_or_already_bound_get_none() -> None:
     assert provisioner.volume_for(bound) is None
     assert provisioner.storage_class()["metadata"]["annotations"] == {
         "storageclass.kubernetes.io/is-default-class": "true"}
+
+
+def test_the_volume_folder_lies_under_the_root_it_is_given() -> None:
+    """Beside real nodes the real kubelet makes the hostPath folder: there the root is a folder of the run's."""
+    volume = provisioner.volume_for(claim(), "/tmp/run/volumes")
+    assert volume is not None
+    assert volume["spec"]["hostPath"] == {"path": "/tmp/run/volumes/pvc-u1", "type": "DirectoryOrCreate"}
+    default = provisioner.volume_for(claim())
+    assert default is not None and default["spec"]["hostPath"]["path"] == f"{provisioner.VOLUME_ROOT}/pvc-u1"

@@ -45,6 +45,8 @@ from lwsconf.waits.core import NotYet, wait_until
 pytestmark = pytest.mark.xdist_group("realnodes")
 """One cluster for the module, on one worker (make unit runs --dist loadgroup): the last test stops it."""
 RELEASE = versions.DEFAULT
+TPUS = 4
+"""Fake google.com/tpu on the CPU node (its second device plugin kind)."""
 GPUS = 4
 """Fake GPUs per GPU node, from the device plugin each GPU node runs, registered with its own kubelet."""
 PODS_READY = 120.0
@@ -93,7 +95,9 @@ def _names_of_block(block: int) -> list[str]:
 def real_cluster() -> Iterator[tuple[RealNodeCluster, dict[str, str]]]:
     _require_built()
     before = _host_state()
-    started = RealNodeCluster(RELEASE, [NodeSpec("gpu-0", gpus=GPUS), NodeSpec("gpu-1", gpus=GPUS), NodeSpec("cpu-0")])
+    gpu, tpu = {"nvidia.com/gpu": GPUS}, {"google.com/tpu": TPUS}
+    started = RealNodeCluster(RELEASE, [NodeSpec("gpu-0", devices=gpu), NodeSpec("gpu-1", devices=gpu),
+                                        NodeSpec("cpu-0", devices=tpu)])
     started.start()
     try:
         yield started, before
@@ -165,16 +169,19 @@ def test_every_node_is_a_ready_kubelet_on_containerd(real_cluster: tuple[RealNod
 def test_each_gpu_node_has_the_gpus_its_plugin_registered_with_its_own_kubelet(
         real_cluster: tuple[RealNodeCluster, dict[str, str]], core: Any) -> None:
     """The device manager's socket and checkpoint are compiled into the kubelet (node.DEVICE_PLUGIN_DIR): each
-    kubelet has its own in its mount namespace, so a CPU node never shows a GPU count read from another's."""
-    def gpus() -> dict[str, tuple[str | None, str | None]]:
-        seen = {n.metadata.name: (n.status.capacity.get("nvidia.com/gpu"), n.status.allocatable.get("nvidia.com/gpu"))
+    kubelet has its own in its mount namespace, so a node never shows a device count read from another's; the CPU
+    node's TPU plugin (a second resource, its own socket) registers beside nothing else."""
+    def devices() -> dict[str, tuple[str | None, ...]]:
+        seen = {n.metadata.name: tuple(getattr(n.status, field).get(resource) for field in ("capacity", "allocatable")
+                                       for resource in ("nvidia.com/gpu", "google.com/tpu"))
                 for n in core.list_node().items}
-        if seen.get("gpu-0") != (str(GPUS), str(GPUS)) or seen.get("gpu-1") != (str(GPUS), str(GPUS)):
-            raise NotYet(f"nvidia.com/gpu (capacity, allocatable) per node: {seen}")
+        gpu, tpu = (str(GPUS), str(GPUS)), (str(TPUS), str(TPUS))
+        if seen.get("gpu-0", ())[::2] != gpu or seen.get("gpu-1", ())[::2] != gpu or seen.get("cpu-0", ())[1::2] != tpu:
+            raise NotYet(f"(gpu, tpu capacity, gpu, tpu allocatable) per node: {seen}")
         return seen
 
-    seen = wait_until(gpus, what="both GPU nodes to show their GPUs", timeout=60.0, poll=0.5)
-    assert seen["cpu-0"] == (None, None), seen
+    seen = wait_until(devices, what="both GPU nodes to show their GPUs, the CPU node its TPUs", timeout=60.0, poll=0.5)
+    assert seen["cpu-0"][::2] == (None, None) and seen["gpu-0"][1::2] == seen["gpu-1"][1::2] == (None, None), seen
     core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
                                            "metadata": {"name": "gpus", "labels": {"app": "gpus"}},
                                            "spec": {"automountServiceAccountToken": False,
@@ -310,6 +317,32 @@ def test_pods_resolve_cluster_names_through_coredns_and_nothing_outside(
     assert f"nameserver {dns.service_ip(started.network)}" in out["resolv.conf"].splitlines(), out["resolv.conf"]
     assert "search default.svc.cluster.local svc.cluster.local cluster.local" in out["resolv.conf"], out
     assert out["example.com"].startswith("error"), f"a name outside the cluster resolved: {out}"
+
+
+def test_a_claim_of_the_default_class_is_bound_and_its_volume_lies_in_the_run(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]], core: Any) -> None:
+    """kube-scheduler places no pod whose claim is unbound: the provisioner (realnodes.storage) binds it, and the real
+    kubelet makes the hostPath folder inside the run's own folder, which goes with the run."""
+    cluster = real_cluster[0]
+    core.create_namespaced_persistent_volume_claim("default", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}})
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"name": "writer", "labels": {"app": "writer"}},
+                                           "spec": {"automountServiceAccountToken": False,
+                                                    "terminationGracePeriodSeconds": 1, "containers": [{
+                                                        "name": "c", "image": "python:3.12-slim",
+                                                        "command": ["sh", "-c", "echo kept > /data/file; sleep 3600"],
+                                                        "volumeMounts": [{"name": "d", "mountPath": "/data"}]}],
+                                                    "volumes": [{"name": "d", "persistentVolumeClaim": {
+                                                        "claimName": "data"}}]}})
+    wait_until(lambda: _pods_ready(core, "app=writer", 1), what="the pod with a claim to be Ready", timeout=PODS_READY,
+               poll=0.5)
+    claim = core.read_namespaced_persistent_volume_claim("data", "default")
+    assert claim.status.phase == "Bound" and claim.spec.storage_class_name == "standard", claim.status
+    written = cluster.folder / "volumes" / f"pvc-{claim.metadata.uid}" / "file"
+    assert written.read_text() == "kept\n"
+    assert cluster.failed_services() == []
 
 
 def test_stopping_leaves_the_host_as_it_was(real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> None:
