@@ -29,7 +29,7 @@ from lwsconf import shutdown
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
-from lwsconf.realnodes import build, catalog, dns, hostpaths, network, storage
+from lwsconf.realnodes import build, catalog, dns, hostlimits, hostpaths, network, storage
 from lwsconf.realnodes.node import NodeConfig, RealNode
 
 NODES_READY = 180.0
@@ -126,6 +126,7 @@ class RealNodeCluster:
                 self.images = catalog.build_all(binaries)
                 self._block = network.reserve_block()
                 hostpaths.remember_missing(self._block.path.parent)
+                hostlimits.raise_limit(self._block.path.parent)
                 network.guard_space()
                 self.network = network.plan(self._block.block, [s.name for s in self.specs])
                 network.up(self.network)
@@ -206,6 +207,7 @@ class RealNodeCluster:
                 lock_dir, own = self._block.path.parent, self._block.path
                 if not hostpaths.others_running(lock_dir, own):
                     problems += hostpaths.remove_created(lock_dir)
+                    problems += hostlimits.restore_limit(lock_dir)
                     problems += network.unguard_space()
                 self._block.release()
                 self._block = None
