@@ -5,7 +5,8 @@ STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test test-extended test-releases lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
-        implementations conformance-sim-upstream mutate diff-impls soak nodes
+        implementations conformance-sim-upstream mutate diff-impls soak nodes conformance-real \
+        conformance-real-upstream
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -83,6 +84,31 @@ conformance-local: $(STAMP)
 	    --lwsconf-reports reports/local-reference; \
 	else \
 	  echo "make conformance-local: no Go on PATH: skipped (the real control plane is not built; install Go 1.26)"; \
+	fi
+
+## conformance-real: the suite on real nodes (--cluster=local --nodes=real: real kubelets, containerd, runc, CNI,
+## kube-proxy and CoreDNS under the real control plane; issue 31) with the reference, every connection watched
+## (--loopback-monitor: peers in 127.0.0.0/8 or the run's own 198.19.0.0/16); writes reports/real-reference/<run-id>/.
+## Needs Go (make nodes) and root; elsewhere one line says so, unless LWSCONF_REQUIRE_REAL_NODES=1 (.ci/run).
+REAL_CLAIMS ?= --all-features
+REAL_WORKERS ?= 2
+NEEDS_REAL_NODES = { command -v go >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; } || [ "$${LWSCONF_REQUIRE_REAL_NODES:-0}" = 1 ]
+conformance-real: $(STAMP)
+	@if $(NEEDS_REAL_NODES); then \
+	  $(PY) -m pytest conformance --cluster=local --nodes=real -n $(REAL_WORKERS) $(REAL_CLAIMS) --loopback-monitor \
+	    --lwsconf-reports reports/real-reference; \
+	else \
+	  echo "make conformance-real: skipped: real nodes need Go (make nodes) and root"; \
+	fi
+
+## conformance-real-upstream: the same suite on real nodes against upstream's manager (UPSTREAM_REAL, default v0.9.0,
+## the release the Go module proxy serves); known divergences as in conformance-upstream; reports/real-upstream-<v>/
+UPSTREAM_REAL ?= v0.9.0
+conformance-real-upstream: $(STAMP)
+	@if $(NEEDS_REAL_NODES); then \
+	  $(call upstream_run,conformance-real-upstream,$(UPSTREAM_REAL),--cluster=local --nodes=real -n $(REAL_WORKERS) $(REAL_CLAIMS) --loopback-monitor,real); \
+	else \
+	  echo "make conformance-real-upstream: skipped: real nodes need Go (make nodes) and root"; \
 	fi
 
 ## conformance-upstream: the suite on --cluster=local against upstream's LWS manager (--lws-impl=upstream-local:$(UPSTREAM),

@@ -186,7 +186,13 @@ JOURNEY: tuple[Step, ...] = (
     # cp is tar over exec (`tar -xmf - -C /tmp` fed on stdin, `tar cf - PATH` read back), run in the container's root.
     step("cp", "{tmp}/note.txt", "box:/tmp/note.txt", expect=r"\A\Z"),
     step("exec", "box", "--", "cat", "/tmp/note.txt", expect=r"\Acopied by kubectl cp\n\Z"),
-    step("cp", "box:/tmp/note.txt", "{tmp}/back/note.txt", expect=r"\Atar: Removing leading `/' from member names\n\Z"),
+    # tar's warning may come out cut short, on any cluster: kubectl cp runs the exec in a goroutine and returns as soon
+    # as it has read the archive to its end, without waiting for that exec's stderr copy (kubectl v0.37.2
+    # pkg/cmd/cp/cp.go:403-406), and GNU tar writes the warning in three writes ("tar: ", the text, "\n"), which reach
+    # kubectl on a stream of their own. Seen once through the real API server: the line without its "\n". So the
+    # output is a prefix of the warning; the steps after this one check the file that came back.
+    step("cp", "box:/tmp/note.txt", "{tmp}/back/note.txt",
+         expect=r"\A(tar: (Removing leading `/' from member names\n?)?)?\Z"),
     # What came back is the same file: copied in again under another name and read in the pod.
     step("cp", "{tmp}/back/note.txt", "box:/tmp/back.txt", expect=r"\A\Z"),
     step("exec", "box", "--", "cat", "/tmp/back.txt", expect=r"\Acopied by kubectl cp\n\Z"),
