@@ -31,8 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="write the page here (e.g. docs/sim-fidelity.md)")
     parser.add_argument("--kubernetes-version", default=None,
                         help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
-    parser.add_argument("--topic", action="append", default=None,
-                        help=f"run only this topic (repeatable): {', '.join(corpus.topics())}")
+    parser.add_argument("--topic", "--topics", action="append", default=None,
+                        help=f"run only this topic (repeatable, or comma-separated): {', '.join(corpus.topics())}; "
+                             f"{', '.join(corpus.OPT_IN)} only when named")
     parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
                         help="exit 3 when the identical share is below PERCENT (a floor for CI)")
     return parser
@@ -56,25 +57,42 @@ def floor_verdict(totals: compare.Totals, fail_under: float | None) -> str | Non
 
 def run_both(release: versions.Release, scenarios: Sequence[Scenario]) -> list[Result]:
     """Run `scenarios` on both servers (API-only ones on bare servers, controller ones with
-    controllers) and compare."""
+    controllers, node ones on clusters with nodes) and compare."""
     sim_records: dict[str, list[StepRecord]] = {}
     real_records: dict[str, list[StepRecord]] = {}
-    for with_controllers in (False, True):
-        chosen = [s for s in scenarios if s.controllers == with_controllers]
+    for group in ("api", "controllers", "nodes"):
+        chosen = [s for s in scenarios if _group(s) == group]
         if not chosen:
             continue
-        with servers.sim(with_controllers) as endpoint:
+        with servers.sim(group == "controllers", nodes=group == "nodes") as endpoint:
             sim_records.update(run.run_corpus(endpoint, chosen))
-        with servers.real(release, with_controllers) as endpoint:
+        with servers.real_nodes(release) if group == "nodes" else servers.real(release, group == "controllers") \
+                as endpoint:
             real_records.update(run.run_corpus(endpoint, chosen))
     return compare.compare(scenarios, sim_records, real_records, accepted.ACCEPTED)
+
+
+def _group(scenario: Scenario) -> str:
+    return "nodes" if scenario.nodes else "controllers" if scenario.controllers else "api"
+
+
+def without_unrunnable(release: versions.Release, scenarios: Sequence[Scenario]) -> tuple[list[Scenario], str | None]:
+    """`scenarios` less the node ones when real nodes cannot run here, and the line saying so (None: all run)."""
+    if not any(s.nodes for s in scenarios):
+        return list(scenarios), None
+    why = servers.nodes_unavailable(release)
+    if why is None:
+        return list(scenarios), None
+    skipped = sorted({s.topic for s in scenarios if s.nodes})
+    return [s for s in scenarios if not s.nodes], f"lwsconf fidelity: skipping {', '.join(skipped)}: {why}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         release = servers.release_or_not_built(args.kubernetes_version)
-        scenarios = corpus.select(args.topic)
+        wanted = [t.strip() for given in args.topic for t in given.split(",") if t.strip()] if args.topic else None
+        scenarios, skipping = without_unrunnable(release, corpus.select(wanted))
     except (versions.UnknownVersion, servers.NotBuilt, ValueError) as exc:
         print(f"lwsconf fidelity: {exc}", file=sys.stderr)
         return 2
@@ -82,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lwsconf fidelity: --fail-under {args.fail_under:g}: give a percentage between 0 and 100",
               file=sys.stderr)
         return 2
+    if skipping is not None:
+        print(skipping, file=sys.stderr)
     started = time.monotonic()
     try:
         results = run_both(release, scenarios)

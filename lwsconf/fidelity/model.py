@@ -26,6 +26,12 @@ class Until:
     path: str
     value: Any
     timeout: float = 60.0
+    also: tuple[tuple[str, Any], ...] = ()
+    """More (path, value) pairs that must hold in the same answer (a restart count together with the state
+    it is in: either alone is met by a passing moment of the other)."""
+
+    def conditions(self) -> tuple[tuple[str, Any], ...]:
+        return ((self.path, self.value), *self.also)
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,10 @@ class Step:
     watch: bool = False
     events: str = "objects"
     until: Until | None = None
+    view: str = ""
+    """How a list answer is compared: "" (as normalised) or "event-reasons" (a list of Events read as the
+    ordered distinct `type reason component fieldPath` of what happened to one object: node scenarios, whose
+    event times, counts and messages' durations are timing; see `normalise.event_reasons`)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,9 @@ class Scenario:
     steps: tuple[Step, ...]
     controllers: bool = False
     """Needs the controllers (kube-controller-manager on the real side, the sim's own controllers)."""
+    nodes: bool = False
+    """Needs nodes that run pods (implies controllers): real kubelets with containerd on the real side
+    (`lwsconf.realnodes`), the sim's simulated nodes on the other; the same node names and labels on both."""
 
     @property
     def namespace(self) -> str:

@@ -198,9 +198,85 @@ def embedded_metadata(value: Any) -> Any:
     return value
 
 
+_KUBELET_IDS = {"containerID": "<container-id>", "imageID": "<image-id>"}
+_KUBELET_TIMES = ("startedAt", "finishedAt", "startTime")
+
+
+def kubelet_generated(d: dict[str, Any]) -> None:
+    """Rule `kubelet-generated`: a container's containerID and imageID, and the times a kubelet stamps
+    (a pod's startTime, a container state's startedAt and finishedAt), become placeholders. Why: the id is
+    the runtime's (containerd's random 64 hex digits vs the sim's own), the image id the digest of the image
+    as the node holds it (the real nodes' images are built here, the sim runs none), and the times are the
+    clock; their presence is kept, and so is the image a container reports running."""
+    for key, placeholder in _KUBELET_IDS.items():
+        if isinstance(d.get(key), str) and d[key]:
+            d[key] = placeholder
+    for key in _KUBELET_TIMES:
+        if isinstance(d.get(key), str) and d[key]:
+            d[key] = TIME
+
+
+_IPV4 = re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")
+
+
+def pod_addresses(d: dict[str, Any]) -> None:
+    """Rule `pod-addresses`: a pod's podIP(s) read `<pod-ip>` and its hostIP(s) `<node-ip>`, also where its
+    containers' termination messages repeat them; any other IPv4 address in such a message reads `<ip>`. Why:
+    each side allocates from its own network (the sim's loopback 127.X.0.0/16, the real nodes' 198.19.0.0/16
+    bridge); that the address a container saw (downward API status.podIP) is the pod's own is still compared."""
+    status = d.get("status")
+    if not isinstance(status, dict) or not ("podIP" in status or "hostIP" in status):
+        return
+    names = {status.get("podIP"): "<pod-ip>", status.get("hostIP"): "<node-ip>"}
+    names.pop(None, None)
+
+    def rename(text: str) -> str:
+        return _IPV4.sub(lambda m: names.get(m.group(0), "<ip>"), text)
+
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        for cs in status.get(key) or []:
+            for state_key in ("state", "lastState"):
+                terminated = ((cs.get(state_key) or {}) if isinstance(cs, dict) else {}).get("terminated")
+                if isinstance(terminated, dict) and isinstance(terminated.get("message"), str):
+                    terminated["message"] = rename(terminated["message"])
+    for single, plural, placeholder in (("podIP", "podIPs", "<pod-ip>"), ("hostIP", "hostIPs", "<node-ip>")):
+        if isinstance(status.get(single), str) and status[single]:
+            status[single] = placeholder
+        if isinstance(status.get(plural), list):
+            status[plural] = [{**ip, "ip": placeholder} if isinstance(ip, dict) else ip for ip in status[plural]]
+
+
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
     object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip,
-    list_metadata, condition_times)
+    list_metadata, condition_times, kubelet_generated, pod_addresses)
+
+
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m|h)\b")
+_PAREN_UID = re.compile(r"\([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)")
+
+
+def event_reasons(items: list[Any]) -> dict[str, Any]:
+    """Rule `event-reasons` (steps with view="event-reasons"): a list of one object's Events is compared as the
+    ordered distinct `type reason component fieldPath: message` lines, in the order the server lists them (by
+    name: `<object>.<hex time>`), with `seen` naming every reason. Why: an event's times, its count (how often
+    the kubelet saw the same thing before the list was read) and its name are timing; durations inside a
+    message ("pulled in 1.2s") and the pod's uid a message quotes are the clock and the server's. Which
+    component reported what, for which container, with which words, in which order, is compared."""
+    lines: list[str] = []
+    seen: dict[str, bool] = {}
+    for event in items:
+        if not isinstance(event, dict):
+            continue
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        component = event.get("reportingComponent") or (event.get("source") or {}).get("component") or ""
+        message = _PAREN_UID.sub("(<uid>)", _DURATION.sub("<duration>", str(event.get("message") or event.get("note")
+                                                                           or "")))
+        line = (f"{event.get('type')} {event.get('reason')} {component} {involved.get('fieldPath', '')}: "
+                f"{message}")
+        if line not in lines:
+            lines.append(line)
+        seen[str(event.get("reason"))] = True
+    return {"events": lines, "seen": seen}
 
 
 def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:
@@ -280,6 +356,8 @@ def normalise(answer: Answer, step: Step, saved: Mapping[str, str]) -> View:
             view["events"] = bookmarks([normalise_body(e, saved) for e in answer.events])
     if answer.body is not None and (answer.events is None or answer.code != 200):
         view["body"] = normalise_body(answer.body, saved)
+        if step.view == "event-reasons" and answer.code == 200 and isinstance(view["body"], dict):
+            view["body"] = event_reasons(view["body"].get("items") or [])
     if answer.warnings:
         view["warnings"] = sorted(message_numbers(saved_values(answer.warnings, saved)))
     for path in step.vary:
@@ -288,12 +366,16 @@ def normalise(answer: Answer, step: Step, saved: Mapping[str, str]) -> View:
 
 
 def lookup(value: Any, path: str) -> Any:
-    """The value at a dotted path (list indexes as numbers), or None."""
+    """The value at a dotted path (list indexes as numbers, or `key=value`: the first item whose `key` is
+    `value`, such as a condition by its type), or None."""
     for part in path.split(".") if path else ():
         if isinstance(value, dict):
             value = value.get(part)
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
+        elif isinstance(value, list) and "=" in part:
+            key, _, wanted = part.partition("=")
+            value = next((item for item in value if isinstance(item, dict) and str(item.get(key)) == wanted), None)
         else:
             return None
     return value

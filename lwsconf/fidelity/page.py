@@ -17,9 +17,9 @@ MAX_ANSWER = 1500
 """Characters of each answer printed under a difference."""
 RULES = (normalise.saved_values, normalise.object_metadata, normalise.status_details_uid,
          normalise.managed_fields_time, normalise.generated_name, normalise.cluster_ip, normalise.list_metadata,
-         normalise.condition_times, normalise.message_numbers,
+         normalise.condition_times, normalise.kubelet_generated, normalise.pod_addresses, normalise.message_numbers,
          normalise.embedded_metadata,
-         normalise.bookmarks, normalise.event_names)
+         normalise.bookmarks, normalise.event_names, normalise.event_reasons)
 
 
 def kept_part(existing: str | None) -> str:

@@ -68,9 +68,11 @@ def _send(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> tuple[di
 
     def reached() -> bool:
         last[:] = [endpoint.send(request, watch=step.watch)]
-        got = normalise.lookup(normalise.normalise(last[0], step, variables), until.path)
-        if got != until.value:
-            raise NotYet(f"{until.path} is {got!r}, waiting for {until.value!r}")
+        view = normalise.normalise(last[0], step, variables)
+        for path, value in until.conditions():
+            got = normalise.lookup(view, path)
+            if got != value:
+                raise NotYet(f"{path} is {got!r}, waiting for {value!r}")
         return True
 
     # On timeout the last answer is recorded as it stands: the other server's shows what was expected.
