@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import hooks, nodectx, prober, status
+from lwsconf.sim.nodes import hooks, nodectx, prober, status, termination
 from lwsconf.sim.nodes import state as st
 
 log = logging.getLogger(__name__)
@@ -181,8 +181,14 @@ class ContainerOps:
     async def _watch_process(self, rec: st.ContainerRecord, proc: nodectx.Process) -> None:
         code = await proc.wait()
         if rec.process is proc:
-            rec.mark_exited(code)
+            rec.mark_exited(code, message=self._termination_message(rec, proc, code))
             self._wake()
+
+    def _termination_message(self, rec: st.ContainerRecord, proc: nodectx.Process, code: int) -> str:
+        """What the exited container left at its terminationMessagePath, or its log's tail (`termination`)."""
+        launch = getattr(proc, "launch", None)
+        return termination.read(rec.spec, getattr(launch, "termination_file", None), exit_code=code, reason="",
+                                log_path=rec.log_path)
 
     async def stop(self, rec: st.ContainerRecord, *, grace: float, exit_code: int | None = None,
                    reason: str = "", message: str = "", prestop: bool = False) -> None:
@@ -212,6 +218,7 @@ class ContainerOps:
                 log.warning("stopping container %s failed: %s", rec.name, exc)
                 real = 137
             code = real if exit_code is None else exit_code
+            message = message or self._termination_message(rec, proc, code)
         rec.mark_exited(code, reason, message)
 
     async def stop_all(self, *, grace: float, events: bool = True, exit_code: int | None = None,

@@ -13,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lwsconf.kubeclient import client as kc
@@ -35,6 +34,8 @@ class _Pending:
     reason: str
     message: str
     field_path: str
+    at_ns: int = field(default_factory=time.time_ns)
+    """When it was recorded (the kubelet names the event after it, `event_name`)."""
 
 
 class EventRecorder:
@@ -101,7 +102,7 @@ class EventRecorder:
             except errors.ApiError as exc:
                 if not exc.is_not_found:
                     raise
-        name = f"{meta.get('name')}.{secrets.token_hex(8)}"
+        name = event_name(str(meta.get("name")), item.at_ns)
         involved: Obj = {"kind": "Pod", "namespace": namespace, "name": meta.get("name"), "uid": meta.get("uid"),
                          "apiVersion": "v1", "resourceVersion": meta.get("resourceVersion")}
         if item.field_path:
@@ -115,6 +116,13 @@ class EventRecorder:
         if len(self._seen) > 4096:
             self._seen.clear()
         self._seen[key] = (name, 1, time.monotonic())
+
+
+def event_name(object_name: str, at_ns: int) -> str:
+    """`<object>.<hex nanoseconds>`, as client-go names an event after when it was recorded
+    (k8s.io/client-go@v0.37.2 tools/record/event.go:501, tools/record/util/util.go:50-57): a list of one object's
+    events, sorted by name, is then in the order they happened."""
+    return f"{object_name}.{at_ns:x}"
 
 
 def _now() -> str:

@@ -25,7 +25,7 @@ Stage file fields (see stages/README.md for the full reference):
       delay: {durationMilliseconds: 0, jitterDurationMilliseconds: 0, durationFrom: <path>}
       steps:                                   # each a one-key mapping; strings may use {.path},
                                                # a value {from: <path>, default: x} reads the object
-      - event: {type: Normal, reason: Started, message: "Started container {.container.name}"}
+      - event: {type: Normal, reason: Started, message: "Container started"}
       - start: {}
 
 Operators: In, NotIn (also true when the field is missing), Exists, DoesNotExist, Gt, Lt (integers).

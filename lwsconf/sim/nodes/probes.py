@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -84,7 +85,7 @@ async def _http(action: Obj, pod_ip: str, container: Obj | None) -> str:
     try:
         reader, writer = await asyncio.open_connection(host, port, ssl=context)
     except OSError as exc:
-        raise _ProbeFailure(f'Get "{url}": dial tcp {host}:{port}: {exc.strerror or exc}') from None
+        raise _ProbeFailure(f'Get "{url}": dial tcp {host}:{port}: connect: {_dial_error(exc)}') from None
     try:
         request = f"GET {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         writer.write(request.encode("latin-1"))
@@ -103,6 +104,15 @@ async def _http(action: Obj, pod_ip: str, container: Obj | None) -> str:
     raise _ProbeFailure(f"HTTP probe failed with statuscode: {code}")
 
 
+def _dial_error(exc: OSError) -> str:
+    """A failed connect in Go's words: the errno's text, lower-cased ("connection refused"), as the kubelet's
+    probe message quotes net.Dial's error (asyncio's own "Connect call failed (...)" is not what it says)."""
+    if exc.errno:
+        text = os.strerror(exc.errno)
+        return text[:1].lower() + text[1:]
+    return str(exc.strerror or exc)
+
+
 async def _body(reader: asyncio.StreamReader) -> str:
     while (await reader.readline()) not in (b"\r\n", b"\n", b""):
         pass
@@ -116,7 +126,7 @@ async def _tcp(action: Obj, pod_ip: str, container: Obj | None) -> str:
     try:
         _reader, writer = await asyncio.open_connection(host, port)
     except OSError as exc:
-        raise _ProbeFailure(f"dial tcp {host}:{port}: connect: {exc.strerror or exc}") from None
+        raise _ProbeFailure(f"dial tcp {host}:{port}: connect: {_dial_error(exc)}") from None
     writer.close()
     with contextlib.suppress(Exception):
         await writer.wait_closed()

@@ -23,7 +23,7 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import dns, env, nodectx, podnet, runtime, satoken, volumes
+from lwsconf.sim.nodes import dns, env, nodectx, podnet, runtime, satoken, termination, volumes
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -88,12 +88,18 @@ class ProcessLauncher:
             argv = env.expand_argv(container, environment)
         except (env.EnvError, volumes.VolumeError) as exc:
             raise nodectx.LaunchError("CreateContainerConfigError", str(exc), retry=True) from None
+        # a fresh file per start, mounted at terminationMessagePath (kuberuntime_container.go:510-539)
+        message_file = None
+        if termination.message_path(container):
+            message_file = termination.file_for(self.pods_root / uid / "containers" / str(container.get("name")))
+            mounts = {**mounts, termination.message_path(container): message_file}
         launch = runtime.ContainerLaunch(
             namespace=namespace, pod_name=str(meta.get("name")), pod_uid=uid, container=str(container.get("name")),
             argv=argv, env=environment, pod_ip=pod_ip, hostname=_hostname(pod), mounts=mounts,
             working_dir=str(container.get("workingDir") or ""), log_path=log_path,
             hosts_path=self._hosts_file(pod, pod_ip), read_only=volumes.read_only_mounts(pod, container),
-            stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")))
+            stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")),
+            termination_file=message_file)
         try:
             process: nodectx.Process = await self.runtime.start(launch)
         except (OSError, ValueError) as exc:

@@ -104,6 +104,8 @@ class ContainerLaunch:
     """The container asked for a stdin (`stdin: true`): a pipe that `kubectl attach -i` writes to."""
     stdin_once: bool = False
     """`stdinOnce: true`: the pipe closes when the first attach that sent stdin ends."""
+    termination_file: Path | None = None
+    """The host file mounted at the container's terminationMessagePath (also in `mounts`), read once it exits."""
 
 
 class UnsupportedCommand(ValueError):

@@ -10,8 +10,8 @@ pkg/kubelet/status/generate.go for the conditions):
   Always`) hold the pod Pending only until an app container has run: one crashing later restarts (its
   `restartCount` in initContainerStatuses rises) while the pod stays Running and Initialized.
 * conditions: PodReadyToStartContainers (sandbox up), Initialized, ContainersReady (sidecars' readiness
-  included), Ready (also honouring spec.readinessGates), PodScheduled (kept, True if the scheduler left
-  none); conditions owned by others (readiness gates, DisruptionTarget) are kept as they are.
+  included), Ready (also honouring spec.readinessGates), PodScheduled (True), each with the pod's generation as
+  observedGeneration, after the conditions owned by others (readiness gates, DisruptionTarget), kept as they are.
   lastTransitionTime only moves when a condition's status changes.
 """
 
@@ -24,6 +24,9 @@ from lwsconf.sim.nodes import state as st
 
 Obj = dict[str, Any]
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")
+SANDBOX_NOT_READY = "PodSandboxNotReady"
+SANDBOX_NOT_READY_MESSAGE = "pod sandbox is not ready"
+"""PodReadyToStartContainers False: kubelet/types/constants.go:45,50 (status/generate.go:271-291)."""
 
 
 def container_status(rec: st.ContainerRecord, *, init_pending: bool = False) -> Obj:
@@ -94,7 +97,10 @@ def pod_status(pod: Obj, state: st.PodState, *, now: str | None = None,
     spec = pod.get("spec") or {}
     phase = pod_phase(state, str(spec.get("restartPolicy") or "Always"))
     init_pending = not state.init_done()
-    status: Obj = {"phase": phase}
+    generation = (pod.get("metadata") or {}).get("generation")
+    # status.observedGeneration: the generation the kubelet saw (kubelet_pods.go, podutil
+    # CalculatePodStatusObservedGeneration: PodObservedGenerationTracking is on in 1.37)
+    status: Obj = {**({"observedGeneration": generation} if generation else {}), "phase": phase}
     if state.reason:
         status["reason"] = state.reason
     if state.message:
@@ -123,32 +129,38 @@ def conditions(pod: Obj, state: st.PodState, phase: str, *, now: str) -> list[Ob
     """The pod's conditions: the kubelet's own, then everyone else's unchanged."""
     old = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
     completed = phase == "Succeeded"
+    failed = phase == "Failed"
     # Sidecars count for ContainersReady (generate.go `GenerateContainersReadyCondition`); once an app
     # container has run, the pod stays Initialized while a sidecar restarts (`GeneratePodInitializedCondition`).
     unready = [r.name for r in [*(r for r in state.init_containers if r.sidecar), *state.containers] if not r.ready]
     incomplete = [] if state.app_container_seen() else \
         [r.name for r in state.init_containers if not (r.started if r.sidecar else (r.terminated and r.exit_code == 0))]
-    containers_ready = _cond(not unready and not completed, "PodCompleted" if completed else "ContainersNotReady",
-                             "" if completed else f"containers with unready status: [{' '.join(unready)}]")
+    # A terminal pod's readiness says why, without a message (generate.go:88-95, :293-321): PodCompleted or PodFailed.
+    terminal_reason = "PodCompleted" if completed else "PodFailed" if failed else ""
+    containers_ready = _cond(not unready and not terminal_reason, terminal_reason or "ContainersNotReady",
+                             "" if terminal_reason else f"containers with unready status: [{' '.join(unready)}]")
     gates_ok, gate_message = _readiness_gates(pod, old)
     ready = containers_ready if not (containers_ready[0] and not gates_ok) else \
         (False, "ReadinessGatesNotReady", gate_message)
-    initialized = _cond(not incomplete or completed, "PodCompleted" if completed else "ContainersNotInitialized",
-                        "" if completed else f"containers with incomplete status: [{' '.join(incomplete)}]")
+    # Succeeded: Initialized True with the reason PodCompleted (generate.go:210-218)
+    initialized = (True, "PodCompleted", "") if completed else \
+        _cond(not incomplete, "ContainersNotInitialized",
+              f"containers with incomplete status: [{' '.join(incomplete)}]")
+    # Others' conditions first, then the kubelet's in the order it generates them, PodScheduled True last (it owns
+    # that one too), each with the pod's generation as observedGeneration (PodObservedGenerationTracking, GA):
+    # k8s.io/kubernetes@v1.37.2 pkg/kubelet/kubelet_pods.go:1976-2018, status/status_manager.go:1453-1486.
     own = {
-        "PodReadyToStartContainers": (state.sandbox and not state.terminal, "", ""),
+        "PodReadyToStartContainers": _cond(state.sandbox and not state.terminal, SANDBOX_NOT_READY,
+                                           SANDBOX_NOT_READY_MESSAGE),
         "Initialized": initialized,
-        "ContainersReady": containers_ready,
         "Ready": ready,
-        "PodScheduled": (True, "", "") if "PodScheduled" not in old else None,
+        "ContainersReady": containers_ready,
+        "PodScheduled": (True, "", ""),
     }
-    out: list[Obj] = []
+    generation = (pod.get("metadata") or {}).get("generation")
+    out: list[Obj] = [c for t, c in old.items() if t not in KUBELET_CONDITIONS]
     for ctype, value in own.items():
-        if value is None:
-            out.append(old["PodScheduled"])
-            continue
-        out.append(_condition(ctype, value, old.get(ctype), now))
-    out.extend(c for t, c in old.items() if t not in KUBELET_CONDITIONS)
+        out.append(_condition(ctype, value, old.get(ctype), now, generation))
     return out
 
 
@@ -156,10 +168,12 @@ def _cond(ok: bool, reason: str, message: str) -> tuple[bool, str, str]:
     return (True, "", "") if ok else (False, reason, message)
 
 
-def _condition(ctype: str, value: tuple[bool, str, str], previous: Obj | None, now: str) -> Obj:
+def _condition(ctype: str, value: tuple[bool, str, str], previous: Obj | None, now: str,
+               generation: int | None = None) -> Obj:
     status = "True" if value[0] else "False"
     moved = previous is None or previous.get("status") != status
-    cond: Obj = {"type": ctype, "status": status, "lastProbeTime": None,
+    cond: Obj = {"type": ctype, **({"observedGeneration": generation} if generation else {}), "status": status,
+                 "lastProbeTime": None,
                  "lastTransitionTime": now if moved or not previous else previous.get("lastTransitionTime", now)}
     if value[1]:
         cond["reason"] = value[1]

@@ -135,6 +135,8 @@ def test_binding_sets_node_name_once(core: client.CoreV1Api, sim_api: SimAPI) ->
     bound = core.read_namespaced_pod("p", "default")
     assert bound.spec.node_name == "node-1"
     assert {c.type: c.status for c in bound.status.conditions}["PodScheduled"] == "True"
+    # a binding bypasses the pod strategy: the generation stays (kube-apiserver 1.37: storage.go:230-271)
+    assert bound.metadata.generation == 1
     again = sim_api.request("POST", "/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert again.status_code == 409
 

@@ -175,7 +175,9 @@ async def _bind(ctx: ServerContext, request: web.Request, target: routing.Target
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                        "lastTransitionTime": objects.now_rfc3339()})
     new["status"]["conditions"] = conditions
-    ctx.storage.commit_update(target.info, new, old, dry_run=params.dry_run(request))
+    # a storage update without the pod strategy: the pod's generation stays (lwsconf fidelity nodes: every bound
+    # pod read generation 2 on the sim, 1 on kube-apiserver)
+    ctx.storage.commit_update(target.info, new, old, dry_run=params.dry_run(request), strategy=False)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                           "code": 201}, status=201)
 

@@ -252,11 +252,13 @@ class Storage:
         return new
 
     def commit_update(self, info: resources.ResourceInfo, new: dict[str, Any], old: dict[str, Any], *,
-                      dry_run: bool = False) -> dict[str, Any]:
+                      dry_run: bool = False, strategy: bool = True) -> dict[str, Any]:
         """Store an admitted update; finishing a deletion when the last finalizer went away.
 
         `generation` moves when the spec changed once defaults are applied (kube-apiserver's strategies
         compare the decoded, defaulted objects), so a PUT that omits defaulted fields does not bump it.
+        `strategy=False` is a write that bypasses the kind's strategy, as pods/binding's GuaranteedUpdate does
+        (k8s.io/kubernetes@v1.37.2 pkg/registry/core/pod/storage/storage.go:230-271): generation stays.
         """
         if info.key == DAEMONSETS:  # the client's annotation is ignored; a changed template bumps it
             old_generation = max(1, _template_generation(old))
@@ -265,8 +267,8 @@ class Storage:
         if new == old:
             return old
         new_meta, old_meta = new["metadata"], old["metadata"]
-        if (info.tracks_generation or info.is_custom) and new_meta.get("generation") == old_meta.get("generation") \
-                and objects.spec_changed(old, new):
+        if strategy and (info.tracks_generation or info.is_custom) \
+                and new_meta.get("generation") == old_meta.get("generation") and objects.spec_changed(old, new):
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if dry_run:  # the answer carries the stored object's resourceVersion, as kube-apiserver's does
             new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
