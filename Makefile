@@ -5,7 +5,7 @@ STAMP   := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test test-extended test-releases lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
-        implementations conformance-sim-upstream mutate diff-impls soak nodes conformance-real \
+        implementations conformance-sim-upstream mutate diff-impls soak nodes conformance-real fidelity-nodes \
         conformance-real-upstream
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
@@ -26,20 +26,23 @@ CONFORMANCE_CLAIMS ?= --all-features
 conformance: $(STAMP)
 	$(PY) -m pytest conformance -n $(PYTEST_WORKERS) $(CONFORMANCE_CLAIMS) --lwsconf-reports reports/sim-reference
 
-## test: the project's own checks, every kind at least once: lint, types, import layers, the real control plane's build
-## (cached), unit and integration tests, the conformance suite on the sim, then on the real control plane: the sim's
-## fidelity floor, the reference against upstream object by object, the suite on local with the reference, and the
-## suite against upstream's manager (main) on the sim. What it leaves to `make test-extended` is listed there.
-test: lint typecheck controlplane nodes openapi unit conformance fidelity diff-impls conformance-local conformance-sim-upstream
+## test: the project's own checks, every kind at least once: lint, types, import layers, the builds of the real control
+## plane and real nodes (cached), unit and integration tests, the conformance suite on the sim, then on the real control
+## plane: the sim's fidelity floor, the reference against upstream object by object, the suite on real nodes with the
+## reference and with upstream's v0.9.0 (root only; elsewhere each says so in one line), and the suite against
+## upstream's manager (main) on the sim. What it leaves to `make test-extended` is listed there.
+test: lint typecheck controlplane nodes openapi unit conformance fidelity diff-impls conformance-real \
+      conformance-real-upstream conformance-sim-upstream
 
 ## test-extended: what `make test` leaves out to fit CI's budget (issue 30), each a second instance of a kind of check
-## make test already runs: the second Kubernetes release (its build and the release-parametrised tests) and the suite on
-## the real control plane against upstream's newest release (conformance-upstream, v0.10.0). Cold, about 25 minutes here.
-test-extended: test-releases conformance-upstream
+## make test already runs: the second Kubernetes release (its builds and the release-parametrised tests), the suite on
+## the real control plane against upstream's newest release (conformance-upstream, v0.10.0), and the suite on the real
+## control plane with the sim's node agents (conformance-local: real nodes in make test cover the real control plane).
+test-extended: test-releases conformance-upstream conformance-local
 
 ## test-releases: every pinned Kubernetes release built, and the tests that run once per release run on each
 test-releases: $(STAMP)
-	$(MAKE) controlplane KUBERNETES_VERSIONS="$(ALL_KUBERNETES_VERSIONS)" UPSTREAM_VERSIONS="$(ALL_UPSTREAM_VERSIONS)"
+	$(MAKE) controlplane nodes KUBERNETES_VERSIONS="$(ALL_KUBERNETES_VERSIONS)" UPSTREAM_VERSIONS="$(ALL_UPSTREAM_VERSIONS)"
 	LWSCONF_KUBERNETES_VERSIONS="$(ALL_KUBERNETES_VERSIONS)" $(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
 	  tests/controlplane tests/localcluster tests/sim/nodes/test_kubectl_streams.py
 
@@ -57,6 +60,16 @@ fidelity: $(STAMP)
 	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --out reports/fidelity.md --fail-under $(FIDELITY_FLOOR); \
 	else \
 	  echo "make fidelity: no Go on PATH: skipped (the real kube-apiserver is not built; install Go 1.26)"; \
+	fi
+
+## fidelity-nodes: the nodes topic of lwsconf fidelity (the sim's simulated kubelet against real kubelets 1.37.2 on
+## real nodes) into reports/fidelity-nodes.md; not part of make test. Needs root and make nodes; the command itself
+## says in one line when it cannot run real nodes and skips the topic.
+fidelity-nodes: $(STAMP)
+	@if $(NEEDS_REAL_NODES); then \
+	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --topics nodes --out reports/fidelity-nodes.md; \
+	else \
+	  echo "make fidelity-nodes: skipped: real nodes need Go (make nodes) and root"; \
 	fi
 
 ## diff-impls: the reference and upstream's LWS manager (the pinned release) compared object by object on the sim
@@ -163,13 +176,15 @@ controlplane: $(STAMP)
 	  echo "make controlplane: no Go on PATH: not building the real control plane; tests on --cluster=local skip (install Go 1.26 to run them)"; \
 	fi
 
-## nodes: what real nodes run (issue 31), for the newest pinned release: kubelet, kube-proxy, containerd, runc, the CNI
-## plugins and our pause, each from its Go module under nodes/, and the images their pods run, made offline (pause;
-## python from Debian via debootstrap). Needs Go, libseccomp-dev (runc's seccomp) and debootstrap; running real nodes
+## nodes: what real nodes run (issue 31), for each release of KUBERNETES_VERSIONS (make test: the newest; test-releases:
+## all): kubelet, kube-proxy, containerd, runc, the CNI plugins, our pause and CoreDNS, each from its Go module under
+## nodes/, and the images their pods run, made offline (pause; python from Debian via debootstrap). Needs Go, libseccomp-dev (runc's seccomp) and debootstrap; running real nodes
 ## needs root. Without Go it says so and the real-node tests skip (LWSCONF_REQUIRE_REAL_NODES=1 makes that a failure).
 nodes: $(STAMP)
 	@if $(NEEDS_GO); then \
-	  $(PY) -m lwsconf.cli nodes build || exit $$?; \
+	  for version in $(KUBERNETES_VERSIONS); do \
+	    $(PY) -m lwsconf.cli nodes build --kubernetes-version $$version || exit $$?; \
+	  done; \
 	else \
 	  echo "make nodes: no Go on PATH: real nodes are not built; their tests skip (install Go 1.26 to run them)"; \
 	fi
@@ -186,19 +201,25 @@ openapi: $(STAMP)
 	fi
 
 ## implementations: docs/implementations.md and docs/implementations.html, feature by implementation by cluster, from
-## the last run of each column: the reference on the sim (make conformance) and on local (make conformance-local),
+## the last run of each column: the reference on the sim (make conformance), on local (make conformance-local) and on
+## real nodes (make conformance-real, its upstream column make conformance-real-upstream),
 ## upstream's manager v0.9.0, v0.10.0 and main on the sim (make conformance-sim-upstream SIM_UPSTREAM=...) and on local
 ## (make conformance-upstream UPSTREAM=...). Known divergences link to their rows of conformance/divergences.yaml; a run
 ## without a report is a "not run" column saying why (the next make implementations after the run shows it).
-UPSTREAM_COLUMNS = sim:v0.9.0 local:v0.9.0 sim:v0.10.0 local:v0.10.0 sim:main-060ab4d local:main-060ab4d
+# upstream_target(cluster) and upstream_var(cluster): the target that writes a column's report and its version variable
+upstream_target = $(if $(filter sim,$(1)),conformance-sim-upstream,$(if $(filter real,$(1)),conformance-real-upstream,conformance-upstream))
+upstream_var = $(if $(filter sim,$(1)),SIM_UPSTREAM,$(if $(filter real,$(1)),UPSTREAM_REAL,UPSTREAM))
+UPSTREAM_COLUMNS = sim:v0.9.0 local:v0.9.0 real:v0.9.0 sim:v0.10.0 local:v0.10.0 sim:main-060ab4d local:main-060ab4d
 implementations: $(STAMP)
 	$(PY) -m lwsconf.cli report compare reports/sim-reference/latest reports/local-reference/latest \
+	  reports/real-reference/latest \
 	  $(foreach c,$(UPSTREAM_COLUMNS),reports/$(word 1,$(subst :, ,$(c)))-upstream-$(word 2,$(subst :, ,$(c)))/latest) \
 	  --not-run reports/sim-reference/latest "reference on sim" "no report yet: run make conformance" \
 	  --not-run reports/local-reference/latest "reference on local" "no report yet: run make conformance-local" \
+	  --not-run reports/real-reference/latest "reference on real nodes" "no report yet: run make conformance-real" \
 	  $(foreach c,$(UPSTREAM_COLUMNS),--not-run reports/$(word 1,$(subst :, ,$(c)))-upstream-$(word 2,$(subst :, ,$(c)))/latest \
 	    "kubernetes-sigs/lws $(word 2,$(subst :, ,$(c))) (upstream-local) on $(word 1,$(subst :, ,$(c)))" \
-	    "no report yet: run make conformance-$(if $(filter sim,$(word 1,$(subst :, ,$(c)))),sim-)upstream $(if $(filter sim,$(word 1,$(subst :, ,$(c)))),SIM_)UPSTREAM=$(word 2,$(subst :, ,$(c)))") \
+	    "no report yet: run make $(call upstream_target,$(word 1,$(subst :, ,$(c)))) $(call upstream_var,$(word 1,$(subst :, ,$(c))))=$(word 2,$(subst :, ,$(c)))") \
 	  --divergences conformance/divergences.yaml \
 	  --markdown docs/implementations.md --html docs/implementations.html >/dev/null
 	@echo "make implementations: wrote docs/implementations.md and docs/implementations.html"

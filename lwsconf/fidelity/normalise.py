@@ -221,7 +221,8 @@ _IPV4 = re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")
 
 def pod_addresses(d: dict[str, Any]) -> None:
     """Rule `pod-addresses`: a pod's podIP(s) read `<pod-ip>` and its hostIP(s) `<node-ip>`, also where its
-    containers' termination messages repeat them; any other IPv4 address in such a message reads `<ip>`. Why:
+    containers' termination messages repeat them, and in the managedFields keys of its podIPs entries; any other
+    IPv4 address in such a message reads `<ip>`. Why:
     each side allocates from its own network (the sim's loopback 127.X.0.0/16, the real nodes' 198.19.0.0/16
     bridge); that the address a container saw (downward API status.podIP) is the pod's own is still compared."""
     status = d.get("status")
@@ -239,11 +240,27 @@ def pod_addresses(d: dict[str, Any]) -> None:
                 terminated = ((cs.get(state_key) or {}) if isinstance(cs, dict) else {}).get("terminated")
                 if isinstance(terminated, dict) and isinstance(terminated.get("message"), str):
                     terminated["message"] = rename(terminated["message"])
+    meta = d.get("metadata")
+    for entry in (meta.get("managedFields") if isinstance(meta, dict) else None) or []:
+        if isinstance(entry, dict) and isinstance(entry.get("fieldsV1"), dict):
+            entry["fieldsV1"] = _ip_keys(entry["fieldsV1"], names)
     for single, plural, placeholder in (("podIP", "podIPs", "<pod-ip>"), ("hostIP", "hostIPs", "<node-ip>")):
         if isinstance(status.get(single), str) and status[single]:
             status[single] = placeholder
         if isinstance(status.get(plural), list):
             status[plural] = [{**ip, "ip": placeholder} if isinstance(ip, dict) else ip for ip in status[plural]]
+
+
+def _ip_keys(node: Any, names: Mapping[Any, str]) -> Any:
+    """managedFields keys naming an address (`k:{"ip":"10.0.0.1"}`, a podIPs entry) with the placeholder."""
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key.startswith('k:{"ip":"') and key.endswith('"}'):
+            key = 'k:{"ip":"' + names.get(key[len('k:{"ip":"'):-2], "<ip>") + '"}'
+        out[key] = _ip_keys(value, names)
+    return out
 
 
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
@@ -260,7 +277,8 @@ def event_reasons(items: list[Any]) -> dict[str, Any]:
     ordered distinct `type reason component fieldPath: message` lines, in the order the server lists them (by
     name: `<object>.<hex time>`), with `seen` naming every reason. Why: an event's times, its count (how often
     the kubelet saw the same thing before the list was read) and its name are timing; durations inside a
-    message ("pulled in 1.2s") and the pod's uid a message quotes are the clock and the server's. Which
+    message ("pulled in 1.2s"), the pod's uid and the addresses a message quotes (a probe's "dial tcp
+    <ip>:8080") are the clock, the server's and each side's own network. Which
     component reported what, for which container, with which words, in which order, is compared."""
     lines: list[str] = []
     seen: dict[str, bool] = {}
@@ -269,8 +287,8 @@ def event_reasons(items: list[Any]) -> dict[str, Any]:
             continue
         involved = event.get("involvedObject") or event.get("regarding") or {}
         component = event.get("reportingComponent") or (event.get("source") or {}).get("component") or ""
-        message = _PAREN_UID.sub("(<uid>)", _DURATION.sub("<duration>", str(event.get("message") or event.get("note")
-                                                                           or "")))
+        text = str(event.get("message") or event.get("note") or "")
+        message = _IPV4.sub("<ip>", _PAREN_UID.sub("(<uid>)", _DURATION.sub("<duration>", text)))
         line = (f"{event.get('type')} {event.get('reason')} {component} {involved.get('fieldPath', '')}: "
                 f"{message}")
         if line not in lines:

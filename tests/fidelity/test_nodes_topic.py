@@ -128,3 +128,20 @@ def test_both_sides_get_the_same_nodes() -> None:
     sim = servers.sim_node_specs()
     assert [(s.name, dict(s.labels)) for s in sim] == [(n.name, n.labels) for n in servers.NODES]
     assert [s.devices for s in sim] == [n.devices for n in servers.NODES]
+
+
+def test_managed_fields_keys_and_event_messages_name_addresses_by_role() -> None:
+    def with_fields(ip: str) -> dict[str, Any]:
+        body = pod(ip, "10.0.0.1", "", "c", "t")
+        body["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {"f:podIPs": {
+            f'k:{{"ip":"{ip}"}}': {".": {}, "f:ip": {}}}}}}]
+        return body
+    got = view(with_fields("127.5.1.7"))
+    assert got == view(with_fields("198.19.1.4"))
+    assert got["body"]["metadata"]["managedFields"][0]["fieldsV1"]["f:status"]["f:podIPs"] == {
+        'k:{"ip":"<pod-ip>"}': {".": {}, "f:ip": {}}}
+    step = Step("events", view="event-reasons")
+    refused = 'Readiness probe failed: Get "http://{0}:8080/ready": dial tcp {0}:8080: connect: connection refused'
+    a = view({"items": [event("Unhealthy", refused.format("127.5.1.7"), "p.1", "Warning")], "metadata": {}}, step)
+    b = view({"items": [event("Unhealthy", refused.format("198.19.1.4"), "p.1", "Warning")], "metadata": {}}, step)
+    assert a == b and "dial tcp <ip>:8080" in a["body"]["events"][0]

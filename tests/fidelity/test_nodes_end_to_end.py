@@ -1,0 +1,39 @@
+"""The nodes topic end to end: the sim with simulated nodes against real kubelets 1.37.2 (RealNodeCluster, 2 nodes),
+every interaction identical after normalisation or an accepted difference (lwsconf/fidelity/accepted.py, each with
+its reason). A new difference fails here with both answers' differing lines.
+
+Skips when not root or when the node parts are not built (`make nodes`); LWSCONF_REQUIRE_REAL_NODES=1 (.ci/run)
+fails instead, so CI cannot skip it silently. In xdist group "realnodes": one real-node cluster at a time.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lwsconf.controlplane import build as cpbuild
+from lwsconf.controlplane import versions
+from lwsconf.fidelity import cli, compare, corpus, servers
+
+pytestmark = pytest.mark.xdist_group("realnodes")
+RELEASE = versions.DEFAULT
+
+
+def _require_real_nodes() -> None:
+    why = servers.nodes_unavailable(RELEASE) or (
+        f"the control plane {RELEASE.kubernetes} is not built" if cpbuild.installed(RELEASE) is None else None)
+    if why:
+        if os.environ.get("LWSCONF_REQUIRE_REAL_NODES"):
+            pytest.fail(f"{why}, and LWSCONF_REQUIRE_REAL_NODES is set (CI)")
+        pytest.skip(why)
+
+
+def test_every_node_interaction_is_identical_or_an_accepted_difference() -> None:
+    _require_real_nodes()
+    scenarios = corpus.select(["nodes"])
+    results = cli.run_both(RELEASE, scenarios)
+    assert len(results) == sum(len(s.steps) for s in scenarios)
+    different = [f"{r.id}: {'; '.join(r.lines[:6])}" for r in results if not r.identical and not r.accepted]
+    totals = compare.totals(results)
+    assert not different, f"{totals.line()}; not identical and not accepted:\n" + "\n".join(different)
