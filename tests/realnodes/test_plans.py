@@ -77,6 +77,17 @@ def test_the_runtime_is_pinned_to_our_images_and_runc() -> None:
     assert "restrict_oom_score_adj = true" in text and "netns_mounts_under_state_dir = true" in text
 
 
+def test_every_pinned_release_has_a_node_module_pinning_its_own_kubernetes() -> None:
+    """`--kubernetes-version 1.36.3 --nodes=real` runs kubelets of the control plane's release, never the newest."""
+    for release in versions.RELEASES:
+        plan = build.plans(release, go="go", go_version="go1.26.8")[0]
+        text = (plan.module / "go.mod").read_text()
+        assert plan.module.name == f"k8s-{release.minor}" and (plan.module / "go.sum").is_file()
+        assert f"k8s.io/kubernetes v{release.kubernetes}" in text, release
+        staging = {line.split()[-1] for line in text.splitlines() if line.strip().startswith("k8s.io/") and "=>" in line}
+        assert staging == {f"v0.{release.kubernetes.split('.', 1)[1]}"}, (release, staging)
+
+
 def test_every_part_builds_from_its_own_module_and_runc_alone_with_cgo() -> None:
     release = versions.DEFAULT
     plans = build.plans(release, go="go", go_version="go1.26.8")
