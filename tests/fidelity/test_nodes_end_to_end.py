@@ -36,4 +36,5 @@ def test_every_node_interaction_is_identical_or_an_accepted_difference() -> None
     assert len(results) == sum(len(s.steps) for s in scenarios)
     different = [f"{r.id}: {'; '.join(r.lines[:6])}" for r in results if not r.identical and not r.accepted]
     totals = compare.totals(results)
+    print(f"{totals.line()}, {totals.accepted} accepted, {totals.different} different")  # the figure, with -s
     assert not different, f"{totals.line()}; not identical and not accepted:\n" + "\n".join(different)
