@@ -84,7 +84,8 @@ def test_every_pinned_release_has_a_node_module_pinning_its_own_kubernetes() -> 
         text = (plan.module / "go.mod").read_text()
         assert plan.module.name == f"k8s-{release.minor}" and (plan.module / "go.sum").is_file()
         assert f"k8s.io/kubernetes v{release.kubernetes}" in text, release
-        staging = {line.split()[-1] for line in text.splitlines() if line.strip().startswith("k8s.io/") and "=>" in line}
+        staging = {line.split()[-1] for line in text.splitlines()
+                   if line.strip().startswith("k8s.io/") and "=>" in line}
         assert staging == {f"v0.{release.kubernetes.split('.', 1)[1]}"}, (release, staging)
 
 
