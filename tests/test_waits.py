@@ -104,3 +104,19 @@ def test_a_timed_out_waits_pod_row_counts_sidecar_restarts() -> None:
                       "initContainerStatuses": [{"name": "sidecar", "restartCount": 2}],
                       "containerStatuses": [{"name": "probe", "restartCount": 1}]}}
     assert observe.pod_row(pod) == ["demo-0-1", "Running", "False", "3", "node-1", "", "01234567"]
+
+
+def test_a_container_stuck_on_its_image_is_named_with_what_to_do() -> None:
+    """Real kubelets answer an image no node holds with ErrImagePull, then ImagePullBackOff (issue 31: no registry
+    is ever contacted); a timed-out wait's state names the pod, the container and the image, and where images come
+    from, instead of leaving a Pending pod to be puzzled over."""
+    def pod(name: str, reason: str | None, init: bool = False) -> dict[str, object]:
+        state = {"waiting": {"reason": reason}} if reason else {"running": {}}
+        key = "initContainerStatuses" if init else "containerStatuses"
+        return {"metadata": {"name": name}, "status": {key: [{"name": "main", "image": "vllm/vllm:1", "state": state}]}}
+
+    hints = observe.image_pull_hints([pod("a", "ImagePullBackOff"), pod("b", None), pod("c", "ErrImagePull", True),
+                                      pod("d", "CrashLoopBackOff")])
+    assert len(hints) == 2, hints
+    assert hints[0].startswith("a/main: ImagePullBackOff for image 'vllm/vllm:1'") and "lwsconf nodes build" in hints[0]
+    assert hints[1].startswith("c/main: ErrImagePull")

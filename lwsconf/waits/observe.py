@@ -80,6 +80,26 @@ def pod_row(pod: dict[str, Any]) -> list[str]:
             (meta.get("labels") or {}).get(REV_LABEL, ""), meta.get("uid", "")[:8]]
 
 
+IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName")
+"""A container's waiting reasons when its node has not got its image (the real kubelet's words)."""
+
+
+def image_pull_hints(pods_: list[dict[str, Any]]) -> list[str]:
+    """One line per container stuck on its image, saying which image and what to do: lwsconf's clusters reach no
+    registry, so a workload's image must be one the nodes already hold."""
+    hints = []
+    for pod in pods_:
+        status = pod.get("status") or {}
+        for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in IMAGE_PULL_REASONS:
+                hints.append(f"{pod['metadata']['name']}/{cs.get('name')}: {waiting['reason']} for image "
+                             f"{cs.get('image')!r}: no registry is reachable from lwsconf's clusters, so the nodes "
+                             "must hold it (real nodes hold the images `lwsconf nodes build` makes: pause, CoreDNS, "
+                             "python:3.12-slim, see lwsconf/realnodes/catalog.py; on kind, `kind load` it)")
+    return hints
+
+
 def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | None = None) -> str:
     """LWS status, StatefulSets, pods and the latest events of a namespace."""
     parts = [describe_lws(api, namespace, lws_name)] if lws_name else []
@@ -90,8 +110,12 @@ def describe_namespace(api: client.ApiClient, namespace: str, lws_name: str | No
         sts_rows.append([s["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas')}",
                          str(partition), (s["metadata"].get("labels") or {}).get(REV_LABEL, "")])
     parts.append("StatefulSets:\n" + _rows(["NAME", "READY", "PARTITION", "REVISION"], sts_rows))
-    pod_rows = [pod_row(p) for p in pods(api, namespace)]
+    listed = pods(api, namespace)
+    pod_rows = [pod_row(p) for p in listed]
     parts.append("Pods:\n" + _rows(["NAME", "PHASE", "READY", "RESTARTS", "NODE", "REVISION", "UID"], pod_rows))
+    hints = image_pull_hints(listed)
+    if hints:
+        parts.append("Images the nodes have not got:\n" + "\n".join(hints))
     events = raw(client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False))["items"]
     events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime")
                                   or e["metadata"].get("creationTimestamp")))
