@@ -62,7 +62,13 @@ def pids_with(marker: str) -> list[int]:
     return found
 
 
-async def until(what: str, check: Callable[[], Awaitable[Any]], timeout: float = 5.0) -> Any:
+UNTIL_TIMEOUT = 30.0
+"""Seconds `until` waits for a state that must come (a process started under nsenter, a group reaped): 5 s held on
+an idle machine, and an exec test failed once beside a soak at load 11-37, where starting python under nsenter alone
+can take seconds. Waiting longer only costs time when the state never comes, which the test then reports."""
+
+
+async def until(what: str, check: Callable[[], Awaitable[Any]], timeout: float = UNTIL_TIMEOUT) -> Any:
     """Poll `check` until it returns something truthy; fail naming `what` and the last value."""
     deadline = time.monotonic() + timeout
     last: Any = None
