@@ -503,16 +503,19 @@ def test_kind_daemonset_manifest_is_accepted_and_runs_this_cli(sim_api: Any) -> 
     assert (flags.socket_dir, flags.count, flags.resource) == (dp.DEFAULT_SOCKET_DIR, 8, GPU)
 
 
-def test_real_nodes_start_a_registry_mode_plugin_per_gpu_node() -> None:
+def test_real_nodes_start_a_registry_mode_plugin_per_device_resource_of_a_node() -> None:
     from lwsconf.localcluster.cli import real_node_specs
     from lwsconf.realnodes.network import NodeNet
     from lwsconf.realnodes.node import device_plugin_argv
 
-    assert [(s.name, s.gpus) for s in real_node_specs(3)] == [("gpu-0", 8), ("gpu-1", 8), ("cpu-0", 0)]
+    assert [(s.name, dict(s.devices)) for s in real_node_specs(3)] == [
+        ("gpu-0", {GPU: 8}), ("gpu-1", {GPU: 8}), ("cpu-0", {"google.com/tpu": 8})]
     folder = Path("/tmp/lwsconf-realnodes-0123abcd-01234567/gpu-0")
     net = NodeNet(name="gpu-0", netns="lwsconf-x-gpu-0", veth_host="lwx0", address="198.19.0.1",
                   pod_cidr="198.19.2.0/24")
-    argv = device_plugin_argv(folder, net, 8)
+    tpu = cli.build_parser().parse_args(device_plugin_argv(folder, net, "google.com/tpu", 4)[3:])
+    assert (tpu.resource, tpu.count) == ("google.com/tpu", 4)
+    argv = device_plugin_argv(folder, net, GPU, 8)
     assert argv[1:3] == ["-m", "lwsconf.deviceplugin.cli"]
     flags = cli.build_parser().parse_args(argv[3:])  # every flag exists
     assert (flags.registration, flags.count, flags.resource, flags.node_name) == ("registry", 8, GPU, "gpu-0")

@@ -3,7 +3,10 @@ every interaction identical after normalisation or an accepted difference (lwsco
 its reason). A new difference fails here with both answers' differing lines.
 
 Skips when not root or when the node parts are not built (`make nodes`); LWSCONF_REQUIRE_REAL_NODES=1 (.ci/run)
-fails instead, so CI cannot skip it silently. In xdist group "realnodes": one real-node cluster at a time.
+fails instead, so CI cannot skip it silently. An xdist group of its own (one worker runs it whole) and not
+tests/realnodes' group: real-node clusters run side by side (a network block each, under a lock), and queued behind
+tests/realnodes on one worker it was the unit tests' long tail (a fresh-clone `make unit` went from about 620 s to 950
+s at load 2-3, the other worker idle).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import versions
 from lwsconf.fidelity import cli, compare, corpus, servers
 
-pytestmark = pytest.mark.xdist_group("realnodes")
+pytestmark = pytest.mark.xdist_group("realnodes-fidelity")
 RELEASE = versions.DEFAULT
 
 
