@@ -19,7 +19,15 @@ from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import versions
 from lwsconf.fidelity import cli, compare, corpus, servers
 
-pytestmark = pytest.mark.xdist_group("realnodes-fidelity")
+OPT_IN = "LWSCONF_FIDELITY_NODES"
+pytestmark = [
+    pytest.mark.xdist_group("realnodes-fidelity"),
+    # Not in CI's unit tests yet: of three runs one passed (load 20-37) and two differed on timing, once the
+    # readiness scenario's first probe racing the server's bind (fixed: initialDelaySeconds), once the crash loop's
+    # previous log already removed by the real kubelet (docs/sim-fidelity.md, Node side). `make fidelity-nodes` runs
+    # the same topic; LWSCONF_FIDELITY_NODES=1 runs this test.
+    pytest.mark.skipif(not os.environ.get(OPT_IN), reason=f"opt-in ({OPT_IN}=1, or make fidelity-nodes) until soaked"),
+]
 RELEASE = versions.DEFAULT
 
 
