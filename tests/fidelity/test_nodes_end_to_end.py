@@ -3,10 +3,8 @@ every interaction identical after normalisation or an accepted difference (lwsco
 its reason). A new difference fails here with both answers' differing lines.
 
 Skips when not root or when the node parts are not built (`make nodes`); LWSCONF_REQUIRE_REAL_NODES=1 (.ci/run)
-fails instead, so CI cannot skip it silently. An xdist group of its own (one worker runs it whole) and not
-tests/realnodes' group: real-node clusters run side by side (a network block each, under a lock), and queued behind
-tests/realnodes on one worker it was the unit tests' long tail (a fresh-clone `make unit` went from about 620 s to 950
-s at load 2-3, the other worker idle).
+fails instead. An xdist group of its own, not tests/realnodes' group: real-node clusters run side by side (a network
+block each, under a lock), so the two need not queue on one worker.
 """
 
 from __future__ import annotations
