@@ -147,12 +147,14 @@ def test_ordinals_start_shifts_pod_names_as_for_lws_worker_sets() -> None:
 def test_minready_seconds_delays_available_replicas() -> None:
     async def scenario() -> None:
         async with ws.sim_with(controller) as client:
-            await client.create(STS, statefulset(replicas=1, minReadySeconds=1))
+            # minReadySeconds 5, not 1: the first status with readyReplicas 1 must be seen inside the window, and a
+            # fresh-clone .ci/run at load ~3 once saw it only after 1 s had passed (availableReplicas already 1)
+            await client.create(STS, statefulset(replicas=1, minReadySeconds=5))
             await ws.pods_until(client, lambda p: names(p) == {"web-0"}, "web-0")
             await ws.make_ready(client, "web-0")
             sts = await status_until(client, "web", {"readyReplicas": 1})
             assert sts["status"]["availableReplicas"] == 0, sts["status"]
-            await status_until(client, "web", {"availableReplicas": 1}, timeout=5)
+            await status_until(client, "web", {"availableReplicas": 1}, timeout=15)
     ws.run(scenario)
 
 
