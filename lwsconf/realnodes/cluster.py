@@ -51,10 +51,6 @@ class NodeSpec:
     """Extended resource -> count of fake devices (`nvidia.com/gpu`, `google.com/tpu`): one device plugin of the
     node's own per resource, registered with its kubelet (none when empty)."""
 
-    @property
-    def gpus(self) -> int:
-        return self.devices.get("nvidia.com/gpu", 0)
-
 
 class RealNodesError(Exception):
     """Real nodes that cannot start; one actionable message."""

@@ -58,10 +58,6 @@ class VolumeProvisioner:
             log.error("%s", self.error)
 
     def stop(self) -> None:
-        if self._task is None:
-            self._loop.stop()
-            return
-
         async def end() -> None:
             assert self._stop is not None and self._task is not None
             self._stop.set()
@@ -75,7 +71,8 @@ class VolumeProvisioner:
                 await self._client.close()
 
         try:
-            self._loop.run(end(), timeout=STOP_GRACE + 10)
+            if self._task is not None:
+                self._loop.run(end(), timeout=STOP_GRACE + 10)
         finally:
             self._task = None
             self._loop.stop()
