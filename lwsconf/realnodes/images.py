@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import tarfile
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,17 +124,27 @@ def build(spec: ImageSpec, out: Path, *, mtime: int | None = None) -> BuiltImage
     files += [(f"blobs/sha256/{d.removeprefix('sha256:')}", b)
               for d, b in ((layer_digest, layer), (config_digest, config_bytes), (manifest_digest, manifest_bytes))]
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    with tarfile.open(partial, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for directory in ("blobs", "blobs/sha256"):
-            info = tarfile.TarInfo(directory)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, when
-            tar.addfile(info)
-        for name, data in files:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, when
-            tar.addfile(info, io.BytesIO(data))
-    partial.rename(out)
+    # A name of its own per writer: clusters started side by side (xdist workers) build the same archive at once,
+    # and with one shared temporary name the first rename took the file from under the second (CI, 0004eeb:
+    # "No such file or directory: '.pause.tar.partial' -> 'pause.tar'"). Same inputs give the same bytes, so
+    # whichever rename lands last leaves the same archive; a reader never sees a half-written one.
+    fd, partial_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    partial = Path(partial_name)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for directory in ("blobs", "blobs/sha256"):
+                info = tarfile.TarInfo(directory)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, when
+                tar.addfile(info)
+            for name, data in files:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), 0o644, when
+                tar.addfile(info, io.BytesIO(data))
+        partial.chmod(0o644)
+        partial.replace(out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return BuiltImage(reference=spec.reference, archive=out, manifest_digest=manifest_digest, layer_bytes=len(layer))
 
 

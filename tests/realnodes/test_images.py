@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import threading
 from pathlib import Path
 
 from lwsconf.realnodes import images
@@ -53,3 +54,29 @@ def test_the_archive_is_an_oci_layout_naming_the_image(tmp_path: Path) -> None:
     assert members["bin"].issym() and members["bin"].linkname == "usr/bin"
     assert members["usr/bin/tool"].mode & 0o111 and members["opt/lws"].isdir()
     assert {(m.uid, m.gid, m.mtime) for m in members.values()} == {(0, 0, 0)}
+
+
+def test_writers_of_the_same_archive_side_by_side_all_succeed(tmp_path: Path) -> None:
+    """Clusters started by xdist workers at once build pause.tar together; with one shared temporary name the
+    first writer's rename took the file from under the next (CI at 0004eeb: FileNotFoundError on the rename)."""
+    spec = _spec(tmp_path)
+    out = tmp_path / "cache" / "pause.tar"
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        start.wait()
+        try:
+            for _ in range(5):
+                images.build(spec, out)
+        except BaseException as error:  # collected: a thread's exception would otherwise vanish
+            errors.append(error)
+
+    threads = [threading.Thread(target=write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [p.name for p in out.parent.iterdir()] == ["pause.tar"]
+    assert out.read_bytes() == images.build(spec, tmp_path / "again.tar").archive.read_bytes()
