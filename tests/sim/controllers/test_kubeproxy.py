@@ -85,10 +85,11 @@ def test_a_port_without_usable_endpoints_refuses_connections_at_once() -> None:
             await kps.until(lambda: kps.answerer(ip, 80), "the Service to answer once a is ready")
             await kps.write_slice(env.client, "web", [])
             await kps.until(lambda: kps.refused(ip, 80), "the Service to refuse again without endpoints")
-            started = time.monotonic()
+            # ConnectionRefusedError comes from connect() only: the kernel refused, no listener accepted the call and
+            # then gave up on its dials (that would read as an empty answer or a reset). A 0.5 s bound here timed the
+            # loop as well (design rule 7).
             with pytest.raises(ConnectionRefusedError):
                 await kps.ask(ip, 80)
-            assert time.monotonic() - started < 0.5  # refused by the kernel, not after a dial timeout
     es.run(scenario)
 
 
@@ -202,12 +203,12 @@ def test_stopping_closes_listeners_and_open_connections_quickly() -> None:
             ip = await env.serving()
             reader, writer = await asyncio.open_connection(ip, 80)
             assert await reader.readline() == b"a\n"
-            started = time.monotonic()
             env.stop.set()
+            # "quickly" is the two bounds below: the stop ends within 2 s, and the open connection is reset, not left
+            # hanging until its 2 s read gives up (a 1.0 s bound on the total timed the loop too: design rule 7)
             await asyncio.wait_for(env.task, 2)
             with pytest.raises(ConnectionResetError):
-                await asyncio.wait_for(reader.read(), 2)  # the open connection was reset, not left hanging
-            assert time.monotonic() - started < 1.0
+                await asyncio.wait_for(reader.read(), 2)
             assert await kps.refused(ip, 80)
             writer.close()
     es.run(scenario)

@@ -85,7 +85,10 @@ def test_http_get_times_out_after_timeout_seconds() -> None:
             return result, time.monotonic() - started
     result, elapsed = run(scenario())
     assert not result.ok and "timed out" in result.message
-    assert 0.9 < elapsed < 1.8
+    # what the bounds tell apart: a probe that gave up at timeoutSeconds (1 s) from one that gave up sooner or
+    # waited for the server's answer (at 5 s, which would be a pass); not how fast the loop is (design rule 7:
+    # the bound was 1.8 s, a second's slack a loaded machine could take)
+    assert 0.9 < elapsed < 4.5, elapsed
 
 
 def test_https_probe_does_not_verify_the_certificate() -> None:

@@ -250,7 +250,9 @@ def test_stop_kills_the_whole_group_within_the_grace_period(tmp_path: Path, mode
         code = await process.stop(0.3)                    # SIGTERM is ignored: SIGKILL after 0.3 s
         elapsed = time.monotonic() - started
         assert code == 137, pod.log_text()
-        assert 0.25 < elapsed < 1.5, elapsed
+        # killed after the grace period and not a default one (Kubernetes' 30 s, or the 5 s another test uses):
+        # the upper bound tells those apart without timing the loop (it was 1.5 s: design rule 7)
+        assert 0.25 < elapsed < 4.5, elapsed
         await until("no process of the group left", lambda: _count(marker, 0))
     run(scenario)
 
@@ -260,9 +262,9 @@ def test_graceful_stop_returns_the_workload_exit_code(tmp_path: Path, mode: str)
     async def scenario() -> None:
         pod = Pod(tmp_path, mode)
         process = await pod.start_hello()
-        started = time.monotonic()
+        # 0, not 137: the workload's own exit on SIGTERM ended the stop, before the 5 s grace period's SIGKILL
+        # (this is what the 1.5 s bound the test had meant, without timing the loop: design rule 7)
         assert await process.stop(5) == 0                 # hello_http exits 0 on SIGTERM
-        assert time.monotonic() - started < 1.5
     run(scenario)
 
 
