@@ -21,6 +21,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,21 +60,29 @@ def images_dir(cache: Path | None = None) -> Path:
 
 
 def python_rootfs(cache: Path | None = None) -> Path:
-    """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused.
+    """Debian `DEBIAN_SUITE` minbase with `ROOTFS_PACKAGES`, made once by debootstrap (a few minutes) and reused."""
+    return debootstrap_rootfs("python3", ROOTFS_PACKAGES, ROOTFS_LINKS, cache)
+
+
+def debootstrap_rootfs(label: str, packages: Sequence[str], links: Mapping[str, str],
+                       cache: Path | None = None) -> Path:
+    """Debian `DEBIAN_SUITE` minbase with `packages` (and `links`: path in the root -> target), made once by
+    debootstrap and reused; <cache>/images/rootfs-<suite>-<label>-<key>, the key hashing what it is made of.
 
     One maker at a time per key (a file lock: xdist workers and runs side by side share the cache). A failed attempt
     is tried again up to DEBOOTSTRAP_ATTEMPTS times, each attempt's output kept in the log: a Debian mirror in the
     middle of a sync once served a Release its Release.gpg did not sign ("Invalid Release signature"), which
-    passed a minute later. Root filesystems of other keys are left alone: an older checkout may be using one."""
-    key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, ROOTFS_PACKAGES, ROOTFS_LINKS]).encode()
+    passed a minute later. Root filesystems of other keys are left alone: an older checkout may be using one.
+    The kind node image (`lwsconf.kindnode`) makes its own root filesystem through this too."""
+    key = hashlib.sha256(json.dumps([DEBIAN_SUITE, DEBIAN_MIRROR, list(packages), dict(links)]).encode()
                          ).hexdigest()[:12]
-    root = images_dir(cache) / f"rootfs-{DEBIAN_SUITE}-python3-{key}"
+    root = images_dir(cache) / f"rootfs-{DEBIAN_SUITE}-{label}-{key}"
     done = root.with_name(root.name + ".done")
     if done.exists() and root.is_dir():
         return root
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
-        raise ImageBuildError("making the python image for real nodes needs debootstrap (apt-get install debootstrap)")
+        raise ImageBuildError(f"making the {label} root filesystem needs debootstrap (apt-get install debootstrap)")
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.with_name(root.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -87,7 +96,7 @@ def python_rootfs(cache: Path | None = None) -> Path:
             with open(log, "a") as out:
                 out.write(f"--- attempt {attempt} of {DEBOOTSTRAP_ATTEMPTS}\n")
                 out.flush()
-                result = subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}",
+                result = subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(packages)}",
                                          DEBIAN_SUITE, str(partial), DEBIAN_MIRROR], stdout=out,
                                         stderr=subprocess.STDOUT, check=False, timeout=DEBOOTSTRAP_TIMEOUT)
             if result.returncode == 0:
@@ -101,7 +110,7 @@ def python_rootfs(cache: Path | None = None) -> Path:
             for item in (partial / cached).glob("*"):
                 if item.is_file():
                     item.unlink()
-        for link, target in ROOTFS_LINKS.items():
+        for link, target in links.items():
             (partial / link).parent.mkdir(parents=True, exist_ok=True)
             (partial / link).unlink(missing_ok=True)
             (partial / link).symlink_to(target)
