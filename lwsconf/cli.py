@@ -10,6 +10,7 @@
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
     lwsconf controlplane build [--kubernetes-version V]  build the real control plane (see -h)
     lwsconf nodes build [--kubernetes-version V]     build real nodes' parts and images (see -h)
+    lwsconf kind node-image build [--no-load]       kind's node image from the same parts, offline (see -h)
     lwsconf fidelity [--out docs/sim-fidelity.md]   the sim API server measured against the real kube-apiserver
     lwsconf diff-impls [--a IMPL --b IMPL --scenarios S,...|ci --out PAGE.md --json F --check]
                                                     two LWS implementations compared object by object on the sim
@@ -83,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(see lwsconf controlplane -h)", add_help=False)
     sub.add_parser("nodes", help="build what real nodes run (kubelet, containerd, runc, CNI, kube-proxy) and their "
                    "images (see lwsconf nodes -h)", add_help=False)
+    sub.add_parser("kind", help="build kind's node image offline from our parts (see lwsconf kind -h)",
+                   add_help=False)
     sub.add_parser("protobuf", help="regenerate the sim's Kubernetes protobuf schema from the Go modules "
                    "(see lwsconf protobuf -h)", add_help=False)
     sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
@@ -235,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.realnodes import cli as nodes_cli
 
         return nodes_cli.main(argv[1:])
+    if argv[:1] == ["kind"]:  # its own parser
+        from lwsconf.kindnode import cli as kindnode_cli
+
+        return kindnode_cli.main(argv[1:])
     if argv[:1] == ["upstream"]:  # its own parser
         from lwsconf.upstream import cli as upstream_cli
 
