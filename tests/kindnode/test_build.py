@@ -1,9 +1,9 @@
 """lwsconf.kindnode.build for real: the kind node image built from the cached parts, and kind driven with it.
 
-Skips, saying why, when not root (the preload runs our containerd over the image's root), when the parts are not
-built (`make kind-node-image` builds kind, kubeadm and crictl after `make controlplane nodes`), or when debootstrap
-is missing. Without a Docker daemon the archive is built and read here but not loaded or run. Not in `make test`'s
-gate: CI's machines have the parts only after `make kind-node-image` (`make test-extended`).
+Runs under `make kind-node-image` (LWSCONF_KINDNODE_TESTS=1): a build is about a minute and a GiB of disk, so
+`make unit` skips it. Skips, saying why, when not root (the preload runs our containerd over the image's root), when
+the parts are not built (`make kind-node-image` builds kind, kubeadm and crictl after `make controlplane nodes`), or
+when debootstrap is missing. Without a Docker daemon the archive is built and read here but not loaded or run.
 
 The second test drives the real `kind create cluster --image <ours>` through the kind backend, only where Docker
 refuses `--privileged` containers as this project's machines do; there it asserts the backend's one message carrying
@@ -40,6 +40,9 @@ def _docker() -> str | None:
 
 
 def _require_parts() -> str:
+    if os.environ.get("LWSCONF_KINDNODE_TESTS") != "1":
+        pytest.skip("builds the kind node image (about a minute, a GiB of disk): run by `make kind-node-image`, or "
+                    "set LWSCONF_KINDNODE_TESTS=1")
     if os.geteuid() != 0:
         pytest.skip("the kind node image's preload runs containerd over the image's root: run as root")
     if shutil.which("debootstrap") is None:
