@@ -228,17 +228,18 @@ def _containerd(binaries: Mapping[str, Path], root: Path) -> Iterator[Path]:
 
 def preload_into(staged: Path, binaries: Mapping[str, Path], archives: list[images.BuiltImage]) -> None:
     """Import each archive into the staged root's containerd content store, namespace k8s.io, pinned, not
-    unpacked."""
+    unpacked; then `ctr images check` must find all of each image's content there (index, manifest, config, layer)."""
     with _containerd(binaries, staged / "var" / "lib" / "containerd") as sock:
         for built in archives:
             _run([str(binaries["ctr"]), "--address", str(sock), "--namespace", "k8s.io", "images", "import",
                   "--label=io.cri-containerd.pinned=pinned", "--no-unpack", "--digests", str(built.archive)],
                  f"importing {built.reference}")
-        listed = _run([str(binaries["ctr"]), "--address", str(sock), "--namespace", "k8s.io", "images", "list", "-q"],
-                      "listing the preloaded images")
-    missing = sorted({b.reference for b in archives} - set(listed.split()))
+        checked = _run([str(binaries["ctr"]), "--address", str(sock), "--namespace", "k8s.io", "images", "check"],
+                       "checking the preloaded images")
+    complete = plan.complete_images(checked)
+    missing = sorted({b.reference for b in archives} - complete)
     if missing:
-        raise NodeImageError(f"containerd does not list {missing} after importing them")
+        raise NodeImageError(f"containerd does not have every blob of {missing} after importing them:\n{checked}")
 
 
 # --- the image's root ------------------------------------------------------------------------------------------------

@@ -225,6 +225,16 @@ def parse_image_list(output: str) -> list[str]:
     return [line.strip() for line in output.splitlines() if line.strip()]
 
 
+def complete_images(check_output: str) -> set[str]:
+    """The references `ctr images check` reports with all their content present (STATUS `complete (n/n)`)."""
+    out = set()
+    for line in check_output.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 4 and fields[3] == "complete":
+            out.add(fields[0])
+    return out
+
+
 # --- manifests kind applies ------------------------------------------------------------------------------------------
 
 DEFAULT_CNI_MANIFEST = """\

@@ -127,3 +127,19 @@ def test_the_default_cni_manifest_says_there_is_none_and_version_is_the_release(
     assert "kind: ConfigMap" in cni and "kindnetd" in cni
     assert "would you kindly" not in cni  # kind templates or patches a manifest carrying that phrase
     assert "kind/manifests/default-storage.yaml" not in files  # kind then installs its own fallback class
+
+
+CTR_IMAGES_CHECK = """\
+REF                                                                                       TYPE                                       DIGEST                                                                  STATUS         SIZE              UNPACKED
+import-2026-12-06@sha256:1d6264c1b57eb36656aacf4d36479218ae85d2fb9b85c12527e7cd1c92f9caf3 application/vnd.oci.image.index.v1+json    sha256:1d6264c1b57eb36656aacf4d36479218ae85d2fb9b85c12527e7cd1c92f9caf3 complete (2/2) 23.8 MiB/23.8 MiB false
+registry.k8s.io/etcd:3.7.0-0                                                              application/vnd.oci.image.manifest.v1+json sha256:d79c6c4bb698b07e6c776044be6eb12988c478011942591ac0ab5e65134ed4c6 complete (2/2) 23.8 MiB/23.8 MiB false
+registry.k8s.io/pause:3.10                                                                application/vnd.oci.image.manifest.v1+json sha256:1cc7290a00456194cf208351a047bd7aafa9ab1293ecf0462650128306b782ea incomplete (1/2) 0.0 B/1.4 MiB   false
+"""  # noqa: E501
+"""`ctr images check` of our containerd v2.4.2 after `ctr images import --no-unpack --digests` of etcd and pause (the
+pause line edited to show a missing blob)."""
+
+
+def test_only_images_with_all_their_content_count_as_preloaded() -> None:
+    assert plan.complete_images(CTR_IMAGES_CHECK) == {
+        "import-2026-12-06@sha256:1d6264c1b57eb36656aacf4d36479218ae85d2fb9b85c12527e7cd1c92f9caf3",
+        "registry.k8s.io/etcd:3.7.0-0"}
