@@ -270,6 +270,8 @@ def stage(staged: Path, release: Release, inputs: Inputs) -> None:
     for rel, text in plan.text_files(release.kubernetes).items():
         (staged / rel).parent.mkdir(parents=True, exist_ok=True)
         (staged / rel).write_text(text)
+    with open(staged / "etc" / "containerd" / "config.toml", "a") as config:
+        config.write(plan.containerd_cni_patch())
     spec = json.loads(_run([str(inputs.binaries["ctr"]), "oci", "spec"], "ctr oci spec", timeout=60))
     (staged / "etc" / "containerd" / "cri-base.json").write_text(json.dumps(plan.cri_base_spec(spec), indent=4))
     for rel, target in plan.enable_links().items():

@@ -16,14 +16,18 @@ parts, on this machine, with the choices below (each a difference from kind's ow
 - /etc/containerd/cri-base.json is `ctr oci spec` of our containerd with kind's two edits (`cri_base_spec`).
 - Preloaded images (`preload`): each name kubeadm lists, pause replaced by the sandbox image, built from our
   binaries; the CoreDNS and etcd binaries are ours under kubeadm's tags (`PreloadImage.made_of` says which).
-- No default CNI (`DEFAULT_CNI_MANIFEST`): kind's kindnetd image comes from a registry and we have no offline one.
-  A ConfigMap stands in its place so kind's `kubectl apply` of the manifest succeeds; nodes stay NotReady
-  ("cni plugin not initialized") until a CNI is installed. No default storage manifest: kind then installs its own
-  fallback StorageClass (kind pkg/cluster/internal/create/actions/installstorage/storage.go), with no provisioner.
+- No kindnetd (`DEFAULT_CNI_MANIFEST`): kind's default CNI is an image from a registry, and the Go module proxy does
+  not serve its module. Instead the node's own containerd writes the CNI config from the node's pod CIDR, which the
+  kubelet hands it (containerd's `conf_template`, `cni_template`: ptp and host-local, no masquerade, routes to the
+  pod and Service subnets only, so no pod has a route out); kind's `kubectl apply` of the manifest gets a ConfigMap
+  saying so. What kindnetd also does, routes between nodes' pod CIDRs, the kind backend does after the nodes are
+  Ready (`fixtures/backends/kind/cluster.py`, for this image only). No default storage manifest: kind then installs
+  its own fallback StorageClass (kind pkg/cluster/internal/create/actions/installstorage/storage.go), no provisioner.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -238,22 +242,46 @@ def complete_images(check_output: str) -> set[str]:
 # --- manifests kind applies ------------------------------------------------------------------------------------------
 
 DEFAULT_CNI_MANIFEST = """\
-# lwsconf's kind node image ships no CNI: kind's default (kindnetd) is an image from a registry, and no
-# offline build of it exists here. kind applies this file in place of its CNI manifest; install a CNI
-# yourself (kind config networking.disableDefaultCNI: true, then your CNI's manifest), or nodes stay NotReady.
+# lwsconf's kind node image runs no CNI daemon: kind's default (kindnetd) is an image from a registry, and no
+# offline build of it exists here. Each node's containerd writes its CNI config from the node's pod CIDR
+# (conf_template, /etc/containerd/lwsconf-cni.template); lwsconf's kind backend routes the nodes' pod CIDRs.
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: lwsconf-kind-node-no-cni
+  name: lwsconf-kind-node-cni
   namespace: kube-system
 data:
-  reason: "no offline CNI image: kindnetd comes from a registry"
+  cni: "containerd conf_template: ptp + host-local from the node's pod CIDR, no masquerade"
 """
+
+POD_SUBNET = "10.244.0.0/16"
+SERVICE_SUBNET = "10.96.0.0/16"
+"""kind's default networking.podSubnet and serviceSubnet (kind v0.33.0 pkg/apis/config/v1alpha4/default.go), which
+the kind backend's cluster config keeps."""
+CNI_TEMPLATE = "/etc/containerd/lwsconf-cni.template"
+
+
+def cni_template(pod_subnet: str = POD_SUBNET, service_subnet: str = SERVICE_SUBNET) -> str:
+    """containerd's CNI config template (a Go template: containerd fills {{.PodCIDR}} with the node's pod CIDR, which
+    the kubelet hands it): a veth per pod (ptp), addresses from the node's pod CIDR, no masquerade, and routes to the
+    cluster's pod and Service subnets only: no default route, so a pod has no way out of the cluster."""
+    ipam = {"type": "host-local", "ranges": [[{"subnet": "{{.PodCIDR}}"}]],
+            "routes": [{"dst": pod_subnet}, {"dst": service_subnet}]}
+    conf = {"cniVersion": "1.0.0", "name": "lwsconf-kind", "plugins": [
+        {"type": "ptp", "ipMasq": False, "mtu": 1500, "ipam": ipam},
+        {"type": "portmap", "capabilities": {"portMappings": True}}]}
+    return json.dumps(conf, indent=2) + "\n"
+
+
+def containerd_cni_patch(template: str = CNI_TEMPLATE) -> str:
+    """What is appended to kind's containerd config (version 2; it has no cni table of its own)."""
+    return f'\n[plugins."io.containerd.grpc.v1.cri".cni]\n  conf_template = "{template}"\n'
 
 
 def text_files(kubernetes: str) -> dict[str, str]:
     """Files written into the image from text (path in the root -> content)."""
-    return {"kind/version": f"v{kubernetes}\n", "kind/manifests/default-cni.yaml": DEFAULT_CNI_MANIFEST}
+    return {"kind/version": f"v{kubernetes}\n", "kind/manifests/default-cni.yaml": DEFAULT_CNI_MANIFEST,
+            CNI_TEMPLATE.lstrip("/"): cni_template()}
 
 
 # --- the image's config and Docker archive -------------------------------------------------------------------------

@@ -85,7 +85,8 @@ def test_the_archive_holds_kinds_files_our_binaries_and_the_preloaded_store(node
     for path in ("usr/bin/kubelet", "usr/bin/kubeadm", "usr/bin/kubectl", "usr/local/bin/containerd",
                  "usr/local/sbin/runc", "usr/local/bin/crictl", "opt/cni/bin/ptp", "usr/local/bin/entrypoint",
                  "kind/version", "kind/manifests/default-cni.yaml", "etc/containerd/cri-base.json",
-                 "etc/containerd/config.toml", "var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db"):
+                 "etc/containerd/config.toml", "etc/containerd/lwsconf-cni.template",
+                 "var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db"):
         assert path in members, path
     assert members["usr/local/bin/entrypoint"].mode & 0o111
     assert members["usr/sbin/init"].linkname == "/usr/lib/systemd/systemd"  # bookworm's /sbin is a link to usr/sbin
@@ -104,11 +105,12 @@ def test_docker_runs_the_loaded_images_binaries(node_image: build.NodeImage) -> 
     assert inspect["Id"] == node_image.image_id
     assert "container=docker" in inspect["Config"]["Env"] and inspect["Config"]["StopSignal"] == "SIGRTMIN+3"
     ran = subprocess.run([docker, "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", TAG, "-c",
-                          "kubeadm version -o short; kubelet --version; cat /kind/version"],
+                          "kubeadm version -o short; kubelet --version; cat /kind/version; "
+                          "grep -c conf_template /etc/containerd/config.toml"],
                          capture_output=True, text=True, timeout=120, check=False)
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split("\n")[:3] == [f"v{RELEASE.kubernetes}", f"Kubernetes v{RELEASE.kubernetes}",
-                                          f"v{RELEASE.kubernetes}"]
+    assert ran.stdout.split("\n")[:4] == [f"v{RELEASE.kubernetes}", f"Kubernetes v{RELEASE.kubernetes}",
+                                          f"v{RELEASE.kubernetes}", "1"]
 
 
 def test_kind_create_with_our_image_is_refused_here_and_the_backend_says_so_in_one_message(
