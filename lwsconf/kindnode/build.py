@@ -9,14 +9,15 @@ Choices (why):
 - kubeadm and crictl are separate Go modules and separate builds from `make nodes` (`realnodes.build.parts` is
   untouched), so real nodes never build them and their stamps never move.
 - The image's root is a staged folder (a copy of the cached root filesystem, then kind's files, our binaries, the
-  text files and systemd links), not an in-memory layer: it is over a GiB with the preloaded images.
+  text files, the CNI template and its line in kind's containerd config, and systemd links), not an in-memory layer:
+  it is over a GiB with the preloaded images.
 - The preload runs our own containerd on this machine against <staged root>/var/lib/containerd (its own socket,
   state and config, CRI off) and imports each OCI archive with `ctr -n k8s.io images import --no-unpack`, the flags
   kind's importer uses (kind v0.33.0 pkg/build/nodeimage/imageimporter.go): the node's containerd unpacks on first
   use. The same containerd build then runs inside the node.
 - The archive is a docker-archive (`manifest.json`, the config, one uncompressed layer): Docker 20.10's `docker load`
   needs it. The layer is sorted, root-owned and dated 0, but containerd's metadata database inside it is not
-  reproducible, so the report records the digests instead of promising them.
+  reproducible, so <cache>/kindnode/<release>/image.json records the digests instead of promising them.
 """
 
 from __future__ import annotations
