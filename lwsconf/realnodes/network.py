@@ -13,14 +13,24 @@ on the Internet), in a /20 block the run holds a lock on (two runs side by side 
                          API server through the `kubernetes` Service, whose endpoint this is
 
 Nothing leaves the machine: no namespace has a default route (each knows the node subnet, the other nodes' pod
-CIDRs via their node addresses, and nothing else), the host never forwards (its ip_forward stays as it was; the
-bridge does not call the host's iptables), and no masquerade rule exists anywhere. The host routes each pod CIDR
-through its node and holds an `unreachable` route for the whole block, so no address of the block can ever take the
-host's default route. Everything the run adds (the
-bridge, the veths, the namespaces and the rules kube-proxy writes inside them) goes when the namespaces and the
-bridge are deleted; `down` does that and is safe to run on a half-built or already-removed network.
+CIDRs via their node addresses, and nothing else), the host never forwards (its ip_forward stays as it was), and no
+masquerade rule exists anywhere.
 
-`plan` is pure; `up` and `down` run `ip` (iproute2) commands.
+The host's firewall still sees the bridge's frames where br_netfilter is loaded: its global
+net.bridge.bridge-nf-call-iptables (1 by default) sends every bridged frame through the host's FORWARD chain whatever
+the bridge's own nf_call_iptables says (Linux net/bridge/br_netfilter_hooks.c, br_nf_pre_routing: the global switch
+or the bridge's). Docker's default set-up loads br_netfilter and sets FORWARD's policy to DROP; on this project's
+machine, after a Docker daemon had run there, both held, every packet between two nodes was dropped, and ClusterIPs
+and cluster DNS timed out (a fresh-clone `.ci/run`, 3 tests of tests/realnodes). The run therefore accepts its own
+bridge's traffic, bridge to bridge and nothing else, from a chain of its own (`forward_chain`) that FORWARD jumps to
+first; `down` removes both.
+
+The host routes each pod CIDR through its node and holds an `unreachable` route for the whole block, so no address
+of the block can ever take the host's default route. Everything the run adds (the bridge, the veths, the namespaces
+and the rules kube-proxy writes inside them, the FORWARD chain) goes with `down`, which is safe to run on a
+half-built or already-removed network.
+
+`plan` is pure; `up` and `down` run `ip` (iproute2) and `iptables` commands.
 """
 
 from __future__ import annotations
@@ -43,6 +53,11 @@ BLOCKS = 16
 """/20 blocks in SPACE: how many real-node clusters can run side by side on one machine."""
 MAX_NODES = 10
 COMMAND_TIMEOUT = 30.0
+IPTABLES = ("iptables", "-w", "5")
+"""The host's iptables, waiting up to 5 s for the xtables lock that kube-proxy or Docker may hold."""
+GONE = ("No such file", "Cannot find device", "does not exist", "No such process", "No chain/target/match",
+        "Bad rule (does a matching rule exist")
+"""The words of a removal whose object is already gone (`ip` and `iptables`)."""
 
 
 class NetworkError(Exception):
@@ -100,8 +115,14 @@ def plan(block: int, node_names: Sequence[str]) -> NetworkPlan:
 
 def up_commands(p: NetworkPlan) -> list[list[str]]:
     """The `ip` commands that build `p`, in order. Pure."""
+    chain = forward_chain(p)
     cmds = [["ip", "link", "add", p.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
              "nf_call_arptables", "0"],
+            # frames between this run's nodes pass a host whose FORWARD drops (see the module's docstring)
+            [*IPTABLES, "-N", chain],
+            [*IPTABLES, "-A", chain, "-j", "ACCEPT"],
+            [*IPTABLES, "-I", "FORWARD", "1", *_bridged(p), "-m", "comment", "--comment",
+             f"lwsconf real nodes: between the nodes of block {p.block}", "-j", chain],
             ["ip", "addr", "add", f"{p.bridge_address}/24", "dev", p.bridge],
             ["ip", "link", "set", p.bridge, "up"],
             # the host reaches every address of the block through the bridge or not at all: without this, an address
@@ -131,9 +152,23 @@ def down_commands(p: NetworkPlan) -> list[list[str]]:
     """The commands that remove `p`. Each veth pair is deleted by its host end first: a namespace's devices go only
     when the kernel destroys the namespace, which it does asynchronously after `ip netns delete` (seen: two of three
     host ends still present right after a stop), while deleting one end of a pair removes both at once."""
+    chain = forward_chain(p)
     return [*(["ip", "link", "delete", n.veth_host] for n in p.nodes),
             *(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge],
-            ["ip", "route", "delete", "unreachable", p.cluster_cidr]]
+            ["ip", "route", "delete", "unreachable", p.cluster_cidr],
+            [*IPTABLES, "-D", "FORWARD", *_bridged(p), "-m", "comment", "--comment",
+             f"lwsconf real nodes: between the nodes of block {p.block}", "-j", chain],
+            [*IPTABLES, "-F", chain], [*IPTABLES, "-X", chain]]
+
+
+def forward_chain(p: NetworkPlan) -> str:
+    """The host's filter chain that accepts the frames between block `p.block`'s nodes. Pure."""
+    return f"LWSCONF-B{p.block}-FWD"
+
+
+def _bridged(p: NetworkPlan) -> list[str]:
+    """Frames bridged from one port of the run's bridge to another: in and out are both the bridge."""
+    return ["-i", p.bridge, "-o", p.bridge]
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -147,6 +182,9 @@ def require_tools() -> None:
     """NetworkError naming what to install when `ip` is missing or the process cannot create namespaces."""
     if shutil.which("ip") is None:
         raise NetworkError("real nodes need iproute2's `ip` (apt-get install iproute2)")
+    if shutil.which(IPTABLES[0]) is None:
+        raise NetworkError("real nodes need `iptables` (apt-get install iptables): the run accepts its bridge's "
+                           "traffic in the host's FORWARD chain, and kube-proxy writes its rules with it")
     if os.geteuid() != 0:
         raise NetworkError("real nodes create network namespaces, a bridge and cgroups: run as root "
                            "(or use --nodes=sim)")
@@ -169,8 +207,7 @@ def down(p: NetworkPlan) -> list[str]:
     for argv in down_commands(p):
         result = _run(argv)
         text = result.stderr.strip()
-        if result.returncode != 0 and not any(s in text for s in ("No such file", "Cannot find device",
-                                                                   "does not exist", "No such process")):
+        if result.returncode != 0 and not any(s in text for s in GONE):
             problems.append(f"`{' '.join(argv)}`: {text}")
     return problems
 

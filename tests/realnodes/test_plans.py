@@ -55,7 +55,23 @@ def test_no_route_leads_out_of_the_block() -> None:
     assert sysctls and all(c[:3] == ["ip", "netns", "exec"] for c in sysctls)
     assert "nf_call_iptables" in cmds[0] and cmds[0][cmds[0].index("nf_call_iptables") + 1] == "0"
     down = network.down_commands(p)
-    assert down[-2:] == [["ip", "link", "delete", p.bridge], ["ip", "route", "delete", "unreachable", p.cluster_cidr]]
+    assert ["ip", "link", "delete", p.bridge] in down
+    assert ["ip", "route", "delete", "unreachable", p.cluster_cidr] in down
+
+
+def test_the_host_forward_chain_accepts_the_bridge_to_itself_and_nothing_else() -> None:
+    """Where br_netfilter sends bridged frames through the host's FORWARD chain (a Docker host: policy DROP), the run
+    accepts frames from its bridge to its bridge, first in FORWARD, in a chain of its own that `down` removes."""
+    p = network.plan(3, ["a", "b"])
+    chain = network.forward_chain(p)
+    ipt = [c[3:] for c in network.up_commands(p) if c[:3] == list(network.IPTABLES)]
+    assert ipt[0] == ["-N", chain] and ipt[1] == ["-A", chain, "-j", "ACCEPT"]
+    jump = ipt[2]
+    assert jump[:3] == ["-I", "FORWARD", "1"] and jump[-2:] == ["-j", chain]
+    assert jump[jump.index("-i") + 1] == jump[jump.index("-o") + 1] == p.bridge   # in and out: the bridge itself
+    assert len(ipt) == 3 and chain == "LWSCONF-B3-FWD" and chain != network.forward_chain(network.plan(4, ["a"]))
+    down = [c[3:] for c in network.down_commands(p) if c[:3] == list(network.IPTABLES)]
+    assert down == [["-D", "FORWARD", *jump[3:]], ["-F", chain], ["-X", chain]]
 
 
 def test_a_pod_on_a_real_node_is_routed_inside_the_block_only() -> None:
