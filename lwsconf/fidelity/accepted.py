@@ -28,12 +28,6 @@ _KUBELET_EXTRAS = (
     "status.resources read from the pod's cgroup (a memory limit of 9007199254740988Ki: the host's 'unlimited'); the "
     "sim reports none of these. The image fix alone (a one-line normalisation) made the sim's sidecar-restart test "
     "fail for a cause not found in this sitting; the others are fields to add with their kubelet sources")
-_FAST_BACKOFF = (
-    "the sim's fast stage set restarts a crashed container after 50 ms, not the kubelet's 10 s "
-    "(lwsconf/sim/nodes/stages/fast/settings.yaml, on purpose: suites wait for restarts), so by the time the real "
-    "kubelet is in its first CrashLoopBackOff the sim's container has restarted dozens of times and is caught "
-    "running; the back-off's rules and words are the same (restart count, lastState, 'back-off Ns restarting failed "
-    "container=...'). Also " + _KUBELET_EXTRAS)
 _NO_IMAGE_STORE = (
     "the sim has no image store: every image is present on every simulated node, so a pod naming an image nobody "
     "built runs (emulated) where the real kubelet records Pulling, Failed (ErrImagePull) and BackOff and shows "
@@ -55,8 +49,8 @@ _NODE_ACCEPTED = {
         "node-graceful-delete/running", "node-graceful-delete/delete", "node-graceful-delete/terminating",
         "node-termination-message/file-read", "node-termination-message/custom-path-read",
         "node-termination-message/logs-used")},
-    "nodes/node-crashloop/in-back-off": _FAST_BACKOFF,
-    "nodes/node-crashloop/delete": _FAST_BACKOFF,
+    "nodes/node-crashloop/up-after-two-crashes": _KUBELET_EXTRAS,
+    "nodes/node-crashloop/delete": _KUBELET_EXTRAS,
     "nodes/node-image-pull/back-off": _NO_IMAGE_STORE,
     "nodes/node-image-pull/events": _NO_IMAGE_STORE,
     "nodes/node-image-pull/delete": _NO_IMAGE_STORE,

@@ -56,14 +56,25 @@ def _log(name: str, pod: str, **query: str) -> Step:
 
 MAIN = "body.status.containerStatuses.0"
 
-CRASH = "import sys; print('crashing', flush=True); sys.exit(1)"
+CRASH = ("import os, sys, time\n"
+         "run = len(os.listdir('/data')); open(f'/data/run{run}', 'w').close()\n"
+         "if run < 2:\n"
+         "    print(f'crashing on run {run}', flush=True); sys.exit(1)\n"
+         "print('up on run 2', flush=True); time.sleep(3600)\n")
+"""Crashes on its first two runs (counted in an emptyDir, which a restart keeps) and stays up on the third."""
 
+# Waits for the state the crash loop ends in, not a moment inside it: restartCount 2, running. A step that read the
+# previous log while the kubelet was in a back-off raced the next crash: once the third run had crashed, the real
+# kubelet's container GC removed the run the API's lastState still named ("unable to retrieve container logs for
+# containerd://..."), and the answer depended on when the step ran. With a third run that stays up, the previous
+# log is the second run's on both sides, whenever it is read.
 CRASHLOOP = Scenario("nodes", "node-crashloop", (
-    create("create", PODS, _pod("crash", CRASH)),
-    # restartCount 1 in CrashLoopBackOff: the first restart came, the second waits out a back-off
-    _until("in-back-off", "crash", f"{MAIN}.state.waiting.reason", "CrashLoopBackOff",
-           (f"{MAIN}.restartCount", 1)),
+    create("create", PODS, _with(_pod("crash", CRASH, volumeMounts=[{"name": "work", "mountPath": "/data"}]),
+                                 volumes=[{"name": "work", "emptyDir": {}}])),
+    _until("up-after-two-crashes", "crash", f"{MAIN}.restartCount", 2, (f"{MAIN}.ready", True),
+           (f"{MAIN}.lastState.terminated.exitCode", 1)),
     _log("previous-log", "crash", previous="true"),
+    _log("log", "crash"),
     _events("events", "crash", "BackOff"),
     delete("delete", f"{PODS}/crash", {"gracePeriodSeconds": 0}),
 ))
