@@ -167,17 +167,7 @@ def _cached_image(spec: images.ImageSpec, out: Path) -> images.BuiltImage:
     sources = [*spec.files.values(), *([spec.rootfs / "etc" / "os-release"] if spec.rootfs else [])]
     stamp = json.dumps([spec.reference, str(spec.rootfs)] + [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
                                                              for p in sources])
-    record = out.with_suffix(".json")
-    try:
-        known = json.loads(record.read_text())
-        if known["stamp"] == stamp and out.is_file():
-            return images.BuiltImage(reference=spec.reference, archive=out, manifest_digest=known["digest"],
-                                     layer_bytes=known["layer_bytes"])
-    except (OSError, ValueError, KeyError):
-        pass
-    built = images.build(spec, out)
-    record.write_text(json.dumps({"stamp": stamp, "digest": built.manifest_digest, "layer_bytes": built.layer_bytes}))
-    return built
+    return images.cached_build(spec, out, stamp=stamp)
 
 
 def _containerd_config(root: Path, state: Path, sock: Path) -> str:

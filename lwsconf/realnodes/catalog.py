@@ -131,12 +131,12 @@ def build_all(binaries: NodeBinaries, cache: Path | None = None) -> list[Catalog
     pause = images.build(images.ImageSpec(PAUSE, files={"/pause": binaries.path("pause")}, entrypoint=("/pause",)),
                          folder / "pause.tar")
     binary = binaries.path("coredns")
-    coredns = _cached_build(images.ImageSpec(COREDNS, files={"/coredns": binary}, entrypoint=("/coredns",)),
-                            folder / "coredns.tar", stamp=_file_stamp(binary))
+    coredns = images.cached_build(images.ImageSpec(COREDNS, files={"/coredns": binary}, entrypoint=("/coredns",)),
+                                  folder / "coredns.tar", stamp=_file_stamp(binary))
     rootfs = python_rootfs(cache)
     # named by its root filesystem: checkouts of another key side by side never overwrite each other's archive
-    python = _cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)),
-                           folder / f"python-{rootfs.name.rsplit('-', 1)[-1]}.tar", stamp=rootfs.name)
+    python = images.cached_build(images.ImageSpec(PYTHON, rootfs=rootfs, cmd=("python3",)),
+                                 folder / f"python-{rootfs.name.rsplit('-', 1)[-1]}.tar", stamp=rootfs.name)
     return [CatalogEntry(PAUSE, "lwsconf's pause (nodes/pause), static", pause),
             CatalogEntry(COREDNS, "CoreDNS v1.15.0 (nodes/coredns: errors, health, ready, log, cache, kubernetes), "
                                   "static", coredns),
@@ -148,19 +148,3 @@ def _file_stamp(path: Path) -> str:
     """Size and modification time: a rebuilt binary is a new file (the build renames it into place)."""
     info = path.stat()
     return f"{path}:{info.st_size}:{info.st_mtime_ns}"
-
-
-def _cached_build(spec: images.ImageSpec, out: Path, *, stamp: str) -> images.BuiltImage:
-    """Build unless `out` was built from the same `stamp` (the root filesystem is large: 13 s to archive; CoreDNS
-    52 MiB)."""
-    record = out.with_suffix(".json")
-    try:
-        known = json.loads(record.read_text())
-        if known["stamp"] == stamp and out.exists():
-            return images.BuiltImage(reference=spec.reference, archive=out, manifest_digest=known["digest"],
-                                     layer_bytes=known["layer_bytes"])
-    except (OSError, ValueError, KeyError):
-        pass
-    built = images.build(spec, out)
-    record.write_text(json.dumps({"stamp": stamp, "digest": built.manifest_digest, "layer_bytes": built.layer_bytes}))
-    return built

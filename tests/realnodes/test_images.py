@@ -80,3 +80,13 @@ def test_writers_of_the_same_archive_side_by_side_all_succeed(tmp_path: Path) ->
     assert errors == []
     assert [p.name for p in out.parent.iterdir()] == ["pause.tar"]
     assert out.read_bytes() == images.build(spec, tmp_path / "again.tar").archive.read_bytes()
+
+
+def test_cached_build_reuses_the_archive_of_the_same_stamp_and_rebuilds_on_another(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    out = tmp_path / "cache" / "img.tar"
+    first = images.cached_build(spec, out, stamp="a")
+    built_at = out.stat().st_mtime_ns
+    assert images.cached_build(spec, out, stamp="a") == first and out.stat().st_mtime_ns == built_at
+    (tmp_path / "rootfs" / "etc" / "hostname").write_text("y\n")
+    assert images.cached_build(spec, out, stamp="b").manifest_digest != first.manifest_digest
