@@ -60,6 +60,10 @@ class NodeImageError(Exception):
     """The image cannot be made; the message says what failed and what to do."""
 
 
+class PrerequisiteMissing(NodeImageError):
+    """Something the user provides first (a build, a tool on PATH): the CLI's exit status 2, not a failure's 1."""
+
+
 def go_parts(release: Release) -> tuple[nodes_build.Part, ...]:
     """kind, kubeadm of `release` and crictl: the Go builds only the kind node image needs."""
     return (
@@ -121,17 +125,17 @@ def gather(release: Release, *, go: str, cache: Path | None = None) -> Inputs:
     nodes = nodes_build.installed(release, cache)
     control = controlplane_build.installed(release, cache)
     if nodes is None:
-        raise NodeImageError(f"the real node parts of {release.kubernetes} are not built: run `make nodes` "
+        raise PrerequisiteMissing(f"the real node parts of {release.kubernetes} are not built: run `make nodes` "
                              f"(lwsconf nodes build) first")
     if control is None:
-        raise NodeImageError(f"the control plane {release.kubernetes} is not built: run `make controlplane` first")
+        raise PrerequisiteMissing(f"the control plane {release.kubernetes} is not built: run `make controlplane` first")
     binaries: dict[str, Path] = {**nodes.paths, **control}
     root = nodes_build.cache_dir(release, cache)
     for part in go_parts(release):
         for name in part.binaries:
             path = root / part.name / "bin" / name
             if not path.is_file():
-                raise NodeImageError(f"{name} is not built ({path}); `lwsconf kind node-image build` builds it")
+                raise PrerequisiteMissing(f"{name} is not built ({path}); `lwsconf kind node-image build` builds it")
             binaries[name] = path
     rootfs = catalog.debootstrap_rootfs(plan.ROOTFS_LABEL, plan.ROOTFS_PACKAGES, plan.ROOTFS_LINKS, cache)
     return Inputs(binaries=binaries, rootfs=rootfs, kind_dir=kind_module_dir(go) / plan.KIND_FILES)
@@ -387,7 +391,7 @@ def build(release: Release, *, go: str, cache: Path | None = None, load: bool = 
     if load:
         engine = docker or shutil.which("docker")
         if engine is None:
-            raise NodeImageError(f"the archive {archive} is built, but `docker` is not on PATH to load it")
+            raise PrerequisiteMissing(f"the archive {archive} is built, but `docker` is not on PATH to load it")
         before = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True,
                                 text=True, timeout=COMMAND_TIMEOUT, check=False).stdout.strip()
         _run([engine, "load", "-i", str(archive)], f"docker load of {archive}")

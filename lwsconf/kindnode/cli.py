@@ -47,9 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         for plan in plans:
             gobuild.execute(plan, sys.stdout)
         made = build.build(release, go=go, load=not args.no_load, notify=lambda line: print(line, flush=True))
+    except (build.PrerequisiteMissing, catalog.ToolMissing) as exc:
+        print(f"lwsconf kind: {exc}", file=sys.stderr)
+        return 2
     except (catalog.ImageBuildError, build.NodeImageError) as exc:
         print(f"lwsconf kind: {exc}", file=sys.stderr)
-        return 2 if "run `make" in str(exc) or "not on PATH" in str(exc) or "debootstrap (" in str(exc) else 1
+        return 1
     except gobuild.BuildError as exc:
         print(f"lwsconf kind: {exc}", file=sys.stderr)
         return 1

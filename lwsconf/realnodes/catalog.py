@@ -47,6 +47,10 @@ class ImageBuildError(Exception):
     """An image that cannot be made; the message says what to install or where the log is."""
 
 
+class ToolMissing(ImageBuildError):
+    """A tool the build needs is not installed (debootstrap); the message names the package."""
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     reference: str
@@ -82,7 +86,7 @@ def debootstrap_rootfs(label: str, packages: Sequence[str], links: Mapping[str, 
         return root
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
-        raise ImageBuildError(f"making the {label} root filesystem needs debootstrap (apt-get install debootstrap)")
+        raise ToolMissing(f"making the {label} root filesystem needs debootstrap (apt-get install debootstrap)")
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.with_name(root.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
