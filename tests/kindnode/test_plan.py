@@ -143,4 +143,3 @@ def test_only_images_with_all_their_content_count_as_preloaded() -> None:
     assert plan.complete_images(CTR_IMAGES_CHECK) == {
         "import-2026-12-06@sha256:1d6264c1b57eb36656aacf4d36479218ae85d2fb9b85c12527e7cd1c92f9caf3",
         "registry.k8s.io/etcd:3.7.0-0"}
-
