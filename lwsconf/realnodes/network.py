@@ -121,8 +121,7 @@ def up_commands(p: NetworkPlan) -> list[list[str]]:
             # frames between this run's nodes pass a host whose FORWARD drops (see the module's docstring)
             [*IPTABLES, "-N", chain],
             [*IPTABLES, "-A", chain, "-j", "ACCEPT"],
-            [*IPTABLES, "-I", "FORWARD", "1", *_bridged(p), "-m", "comment", "--comment",
-             f"lwsconf real nodes: between the nodes of block {p.block}", "-j", chain],
+            [*IPTABLES, "-I", "FORWARD", "1", *_forward_rule(p)],
             ["ip", "addr", "add", f"{p.bridge_address}/24", "dev", p.bridge],
             ["ip", "link", "set", p.bridge, "up"],
             # the host reaches every address of the block through the bridge or not at all: without this, an address
@@ -156,8 +155,7 @@ def down_commands(p: NetworkPlan) -> list[list[str]]:
     return [*(["ip", "link", "delete", n.veth_host] for n in p.nodes),
             *(["ip", "netns", "delete", n.netns] for n in p.nodes), ["ip", "link", "delete", p.bridge],
             ["ip", "route", "delete", "unreachable", p.cluster_cidr],
-            [*IPTABLES, "-D", "FORWARD", *_bridged(p), "-m", "comment", "--comment",
-             f"lwsconf real nodes: between the nodes of block {p.block}", "-j", chain],
+            [*IPTABLES, "-D", "FORWARD", *_forward_rule(p)],
             [*IPTABLES, "-F", chain], [*IPTABLES, "-X", chain]]
 
 
@@ -166,9 +164,11 @@ def forward_chain(p: NetworkPlan) -> str:
     return f"LWSCONF-B{p.block}-FWD"
 
 
-def _bridged(p: NetworkPlan) -> list[str]:
-    """Frames bridged from one port of the run's bridge to another: in and out are both the bridge."""
-    return ["-i", p.bridge, "-o", p.bridge]
+def _forward_rule(p: NetworkPlan) -> list[str]:
+    """FORWARD's rule that sends frames bridged from one port of the run's bridge to another (in and out are both the
+    bridge) to `forward_chain`; the same words insert it and delete it."""
+    return ["-i", p.bridge, "-o", p.bridge, "-m", "comment", "--comment",
+            f"lwsconf real nodes: between the nodes of block {p.block}", "-j", forward_chain(p)]
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
