@@ -22,6 +22,10 @@ interfaces. Binding the pod IP matters in the simulator, where every pod is a pr
 test can hold a pod unready from its first instant. --tag VALUE (repeatable) is echoed in the identity
 as `tags` (with `argv`), so `$(VAR)` expansion in command and args can be observed. --dump-env PATH
 writes the environment as JSON to PATH and exits 0: the init-container mode.
+SIGTERM ends the program at once with exit code 143 (128 + 15), as a serving program that handles it would. In a
+container the program is PID 1, and the kernel drops a signal PID 1 has no handler for: without this handler the
+kubelet waits out the grace period and kills with SIGKILL (137), which made every pod deletion on real nodes wait
+terminationGracePeriodSeconds before the container stopped.
 Keep this file dependency-free (Python >= 3.9): it is mounted into arbitrary python images.
 """
 
@@ -71,6 +75,7 @@ EARLY_SOCKET = listen_early(sys.argv[1:], dict(os.environ)) if __name__ == "__ma
 import argparse  # noqa: E402 - after the early bind, on purpose (see listen_early)
 import contextlib  # noqa: E402
 import json  # noqa: E402
+import signal  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
@@ -199,6 +204,16 @@ class ProbeServer(ThreadingHTTPServer):
             early.close()
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+"""What a container runtime reports for a process SIGTERM killed; the probe exits with it on purpose."""
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.stderr.write("lwsconf probe: SIGTERM, exiting\n")
+    sys.stderr.flush()
+    os._exit(SIGTERM_EXIT)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="lwsconf probe workload")
     parser.add_argument("--port", type=int, default=int(os.environ.get("LWSCONF_PORT", "8080")))
@@ -212,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.dump_env, "w", encoding="utf-8") as handle:
             json.dump(dict(os.environ), handle, sort_keys=True)
         return 0
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     STATE["ready"] = not args.start_unready
     STATE["tags"] = list(args.tag)
     bind = os.environ.get("LWSCONF_BIND") or os.environ.get("POD_IP") or ""

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.stream import stream
 
+from lwsconf import workloads
 from lwsconf.controlplane import build as cpbuild
 from lwsconf.controlplane import versions
 from lwsconf.realnodes import build, dns, hostpaths
@@ -349,6 +350,41 @@ def test_a_claim_of_the_default_class_is_bound_and_its_volume_lies_in_the_run(
     written = cluster.folder / "volumes" / f"pvc-{claim.metadata.uid}" / "file"
     assert written.read_text() == "kept\n"
     assert cluster.failed_services() == []
+
+
+def _exit_code_after_delete(api: Any, name: str) -> int | None:
+    """Delete pod `name` and follow it to its end: the exit code its container last reported (None: none seen)."""
+    watcher = watch.Watch()
+    api.delete_namespaced_pod(name, "default")
+    code = None
+    for event in watcher.stream(api.list_namespaced_pod, "default", field_selector=f"metadata.name={name}",
+                                timeout_seconds=int(PODS_READY)):
+        for status in event["object"].status.container_statuses or []:
+            if status.state.terminated is not None:
+                code = status.state.terminated.exit_code
+        if event["type"] == "DELETED":
+            watcher.stop()
+    return code
+
+
+def test_the_probe_ends_on_sigterm_where_a_program_without_a_handler_waits_for_sigkill(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]], core: Any) -> None:
+    """On a real node the command is PID 1 of its PID namespace, which drops signals it has no handler for: `sleep`
+    outlives the kubelet's SIGTERM and ends by SIGKILL (137) when the grace period is over, while the suite's probe
+    handles SIGTERM and exits 143 at once (a deletion then does not wait out terminationGracePeriodSeconds)."""
+    core.create_namespaced_config_map("default", workloads.probe_configmap())
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "labels": {"app": "probe"}},
+             **workloads.probe_pod_template()}
+    sleeper = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper", "labels": {"app": "sleeper"}},
+               "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "c", "image": workloads.PROBE_IMAGE, "command": ["sleep", "3600"]}]}}
+    for pod in (probe, sleeper):
+        core.create_namespaced_pod("default", pod)
+    for app in ("probe", "sleeper"):
+        wait_until(lambda app=app: _pods_ready(core, f"app={app}", 1), what=f"the {app} pod to be Ready",
+                   timeout=PODS_READY, poll=0.5)
+    assert _exit_code_after_delete(core, "probe") == 143
+    assert _exit_code_after_delete(core, "sleeper") == 137
 
 
 def test_stopping_leaves_the_host_as_it_was(real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> None:
