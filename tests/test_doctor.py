@@ -99,7 +99,8 @@ def test_hung_docker_info_times_out_by_name_quickly(tools: fakes.FakeTools, tmp_
     tools.env(FAKE_DOCKER_INFO_SLEEP=60)
     started = time.monotonic()
     status, lines = run(machine(tools, tmp_path, timeout=1.0), capsys)
-    assert time.monotonic() - started < 15, "a hung `docker info` must not hang the doctor"
+    # bounded by the hang it rules out (the fake `docker info` sleeps 60 s), not by how fast this machine is
+    assert time.monotonic() - started < 60, "a hung `docker info` must not hang the doctor"
     assert status == 1 and "did not answer within 1 s (TOOL_TIMEOUT)" in lines["docker"]
 
 

@@ -86,7 +86,7 @@ def test_component_that_exits_fails_the_start_at_once_with_its_log_tail(tmp_path
     message = str(failure.value)
     assert "gave up early: etcd exited with status 3" in message
     assert "etcd: bad flag --unsafe-no-fsync" in message
-    assert failure.value.elapsed < 30
+    assert failure.value.elapsed < 60  # gave up when etcd exited, not at etcd_ready
     assert [c.name for c in cluster.components] == ["etcd"]
     assert not cluster.folder.exists()
 

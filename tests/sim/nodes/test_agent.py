@@ -50,10 +50,8 @@ def test_node_registers_with_layout_capacity_gpu_labels_and_addresses(tmp_path: 
 def test_bound_pods_become_running_and_ready_with_unique_pod_ips(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with ks.sim_with_nodes(tmp_path) as sim:
-            started = time.monotonic()
             await ks.create_bound(sim.client, pod_body("a"), "gpu-0")
             first = await ks.pod_until(sim.client, "a", ks.is_ready, "Running and Ready")
-            elapsed = time.monotonic() - started
             await ks.create_bound(sim.client, pod_body("b"), "gpu-0")
             await ks.create_bound(sim.client, pod_body("c"), "cpu-0")
             second = await ks.pod_until(sim.client, "b", ks.is_ready, "Running and Ready")
@@ -72,7 +70,8 @@ def test_bound_pods_become_running_and_ready_with_unique_pod_ips(tmp_path: Path)
             assert "running" in status["state"] and status["containerID"].startswith("containerd://")
             assert status["imageID"].startswith("nginx@sha256:") and status["lastState"] == {}
             assert first["status"]["qosClass"] == "BestEffort"
-            assert elapsed < 2.0, f"fast stages should make a pod Ready at once, took {elapsed:.3f}s"
+            # Ready at once: the fast stages delay nothing (test_lifecycle.py checks that on the stage data, not
+            # with a stopwatch here: design rule 7)
             await ks.until(lambda: ks.events_for(sim.client, "a"),
                            lambda found: {"Pulled", "Created", "Started"} <= {r for r, _ in found},
                            "Pulled, Created and Started events")

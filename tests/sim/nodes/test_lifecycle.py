@@ -146,3 +146,14 @@ def test_fast_and_general_settings_and_restart_backoff() -> None:
     fast, general = settings.load_settings(["fast", "chaos"]), settings.load_settings(["general"])
     assert fast.restart_backoff_initial == 0.05 and general.restart_backoff_initial == 1.0
     assert [fast.restart_delay(n) for n in range(6)] == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0]
+
+
+def test_fast_stages_delay_nothing_and_general_ones_do() -> None:
+    """What `test_agent`'s Ready-at-once pod relies on, checked on the stage data instead of a stopwatch (design
+    rule 7): every fast stage applies at once, while the general set's pod-create and container-start wait."""
+    rng = random.Random(0)
+    fast = lifecycle.load_sets(["fast"])
+    assert {s.name: s.delay_seconds({}, rng) for s in fast.stages} == dict.fromkeys(fast.names(), 0.0)
+    general = {s.name: s for s in lifecycle.load_sets(["general"]).stages}
+    assert general["pod-create"].delay_seconds({}, rng) >= 0.3
+    assert general["container-start"].delay_seconds({}, rng) >= 1.0
