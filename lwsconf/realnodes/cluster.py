@@ -15,15 +15,16 @@ control plane and network, and says what it could not remove.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from lwsconf import shutdown
 from lwsconf.controlplane import build as cpbuild
@@ -31,6 +32,8 @@ from lwsconf.controlplane import local, versions
 from lwsconf.controlplane.process import Component
 from lwsconf.realnodes import build, catalog, dns, hostlimits, hostpaths, network, storage
 from lwsconf.realnodes.node import NodeConfig, RealNode
+
+T = TypeVar("T")
 
 NODES_READY = 180.0
 """Default seconds for every real node to register and be Ready (LWSCONF_REALNODES_READY overrides)."""
@@ -139,9 +142,12 @@ class RealNodeCluster:
                                         ca=self.controlplane.ca, images=[e.built.archive for e in self.images],
                                         labels={k: v for k, v in spec.labels.items() if k != HOSTNAME_LABEL},
                                         devices=dict(spec.devices), cluster_dns=dns.service_ip(self.network))
-                    node = RealNode(net, config, self.folder / net.name)
-                    self.nodes.append(node)
-                    node.start()
+                    self.nodes.append(RealNode(net, config, self.folder / net.name))
+                for node in self.nodes:
+                    node.start_runtime()
+                _each_node(self.nodes, RealNode.import_images)
+                for node in self.nodes:
+                    node.start_agents()
                 self._wait_ready()
                 self.ready_seconds = time.monotonic() - began
                 try:
@@ -188,8 +194,8 @@ class RealNodeCluster:
         """Remove nodes, control plane, network and folder; what could not be removed is returned (and printed)."""
         problems: list[str] = []
         with shutdown.deferred("stopping real nodes"):
-            for node in reversed(self.nodes):
-                problems += node.stop()
+            for found in _each_node(list(reversed(self.nodes)), RealNode.stop):
+                problems += found
             self.nodes = []
             if self.volumes is not None:
                 self.volumes.stop()
@@ -221,3 +227,19 @@ class RealNodeCluster:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _each_node(nodes: Sequence[RealNode], step: Callable[[RealNode], T]) -> list[T]:
+    """`step` on every node at once, one thread each; the results in the nodes' order, or the first error once
+    every step has ended (none is left running behind a failure).
+
+    Why threads: most of a node's start is containerd unpacking the images into its own store, and its stop waits
+    for its processes; one node after the other, 6 nodes took 14-18 s each to start (about 105 s) and the cluster
+    38 s to stop. Only steps that leave no process running may go here: a component dies with the thread that
+    started it (PR_SET_PDEATHSIG), so a kubelet started on a pool thread was SIGKILLed when the pool ended."""
+    if len(nodes) <= 1:
+        return [step(n) for n in nodes]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="realnode") as pool:
+        futures = [pool.submit(step, node) for node in nodes]
+        concurrent.futures.wait(futures)
+    return [f.result() for f in futures]

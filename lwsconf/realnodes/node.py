@@ -197,19 +197,40 @@ class RealNode:
         return component
 
     def start(self) -> RealNode:
+        """The whole node, one step after the other (`RealNodeCluster` runs the three steps itself, the image
+        import of every node at once)."""
+        for step in (self.start_runtime, self.import_images, self.start_agents):
+            step()
+        return self
+
+    def start_runtime(self) -> None:
+        """The API forwarder and containerd, its socket answering. Call from the thread that outlives the node:
+        its processes die with the thread that started them (PR_SET_PDEATHSIG, `controlplane.process`)."""
         try:
-            self._start()
+            self._start_runtime()
         except BaseException:
             self.stop()
             raise
-        return self
 
-    def _start(self) -> None:
+    def import_images(self) -> None:
+        """Every image of the catalogue into this node's containerd (`ctr images import`, which unpacks it: most of a
+        node's start). Starts no lasting process, so it may run on a worker thread, beside other nodes' imports."""
+        for archive in self.config.images:
+            self._import(archive)
+
+    def start_agents(self) -> None:
+        """The kubelet, the device plugins and kube-proxy (same thread rule as `start_runtime`)."""
+        try:
+            self._start_agents()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_runtime(self) -> None:
         f, net, cfg = self.folder, self.net, self.config
         f.mkdir(parents=True, exist_ok=True)
         (f / "cni").mkdir(exist_ok=True)
         self._make_cgroups()
-        api = f"https://{cfg.network.api_address}:{cfg.api_port}"
         self._launch("forward", [sys.executable, "-m", "lwsconf.realnodes.forward", "--netns", str(net.netns_path),
                                  "--listen", f"{cfg.network.api_address}:{cfg.api_port}", "--to", str(cfg.api_port)])
         (f / "cni" / "10-lwsconf.conflist").write_text(json.dumps(cni_config(f, net, cfg.network), indent=2))
@@ -219,8 +240,10 @@ class RealNode:
             [str(cfg.binaries.path("containerd")), "--config", str(f / "containerd.toml")]), env={"PATH": path})
         self._enter_cgroup(containerd.pid, "runtime")
         self._wait_for_socket(containerd, f / "containerd.sock")
-        for archive in cfg.images:
-            self._import(archive)
+
+    def _start_agents(self) -> None:
+        f, net, cfg = self.folder, self.net, self.config
+        api = f"https://{cfg.network.api_address}:{cfg.api_port}"
         node_user = cfg.ca.issue(f"node-{net.name}", f"system:node:{net.name}", org="system:nodes")
         serving = cfg.ca.issue(f"kubelet-{net.name}", net.name, server_names=(net.name,), server_ips=(net.address,))
         (f / "kubeconfig").write_text(yaml.safe_dump(
