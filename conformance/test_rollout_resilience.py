@@ -37,8 +37,18 @@ def _partitions_below(timeline: Timeline, old: str, replicas: int) -> list[int]:
 
 
 def _make_unready(lws: LWSHarness, pod: str) -> None:
+    """Fail `pod`'s readiness and wait until its Ready condition is False. Waiting for the LWS's readyReplicas alone
+    was not enough: under load another group's leader flapped unready for a moment, the count matched before this
+    pod had failed three probes, and the rollout then started with every group ready (a fresh clone's run beside
+    the soak, 2026-12-07: first partition 2, not 3)."""
     lws.step(f"readiness of {pod} failed (/ready?value=false)")
     lws.probe_json(pod, "/ready", value="false")
+
+    def pod_unready() -> None:
+        status = lws.core.read_namespaced_pod(pod, lws.namespace).status
+        ready = [c.status for c in (status.conditions if status else None) or [] if c.type == "Ready"]
+        assert ready == ["False"], f"pod {pod} Ready condition {ready}"
+    lws.wait(pod_unready, what=f"pod {pod} to be unready (its readiness probe fails)")
 
 
 def _ready_replicas_must_be(lws: LWSHarness, name: str, want: int, *, why: str) -> None:
