@@ -199,8 +199,13 @@ class RealNode:
     def start(self) -> RealNode:
         """The whole node, one step after the other (`RealNodeCluster` runs the three steps itself, the image
         import of every node at once)."""
-        for step in (self.start_runtime, self.import_images, self.start_agents):
-            step()
+        self.start_runtime()
+        try:
+            self.import_images()
+        except BaseException:
+            self.stop()
+            raise
+        self.start_agents()
         return self
 
     def start_runtime(self) -> None:
@@ -214,7 +219,8 @@ class RealNode:
 
     def import_images(self) -> None:
         """Every image of the catalogue into this node's containerd (`ctr images import`, which unpacks it: most of a
-        node's start). Starts no lasting process, so it may run on a worker thread, beside other nodes' imports."""
+        node's start). Starts no lasting process, so it may run on a worker thread, beside other nodes' imports.
+        A failure leaves the node as it is: the caller stops it (`start`, or the cluster's stop)."""
         for archive in self.config.images:
             self._import(archive)
 
