@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.controllers.endpoints import endpoints as endpoints_mod
 from lwsconf.sim.controllers.endpoints import endpointslice
@@ -139,3 +141,12 @@ def test_plan_deletes_slices_of_another_service_with_the_same_name() -> None:
     result = endpointslice.plan(svc, [pod("p0", "127.0.0.2")], [stale])
     assert result.delete == [stale] and len(result.create) == 1
     assert result.create[0]["metadata"]["ownerReferences"][0]["uid"] == "svc-uid"
+
+
+def test_the_pause_after_a_sync_is_spacing_times_its_duration_capped_by_max_pause() -> None:
+    """A slow sync on a loaded machine must not hold a Service's endpoints back for long: a 3 s sync once kept a
+    deleted leader's address in the leader Service for 12 s (4 x 3 s); now at most MAX_PAUSE."""
+    assert se.pause_after(0.01, 4.0) == pytest.approx(0.04)
+    assert se.pause_after(0.2, 4.0) == pytest.approx(0.8)
+    assert se.pause_after(3.0, 4.0) == se.MAX_PAUSE == 1.0
+    assert se.pause_after(0.5, 0.0) == 0.0

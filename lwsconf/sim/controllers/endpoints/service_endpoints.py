@@ -17,9 +17,13 @@ controller writes), a work queue of Service keys, pod events mapped to the Servi
 matches the pod's old or new labels, and only pod changes that can alter an endpoint
 (`podEndpointsChanged`) trigger a sync. Like upstream's `--endpoint[slice]-updates-batch-period`,
 pod changes are batched, but adaptively: a Service is synced at once unless its last sync was
-recent, and then not before `spacing` times that sync's duration has passed. A small Service
-reacts within milliseconds; one over 800 pods that become ready one after another is synced a few
-times a second instead of back to back (each such sync rewrites 800 addresses). Workers start only
+recent, and then not before `spacing` times that sync's duration has passed, at most `MAX_PAUSE`. A
+small Service reacts within milliseconds; one over 800 pods that become ready one after another is
+synced a few times a second instead of back to back (each such sync rewrites 800 addresses). The cap
+matters on a loaded machine: a sync's duration is wall time, waits for the event loop included, and
+a 3 s sync of a 3-pod Service once held the next one back 12 s, so the leader Service kept routing
+to a deleted leader's address (ServingRolloutLosesNoRequest, 9 failed requests, load 16-20).
+Upstream's batch period defaults to 0 (`--endpointslice-updates-batch-period`). Workers start only
 after every informer has synced, or a sync over an empty pod cache would wipe every Service's
 endpoints. `WriteTracker` is upstream's `EndpointSliceTracker`/`staleEndpointsTracker`: it
 remembers what this controller wrote, so a sync never acts on a cache older than its own last write
@@ -238,6 +242,16 @@ class WriteTracker:
 
 # --- the controller skeleton -------------------------------------------------------------------
 
+MAX_PAUSE = 1.0
+"""The longest a Service's endpoints wait after a sync before pod changes sync it again (seconds)."""
+
+
+def pause_after(duration: float, spacing: float) -> float:
+    """How long pod changes wait after a sync that took `duration` seconds: `spacing` times it, at most
+    `MAX_PAUSE` (pure)."""
+    return min(spacing * duration, MAX_PAUSE)
+
+
 class ServiceEndpointsController(abc.ABC):
     """Services + Pods informers and a queue of Service keys; subclasses implement `sync`.
 
@@ -322,7 +336,7 @@ class ServiceEndpointsController(abc.ABC):
             return await self.sync(key, service)
         finally:
             ended = time.monotonic()
-            pause = self._spacing * (ended - started)
+            pause = pause_after(ended - started, self._spacing)
             self._next_sync[key] = ended + pause
             if service is None:
                 self._next_sync.pop(key, None)
