@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,22 +200,14 @@ class RealNode:
         """The whole node, one step after the other (`RealNodeCluster` runs the three steps itself, the image
         import of every node at once)."""
         self.start_runtime()
-        try:
-            self.import_images()
-        except BaseException:
-            self.stop()
-            raise
+        self._or_stop(self.import_images)
         self.start_agents()
         return self
 
     def start_runtime(self) -> None:
         """The API forwarder and containerd, its socket answering. Call from the thread that outlives the node:
         its processes die with the thread that started them (PR_SET_PDEATHSIG, `controlplane.process`)."""
-        try:
-            self._start_runtime()
-        except BaseException:
-            self.stop()
-            raise
+        self._or_stop(self._start_runtime)
 
     def import_images(self) -> None:
         """Every image of the catalogue into this node's containerd (`ctr images import`, which unpacks it: most of a
@@ -226,8 +218,12 @@ class RealNode:
 
     def start_agents(self) -> None:
         """The kubelet, the device plugins and kube-proxy (same thread rule as `start_runtime`)."""
+        self._or_stop(self._start_agents)
+
+    def _or_stop(self, step: Callable[[], None]) -> None:
+        """`step`, or on any failure the node stopped (nothing it started is left) and the failure raised."""
         try:
-            self._start_agents()
+            step()
         except BaseException:
             self.stop()
             raise
