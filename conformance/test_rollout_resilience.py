@@ -45,8 +45,8 @@ def _make_unready(lws: LWSHarness, pod: str) -> None:
     lws.probe_json(pod, "/ready", value="false")
 
     def pod_unready() -> None:
-        status = lws.core.read_namespaced_pod(pod, lws.namespace).status
-        ready = [c.status for c in (status.conditions if status else None) or [] if c.type == "Ready"]
+        conditions = (lws.pod(pod).get("status") or {}).get("conditions") or []
+        ready = [c.get("status") for c in conditions if c.get("type") == "Ready"]
         assert ready == ["False"], f"pod {pod} Ready condition {ready}"
     lws.wait(pod_unready, what=f"pod {pod} to be unready (its readiness probe fails)")
 

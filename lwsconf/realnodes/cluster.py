@@ -194,7 +194,7 @@ class RealNodeCluster:
         """Remove nodes, control plane, network and folder; what could not be removed is returned (and printed)."""
         problems: list[str] = []
         with shutdown.deferred("stopping real nodes"):
-            for found in _each_node(list(reversed(self.nodes)), RealNode.stop):
+            for found in _each_node(self.nodes, RealNode.stop):
                 problems += found
             self.nodes = []
             if self.volumes is not None:
@@ -237,9 +237,6 @@ def _each_node(nodes: Sequence[RealNode], step: Callable[[RealNode], T]) -> list
     for its processes; one node after the other, 6 nodes took 14-18 s each to start (about 105 s) and the cluster
     38 s to stop. Only steps that leave no process running may go here: a component dies with the thread that
     started it (PR_SET_PDEATHSIG), so a kubelet started on a pool thread was SIGKILLed when the pool ended."""
-    if len(nodes) <= 1:
-        return [step(n) for n in nodes]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="realnode") as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(len(nodes), 1), thread_name_prefix="realnode") as pool:
         futures = [pool.submit(step, node) for node in nodes]
-        concurrent.futures.wait(futures)
     return [f.result() for f in futures]

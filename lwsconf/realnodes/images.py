@@ -163,5 +163,6 @@ def cached_build(spec: ImageSpec, out: Path, *, stamp: str) -> BuiltImage:
     record.write_text(json.dumps({"stamp": stamp, "digest": built.manifest_digest, "layer_bytes": built.layer_bytes}))
     return built
 
+
 def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
