@@ -92,7 +92,10 @@ def cgroup_name(net: NodeNet) -> str:
 
 
 def containerd_config(folder: Path, net: NodeNet, binaries: NodeBinaries) -> str:
-    """containerd's config (version 3) for this node. Pure."""
+    """containerd's config (version 3) for this node: every socket and state path lies in the node's folder. NRI's
+    defaults are host-wide (/var/run/nri/nri.sock, which containerd removes and binds again at start: two nodes
+    starting at once failed with `bind: address already in use`, and a later node silently took an earlier one's
+    socket; /opt/nri/plugins would launch the host's plugins). Pure."""
     return f'''version = 3
 root = "{folder}/containerd/root"
 state = "{folder}/containerd/state"
@@ -120,6 +123,10 @@ state = "{folder}/containerd/state"
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+[plugins."io.containerd.nri.v1.nri"]
+  socket_path = "{folder}/nri/nri.sock"
+  plugin_path = "{folder}/nri/plugins"
+  plugin_config_path = "{folder}/nri/conf.d"
 '''
 
 

@@ -22,6 +22,7 @@ instead, so CI cannot skip it silently.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import ipaddress
 import json
@@ -171,6 +172,32 @@ def test_every_node_is_a_ready_kubelet_on_containerd(real_cluster: tuple[RealNod
         assert info.container_runtime_version.startswith("containerd://2.4.2"), info.container_runtime_version
         internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
         assert internal and internal[0].startswith("198.19."), internal
+
+
+def _listening_unix_sockets(pid: int) -> list[str]:
+    """The paths of the Unix sockets process `pid` listens on: its socket descriptors matched by inode against its
+    network namespace's /proc/<pid>/net/unix, flag __SO_ACCEPTCON (0x10000) set."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # a descriptor closed while listed
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+    rows = [line.split() for line in Path(f"/proc/{pid}/net/unix").read_text().splitlines()[1:]]
+    return [r[7] for r in rows if len(r) >= 8 and r[6] in inodes and int(r[3], 16) & 0x10000]
+
+
+def test_each_nodes_containerd_listens_only_in_the_runs_folder(
+        real_cluster: tuple[RealNodeCluster, dict[str, str]]) -> None:
+    """Two clusters run side by side (xdist workers): a socket at a host-wide default is one both containerds remove
+    and bind again. CI failed so with NRI's /var/run/nri/nri.sock (`bind: address already in use`, stop 39)."""
+    started = real_cluster[0]
+    for node in started.nodes:
+        containerd = next(c for c in node.components if c.name == "containerd")
+        paths = _listening_unix_sockets(containerd.proc.pid)
+        assert any(p.endswith("/containerd.sock") for p in paths), paths  # the check sees what it should
+        outside = [p for p in paths if not p.startswith(f"{started.folder}/")]
+        assert outside == [], f"containerd of {node.name} listens outside {started.folder}: {outside}"
 
 
 def test_each_gpu_node_has_the_gpus_its_plugin_registered_with_its_own_kubelet(

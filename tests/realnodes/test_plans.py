@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,25 @@ def test_the_runtime_is_pinned_to_our_images_and_runc() -> None:
     assert f'sandbox = "{node.SANDBOX_IMAGE}"' in text
     assert 'BinaryName = "/c/runc"' in text and 'bin_dirs = ["/c/cni"]' in text
     assert "restrict_oom_score_adj = true" in text and "netns_mounts_under_state_dir = true" in text
+
+
+def test_every_path_the_runtime_is_told_lies_in_the_node_folder_or_our_build() -> None:
+    """NRI included: left to its defaults it binds the host-wide /var/run/nri/nri.sock (tests/realnodes/test_cluster.py
+    checks the sockets a running containerd listens on)."""
+    binaries = build.NodeBinaries(paths={"runc": Path("/c/runc")}, cni_dir=Path("/c/cni"),
+                                  containerd_dir=Path("/c/containerd"))
+    config = tomllib.loads(node.containerd_config(Path("/f"), network.plan(0, ["a"]).nodes[0], binaries))
+
+    def paths(value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [p for v in value.values() for p in paths(v)]
+        if isinstance(value, list):
+            return [p for v in value for p in paths(v)]
+        return [value] if isinstance(value, str) and value.startswith("/") else []
+
+    found = paths(config)
+    assert config["plugins"]["io.containerd.nri.v1.nri"]["socket_path"] == "/f/nri/nri.sock"
+    assert [p for p in found if not p.startswith(("/f/", "/c/"))] == [], found
 
 
 def test_every_pinned_release_has_a_node_module_pinning_its_own_kubernetes() -> None:
