@@ -279,6 +279,7 @@ bench: $(STAMP)
 	$(PY) -m bench.fuzz_apiserver --out bench/results.json
 	$(PY) -m bench.controlplane --out bench/results.json
 	$(PY) -m bench.webhooks --out bench/results.json
+	$(PY) -m bench.endpoints --out bench/results.json
 	$(PY) -m bench.fidelity --out bench/results.json
 	$(PY) -m bench.suite --out bench/results.json
 

@@ -7,8 +7,6 @@ pods, plays kubelet by patching pod status, and polls the EndpointSlices with a 
 from __future__ import annotations
 
 import asyncio
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,22 +65,44 @@ def a_ready_is(ready: bool) -> Callable[[list[Obj]], bool]:
     return lambda slices: es.endpoint_summary(slices)["a"]["ready"] is ready
 
 
-def test_readiness_flips_reach_the_slice_within_100ms() -> None:
+def test_readiness_flips_reach_the_slice_held_back_only_by_the_adaptive_pause(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each flip of a pod's readiness reaches the slice, and no change waits longer than the pause the last sync
+    earned (`pause_after`: spacing times its duration; upstream's batch period defaults to 0). A fixed batch
+    period, or a pause not taken from the sync's duration, fails here whatever the machine's speed: the test
+    compares the controller's own figures, never a wall-clock bound (how fast a flip arrives is measured by
+    `python -m bench.endpoints`)."""
+    pauses: list[float] = []
+    real_pause_after = se.pause_after
+
+    def recorded_pause_after(duration: float, spacing: float) -> float:
+        pauses.append(real_pause_after(duration, spacing))
+        return pauses[-1]
+
+    monkeypatch.setattr(se, "pause_after", recorded_pause_after)
+
     async def scenario() -> None:
         async with es.sim_with_endpoint_controllers() as sim:
             c = sim.client
+            delays: list[float] = []
+            queue_add_after = sim.slices.queue.add_after
+
+            def recorded_add_after(key: se.ServiceKey, delay: float) -> None:
+                delays.append(delay)
+                queue_add_after(key, delay)
+
+            monkeypatch.setattr(sim.slices.queue, "add_after", recorded_add_after)
             await es.make_service(c, "web", WEB, ports=HTTP)
             await es.running_pod(c, "a", WEB, ip="127.77.1.2", ready=False)
             await es.eventually(lambda: es.slices_of(c, "web"), lambda s: "a" in es.endpoint_summary(s), "a listed")
-            delays = []
             for flip in range(6):
                 ready = flip % 2 == 0
-                started = time.monotonic()
                 await es.set_status(c, "a", ip="127.77.1.2", ready=ready)
                 await es.eventually(lambda: es.slices_of(c, "web"), a_ready_is(ready), f"a ready={ready}",
                                     interval=0.002)
-                delays.append(time.monotonic() - started)
-            assert statistics.median(delays) < 0.1, f"readiness propagation delays (s): {delays}"
+            assert pauses, "no sync of the Service went through pause_after"
+            over = [d for d in delays if d > max(pauses)]
+            assert over == [], f"changes held back longer than any earned pause {max(pauses):.4f} s: {over}"
     es.run(scenario)
 
 
