@@ -196,8 +196,9 @@ def build_root(spec: dict[str, Any]) -> str:
 
 def exec_workload(spec: dict[str, Any]) -> None:
     env = dict(spec["env"])
-    program = executable(spec["argv"][0], env, spec["python"])
-    # Python finds its standard library from argv[0]: give it the real interpreter's path.
+    # a mapped image's program was found by the runtime (`imageruntimes`); otherwise the sim's interpreter or PATH
+    program = spec.get("program") or executable(spec["argv"][0], env, spec["python"])
+    # Python finds its standard library (and a venv its pyvenv.cfg) from argv[0]: give it the program's path.
     argv = [program, *spec["argv"][1:]] if is_python(spec["argv"][0]) else list(spec["argv"])
     os.execve(program, argv, env)
 

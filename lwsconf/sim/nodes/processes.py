@@ -86,6 +86,9 @@ class ProcessLauncher:
                                          configmaps=configmaps, secrets=secrets, env=environment,
                                          node_allocatable=self.allocatable, service_account_token=token)
             argv = env.expand_argv(container, environment)
+            mapped = self.runtime.image_runtimes.get(str(container.get("image") or ""))
+            if mapped is not None and not container.get("command"):
+                argv = [*mapped.entrypoint, *argv]  # the image's ENTRYPOINT, then the container's args
         except (env.EnvError, volumes.VolumeError) as exc:
             raise nodectx.LaunchError("CreateContainerConfigError", str(exc), retry=True) from None
         # a fresh file per start, mounted at terminationMessagePath (kuberuntime_container.go:510-539)
@@ -99,7 +102,7 @@ class ProcessLauncher:
             working_dir=str(container.get("workingDir") or ""), log_path=log_path,
             hosts_path=self._hosts_file(pod, pod_ip), read_only=volumes.read_only_mounts(pod, container),
             stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")),
-            termination_file=message_file)
+            termination_file=message_file, image=str(container.get("image") or ""))
         try:
             process: nodectx.Process = await self.runtime.start(launch)
         except (OSError, ValueError) as exc:

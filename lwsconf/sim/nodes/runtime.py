@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lwsconf import shutdown
-from lwsconf.sim.nodes import launcher
+from lwsconf.sim.nodes import bindshim, imageruntimes, launcher
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,8 @@ class ContainerLaunch:
     """`stdinOnce: true`: the pipe closes when the first attach that sent stdin ends."""
     termination_file: Path | None = None
     """The host file mounted at the container's terminationMessagePath (also in `mounts`), read once it exits."""
+    image: str = ""
+    """The container's image reference: a mapped one (`imageruntimes`) runs its program from the mapped prefix."""
 
 
 class UnsupportedCommand(ValueError):
@@ -137,9 +139,14 @@ def _program_allowed(args: Sequence[str], mount_paths: Collection[str], image: s
     return any(script.startswith(m.rstrip("/") + "/") for m in mount_paths)
 
 
-def runnable(container: Obj) -> bool:
-    """True when the sim runs `container` as a real process (see the module docstring)."""
+def runnable(container: Obj, image_runtimes: Mapping[str, imageruntimes.ImageRuntime] | None = None) -> bool:
+    """True when the sim runs `container` as a real process (see the module docstring): also a container of a
+    mapped image whose command (or the image's entrypoint) names a program the mapped prefix or the host has."""
     image = str(container.get("image") or "")
+    mapped = (image_runtimes or {}).get(image)
+    if mapped is not None:
+        command = mapped.command(container)
+        return bool(command) and mapped.program(command[0]) is not None
     if not _image_allowed(image):
         return False
     argv = [str(a) for a in (container.get("command") or container.get("args") or ["python3"])]
@@ -208,12 +215,13 @@ def launch_command(spec: Obj) -> list[str]:
 
 
 def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, hostname: str,
-          mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str) -> Obj:
+          mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str, program: Path | None = None) -> Obj:
     (cdir / "tmp").mkdir(parents=True, exist_ok=True)
     os.chmod(cdir / "tmp", 0o1777)
     if mode == MODE_NAMESPACES:
-        mounts = [*mounts, *_host_paths_under_tmp()]
-    return {"mode": mode, "argv": list(argv), "env": dict(env), "hostname": hostname, "mounts": mounts,
+        mounts = [*mounts, *_host_paths_under_tmp(program)]
+    return {"program": str(program) if program else None, "mode": mode, "argv": list(argv), "env": dict(env),
+            "hostname": hostname, "mounts": mounts,
             "hosts": str(hosts) if hosts else None, "cwd": cwd, "rootfs": str(cdir / "rootfs"),
             "tmp": str(cdir / "tmp"), "python": sys.executable, "parent_pid": os.getpid(),
             "unshare": shutil.which("unshare") or "unshare", "setpriv": shutil.which("setpriv"),
@@ -221,14 +229,16 @@ def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, ho
             "started": str(cdir / STARTED_MARKER) if mode == MODE_NAMESPACES else None}
 
 
-def _host_paths_under_tmp() -> list[tuple[str, str, bool]]:
-    """Read-only binds for the interpreter and lwsconf when they live under /tmp.
+def _host_paths_under_tmp(program: Path | None = None) -> list[tuple[str, str, bool]]:
+    """Read-only binds for the interpreter, lwsconf and a mapped image's prefix when they live under /tmp.
 
     Containers get a private /tmp, which would hide a virtualenv or checkout placed there (CI clones
     into temporary folders), so the interpreter could not even start.
     """
     here = str(Path(__file__).resolve().parents[3])
     wanted = {sys.prefix, sys.exec_prefix, sys.base_prefix, here}
+    if program is not None:
+        wanted.add(str(program.parent.parent))
     return [(p, p, True) for p in sorted(wanted) if p == "/tmp" or p.startswith("/tmp/")]
 
 
@@ -436,11 +446,13 @@ class ProcessRuntime:
             raise ValueError(f"mode must be {MODE_NAMESPACES!r}, {MODE_SHIM!r} or None, not {mode!r}")
         self.root = Path(root)
         self.mode = mode or detect_mode()
+        self.image_runtimes = imageruntimes.configured()
+        """Mapped images (LWSCONF_SIM_IMAGE_RUNTIMES), read at the start: a wrong file stops the start."""
         self._processes: list[Process] = []
         self._starts = 0
 
     def runnable(self, container: Obj) -> bool:
-        return runnable(container)
+        return runnable(container, self.image_runtimes)
 
     @property
     def processes(self) -> list[Process]:
@@ -450,7 +462,12 @@ class ProcessRuntime:
     def environment(self, launch: ContainerLaunch) -> dict[str, str]:
         """The process environment: image defaults, the container's env, then the sim's variables."""
         env = {"PATH": DEFAULT_PATH, "HOSTNAME": launch.hostname, "HOME": "/root", "LANG": "C.UTF-8"}
+        mapped = self.image_runtimes.get(launch.image)
+        if mapped is not None:
+            env.update(mapped.environment())
         env.update(launch.env)
+        if mapped is not None:  # native binds of all addresses to the pod IP (bindshim.c)
+            env["LD_PRELOAD"] = " ".join(filter(None, [str(bindshim.library()), env.get("LD_PRELOAD")]))
         env["PYTHONPATH"] = str(PYSHIM) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         if launch.pod_ip:
             env["LWSCONF_SIM_POD_IP"] = launch.pod_ip
@@ -470,7 +487,13 @@ class ProcessRuntime:
         Raises:
             UnsupportedCommand: argv does not start with a Python interpreter.
         """
-        if launch.argv and not launcher.is_python(launch.argv[0]):
+        mapped = self.image_runtimes.get(launch.image)
+        program = mapped.program(launch.argv[0]) if mapped is not None and launch.argv else None
+        if mapped is not None and program is None:
+            # what runc says when the command is not in the image (a StartError, exit 128)
+            raise FileNotFoundError(f'exec: "{launch.argv[0] if launch.argv else ""}": executable file not found '
+                                    f"in $PATH (image {launch.image} is mapped to {mapped.prefix})")
+        if mapped is None and launch.argv and not launcher.is_python(launch.argv[0]):
             raise UnsupportedCommand(f"the sim runs only the Python interpreter, not {launch.argv[0]!r}: "
                                      "check runnable(container) first and emulate other containers")
         self._starts += 1
@@ -483,7 +506,7 @@ class ProcessRuntime:
             cwd = translate(cwd, launch.mounts) if cwd else str(cdir / "tmp")
         mounts = [(os.path.normpath(p), str(h), os.path.normpath(p) in {os.path.normpath(r) for r in launch.read_only})
                   for p, h in launch.mounts.items()]
-        spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd)
+        spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd, program)
         Path(spec["spec_path"]).write_text(json.dumps(spec))
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab") as log_file:
