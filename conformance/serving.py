@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from kubernetes import client
 
+from conformance import gpu_serving
 from conformance.harness import LWSHarness
-from lwsconf.serving import servers
+from fixtures.serving import gpu_room
+from lwsconf.serving import servers, vllm
 from lwsconf.serving.traffic import Traffic, running
 from lwsconf.timeline.model import Request
 from lwsconf.waits import core, proxy
@@ -35,9 +38,18 @@ class Serving:
     server: servers.ServingServer
 
     def deploy(self, name: str, *, replicas: int, size: int, rollout: Obj | None = None, prestop_seconds: int = 0,
-               grace_seconds: int = 30, env: dict[str, str] | None = None) -> tuple[Obj, str]:
-        """Create the server's objects, its LWS and leader Service; wait until every group is ready and the
-        Service lists exactly their leaders. Returns the manifest and the Service's name."""
+               grace_seconds: int = 30, env: dict[str, str] | None = None,
+               peak_replicas: int | None = None) -> tuple[Obj, str]:
+        """Create the server's objects, its LWS and leader Service; wait until every group is ready with its
+        model served (ModelReady: the server's `ready_within` timeout) and the Service lists exactly their
+        leaders. Returns the manifest and the Service's name.
+
+        A server on GPUs is first checked for room for the whole scenario (`peak_replicas` groups, default
+        `replicas`, plus the surge groups `rollout` allows, one pod per node): SKIPPED naming what it needs and
+        what the cluster has, before anything is created. Once ready, each group must span `size` nodes and
+        every rank must have logged that it joined."""
+        if self.server.gpus_per_pod:
+            self.room_for(peak_replicas or replicas, size, vllm.surge_groups(rollout, peak_replicas or replicas))
         for obj in self.server.objects():
             self._create_once(obj)
         manifest = self.server.lws(name, replicas=replicas, size=size, rollout=rollout,
@@ -45,10 +57,24 @@ class Serving:
         self.lws.create(manifest)
         service = servers.leader_service(name, self.server.port)
         self.lws.core.create_namespaced_service(self.lws.namespace, service)  # type: ignore[arg-type]
-        self.lws.ready(name, replicas=replicas, size=size)
         svc = str(service["metadata"]["name"])
+        self.lws.groups_must_be_ready(name, replicas=replicas, size=size, within=self.server.ready_within)
+        self.lws.lws_must_be_available(name)
+        gpu_serving.model_must_serve(self.lws, self.server, svc, name)
+        if self.server.gpus_per_pod:
+            gpu_serving.groups_must_span_nodes(self.lws, name, size)
+            gpu_serving.ranks_must_have_joined(self.lws, self.server, name, manifest)
         self.leaders_must_be_endpoints(name, svc, replicas)
         return manifest, svc
+
+    def room_for(self, replicas: int, size: int, surge: int) -> None:
+        """Skip the scenario unless `replicas` + `surge` groups of `size` pods fit, one pod per node with the
+        server's GPUs free (simulated GPUs only where the server runs on them)."""
+        inv = gpu_room(self.lws.api, self.server.gpus_per_pod, allow_simulated=self.server.simulated_gpus)
+        reason = vllm.room_problem(inv, gpus_per_pod=self.server.gpus_per_pod, replicas=replicas, size=size,
+                                   surge=surge, hint="this scenario needs that many at its peak; add GPU nodes")
+        if reason:
+            pytest.skip(f"{self.server.label}: {reason}")
 
     def _create_once(self, obj: Obj) -> None:
         """Create a ConfigMap or Secret the server needs; one another LWS of this test made already is kept."""

@@ -7,7 +7,11 @@ requests until its group is complete, names the pod and revision of every answer
 when a member goes away), so these scenarios run on every cluster; `--serving-server=vllm` runs them
 against real vLLM on GPU nodes (checks that need the answering pod's name are then skipped, as vLLM
 does not say). Requests go through the API server's `services/<svc>:<port>/proxy`; each is drawn on
-the test's timeline, and the report gives requests, failures and p50/p99 latency per phase.
+the test's timeline, and the report gives requests, failures and p50/p99 latency per phase. With vLLM (or
+the emulator standing in for it, `--vllm-stand-in=emulator`) each scenario first checks the cluster has
+one GPU node per pod at its peak (groups, plus the rollout's surge group), else it is SKIPPED saying what it
+needs and what there is; readiness waits are ModelReady (a model loads), and after deploying every group
+must span its own nodes and every rank must have joined (`conformance/serving.py`).
 """
 
 from __future__ import annotations
@@ -155,11 +159,12 @@ def _rollout_must_finish(lws: LWSHarness, name: str, *, replicas: int, size: int
              description="Scaling out under load: no request fails, and new groups answer through the Service only "
                          "once their rendezvous is complete.")
 def test_serving_scale_out_joins_complete_groups(lws: LWSHarness, serving: srv.Serving) -> None:
-    _, svc = serving.deploy("grow", replicas=1, size=3)
+    _, svc = serving.deploy("grow", replicas=1, size=3, peak_replicas=3)
     with lws.timeline("grow"), serving.traffic(svc) as sent:
         serving.answered(sent, count=5, since=0.0, what="5 completions before scaling")
         lws.scale("grow", 3)
-        lws.ready("grow", replicas=3, size=3)
+        lws.groups_must_be_ready("grow", replicas=3, size=3, within=serving.server.ready_within)  # models load
+        lws.lws_must_be_available("grow")
         serving.leaders_must_be_endpoints("grow", svc, 3)
         if serving.server.identifies_pods:
             for leader in ("grow-1", "grow-2"):

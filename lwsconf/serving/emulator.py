@@ -24,6 +24,16 @@ Roles come from the LWS environment: LWS_WORKER_INDEX 0 is the leader, others ar
   labelled model_name, as docs.vllm.ai "Production Metrics" lists them); /group shows the members
   and the addresses they joined from. Workers serve /health (200 once joined), /group and /metrics;
   completions and /v1/models belong to the leader, and a worker answers them 503 so misrouting shows.
+* Ranks and a slow start, in vLLM's shape: once its group has formed (the leader: every worker joined;
+  a worker: welcomed), each member logs one line per rank it holds, worded as vLLM's parallel_state
+  logs them (`rank R in world size W is assigned as DP rank 0, PP rank P, TP rank T, EP rank 0`), the
+  world being --tensor-parallel x --pipeline-parallel (default: 1 x the group size) split evenly
+  over the group, member i holding ranks i*k..i*k+k-1 (what vLLM's multi-node backend gives node rank
+  i); a world the group cannot split evenly is a startup failure (exit 2). Then it "loads the model"
+  for --load-seconds (default 0), logging checkpoint-shard progress lines as vLLM does, and /health
+  stays 503 (the leader refusing requests "while the model loads") until that is done. So a test
+  can tell every rank joined from the pods' logs, and a readiness wait meets a server that takes its
+  time to start, the same way as with real vLLM.
 * Failure: workers heartbeat to the leader, which answers each beat. A worker that goes away (EOF, or
   no beat within the heartbeat timeout) makes the leader exit 3, as a collective-communication
   failure would; a worker whose leader goes away exits 3 too. The group-restart path is then driven
@@ -81,6 +91,10 @@ OPTIONS: tuple[tuple[str, str, Any, Any, str], ...] = (  # flag, environment var
      "on SIGTERM, the longest wait for in-flight requests (leader) or for the leader to leave (worker)"),
     ("--delay", "LWSCONF_COMPLETION_DELAY", float, 0.0, "seconds a completion takes unless it says lwsconf_delay"),
     ("--max-running", "LWSCONF_MAX_RUNNING", int, 16, "requests generated at once; more wait"),
+    ("--load-seconds", "LWSCONF_LOAD_SECONDS", float, 0.0,
+     "seconds the model takes to load once the group has formed; /health is 503 until then"),
+    ("--tensor-parallel", "LWSCONF_TENSOR_PARALLEL", int, 1, "tensor-parallel ranks (the world is TP x PP)"),
+    ("--pipeline-parallel", "LWSCONF_PIPELINE_PARALLEL", int, 0, "pipeline stages (0: the group size)"),
     ("--worker-index", "LWS_WORKER_INDEX", str, None, "this pod's index in its group (0: the leader)"),
     ("--group-size", "LWS_GROUP_SIZE", str, None, "pods in the group"),
     ("--leader-address", "LWS_LEADER_ADDRESS", str, None, "where workers find the leader"),
@@ -115,6 +129,21 @@ def lws_role(args: argparse.Namespace) -> tuple[int, int, str]:
     if index > 0 and not args.leader_address:
         fatal(EXIT_STARTUP, "a worker needs LWS_LEADER_ADDRESS (or --leader-address) to find its leader")
     return index, size, args.leader_address or ""
+
+
+def rank_layout(index: int, size: int, tensor_parallel: int,
+                pipeline_parallel: int) -> tuple[int, list[tuple[int, int, int]]]:
+    """The world size and the (rank, PP rank, TP rank) this member holds, or SystemExit(2) when the group
+    cannot split the world evenly. Ranks go TP fastest (rank = PP rank x TP + TP rank) and member i holds
+    the i-th run of world/size ranks, as vLLM lays ranks out over the nodes of its multi-node backend."""
+    pipeline = pipeline_parallel or size
+    world = tensor_parallel * pipeline
+    if tensor_parallel < 1 or pipeline < 1 or world % size:
+        fatal(EXIT_STARTUP, f"a world of TP {tensor_parallel} x PP {pipeline} = {world} ranks cannot be split "
+              f"evenly over a group of {size}: set LWSCONF_TENSOR_PARALLEL / LWSCONF_PIPELINE_PARALLEL so that "
+              "the group size divides TP x PP")
+    per = world // size
+    return world, [(r, r // tensor_parallel, r % tensor_parallel) for r in range(index * per, (index + 1) * per)]
 
 
 def fatal(code: int, reason: str) -> None:
@@ -172,12 +201,15 @@ class Emulator:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.index, self.size, self.leader_address = lws_role(args)
+        self.world, self.ranks = rank_layout(self.index, self.size, args.tensor_parallel, args.pipeline_parallel)
         self.pod = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or socket.gethostname()
         self.revision = os.environ.get("LWSCONF_REVISION") or "unknown"
         self.started = time.time()
         self.lock = threading.Lock()
         self.members: dict[int, Peer] = {}
         self.complete = threading.Event()
+        self.loaded = threading.Event()
+        self.loading = "not started: the group has not formed"
         self.terminating = threading.Event()
         self.ended = threading.Event()
         self.outcome: tuple[int, str] = (EXIT_OK, "")
@@ -205,6 +237,7 @@ class Emulator:
         return {"role": "leader" if self.is_leader else "worker", "pod": self.pod, "address": self.args.host or None,
                 "revision": self.revision,
                 "index": self.index, "group_size": self.size, "complete": self.complete.is_set(),
+                "world_size": self.world, "ranks": [r for r, _, _ in self.ranks], "loaded": self.loaded.is_set(),
                 "joined": len(members) - 1 if self.is_leader else None,
                 "members": members if self.is_leader else None, "model": self.args.model,
                 "terminating": self.terminating.is_set()}
@@ -214,6 +247,7 @@ class Emulator:
     def accept_workers(self, listener: socket.socket) -> None:
         if self.size == 1:
             self.complete.set()
+            self.formed()
         while not self.ended.is_set():
             try:
                 sock, address = listener.accept()
@@ -254,6 +288,7 @@ class Emulator:
         if joined == self.size - 1:
             self.complete.set()
             log(f"group complete: {self.size} members")
+            self.formed()
         return index
 
     def serve_member(self, peer: Peer) -> None:
@@ -307,6 +342,30 @@ class Emulator:
             return str(exc) or type(exc).__name__
         return "ended"
 
+    # --- once the group has formed: ranks, then the model ---
+
+    def formed(self) -> None:
+        """Log the ranks this member holds (vLLM logs one such line per rank once its process group is up),
+        then load the model beside the rest (heartbeats go on, a lost member still fails the group)."""
+        for rank, pp_rank, tp_rank in self.ranks:
+            log(f"INFO [parallel_state.py] rank {rank} in world size {self.world} is assigned as DP rank 0, "
+                f"PP rank {pp_rank}, TP rank {tp_rank}, EP rank 0")
+        threading.Thread(target=self.load_model, daemon=True).start()
+
+    def load_model(self, shards: int = 4) -> None:
+        """Emulated weight loading: --load-seconds in `shards` steps, each logged as vLLM logs checkpoint shards.
+        The waits are the emulated work's duration (ended early by the process ending), not a wait for a
+        condition."""
+        total = max(0.0, float(self.args.load_seconds))
+        for done in range(shards + 1):
+            self.loading = f"{done}/{shards} checkpoint shards"
+            if total > 0:
+                log(f"Loading safetensors checkpoint shards: {100 * done // shards:3d}% Completed | {done}/{shards}")
+            if done < shards and total > 0 and (self.ended.wait(total / shards) or self.terminating.is_set()):
+                return
+        self.loaded.set()
+        log(f"model {self.args.model} loaded in {total:g}s (--load-seconds); serving")
+
     # --- worker side of the rendezvous ---
 
     def connect_leader(self) -> Peer | None:
@@ -349,6 +408,7 @@ class Emulator:
             return
         self.complete.set()
         log(f"joined leader {answer.get('leader')} at {peer.address} as worker {self.index}/{self.size}")
+        self.formed()
         threading.Thread(target=self.beat, args=(peer,), daemon=True).start()
         why = self.heartbeats(peer)
         if why == "shutdown" or self.terminating.is_set():
@@ -373,6 +433,8 @@ class Emulator:
             with self.lock:
                 joined = len(self.members)
             return f"the group is not complete: {joined}/{self.size - 1} workers joined"
+        if not self.loaded.is_set():
+            return f"the model is still loading ({self.loading})"
         return None
 
     def generating(self, delay: float) -> None:
@@ -598,9 +660,10 @@ class Handler(BaseHTTPRequestHandler):
         emulator = self.server.emulator
         route = self.path.split("?", 1)[0].rstrip("/") or "/"
         if route == "/health":
-            ready = emulator.complete.is_set()
+            ready = emulator.complete.is_set() and emulator.loaded.is_set()
             self.reply(200 if ready else 503, {**emulator.group(), "reason": None if ready else (
-                emulator.refusal() if emulator.is_leader else "not joined to the leader yet")})
+                emulator.refusal() if emulator.is_leader else "not joined to the leader yet"
+                if not emulator.complete.is_set() else f"the model is still loading ({emulator.loading})")})
         elif route in ("/", "/group"):
             self.reply(200, emulator.group())
         elif route == "/metrics":

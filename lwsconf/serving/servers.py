@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lwsconf import lwsapi, workloads
+from lwsconf.timeouts import TimeoutName
 
 Obj = dict[str, Any]
 LEADER_ROLE_LABEL = "role"
@@ -52,6 +53,27 @@ class ServingServer(Protocol):
     @property
     def identifies_pods(self) -> bool:
         """Whether answers name the pod and revision that served them (the emulator does; vLLM does not)."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """What reports call it: `name`, or what stands in for what (the emulator in vLLM's place)."""
+        ...
+
+    @property
+    def ready_within(self) -> TimeoutName:
+        """The named timeout of its readiness wait: model_ready for a server that loads a model (vLLM, and the
+        emulator standing in with a slow start), lws_available for the quick emulator."""
+        ...
+
+    @property
+    def gpus_per_pod(self) -> int:
+        """GPUs each pod asks for; 0 for a server that needs none (then no GPU room or allocation is checked)."""
+        ...
+
+    @property
+    def simulated_gpus(self) -> bool:
+        """Whether simulated GPUs (nodes labelled lwsconf.dev/simulated-gpu=true) will do."""
         ...
 
     def objects(self) -> list[Obj]:
@@ -100,6 +122,13 @@ class EmulatorServer:
     name: str = "emulator"
     port: int = workloads.EMULATOR_PORT
     identifies_pods: bool = True
+    ready_within: TimeoutName = "lws_available"
+    gpus_per_pod: int = 0
+    simulated_gpus: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.name
 
     def objects(self) -> list[Obj]:
         return [workloads.emulator_configmap()]

@@ -2,13 +2,17 @@
 
 Why: the `[vllm]` case needs real GPUs, so here we check (through pytester, as a user would run it) what
 the sim does with both cases: `[emulator]` runs by default (LWS-SERVING) and passes on the sim's fake GPUs,
-`[vllm]` is NOT_SUPPORTED unless GPU-SMOKE is claimed, then SKIPPED naming the simulated GPUs. Wrong
-settings fail before anything is deployed, with every reason: as a user sees it (pytester) and, on an
-embedded sim, with the namespace shown empty afterwards. The pure parts are tested in tests/serving/test_vllm.py.
+`[vllm]` is NOT_SUPPORTED unless GPU-SMOKE is claimed, then SKIPPED naming the simulated GPUs, and passes
+with the emulator standing in (`--vllm-stand-in=emulator`: the whole GPU path on the sim). Wrong settings
+fail before anything is deployed, with every reason: as a user sees it (pytester) and, on an embedded sim,
+with the namespace shown empty afterwards. The readiness wait is ModelReady, shown on a server still loading
+its model. The pure parts are tested in tests/serving/test_vllm.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +68,18 @@ def test_on_sim_vllm_is_skipped_because_its_gpus_are_simulated(run: Any) -> None
 
 
 @pytest.mark.slow
+def test_on_sim_the_emulator_standing_in_for_vllm_runs_the_gpu_path_and_the_report_says_so(run: Any) -> None:
+    result = run("--profiles=GPU-SMOKE", "--serving-server=vllm", "--vllm-stand-in=emulator")
+    result.assert_outcomes(passed=1, skipped=1)
+    junit = next((Path(result.stdout.str().split("generated xml file: ")[1].split()[0])).parent.glob("junit.xml"))
+    props = dict(re.findall(r'property name="([^"]+)" value="([^"]*)"', junit.read_text()))
+    assert props["server"] == "emulator standing in for vllm", props
+    nodes = dict(pair.split("=") for pair in props["podNodes"].split(","))
+    assert set(nodes) == {"vllm-0", "vllm-0-1"} and len(set(nodes.values())) == 2, props
+    assert props["ranksByPod"] == "vllm-0=0;vllm-0-1=1" and props["gpusPerNode"].count("=1") == 2, props
+
+
+@pytest.mark.slow
 def test_tp_times_pp_not_matching_the_group_fails_before_deploying_with_the_reason(run: Any) -> None:
     result = run("--vllm-tensor-parallel=2")
     result.assert_outcomes(failed=1, skipped=1)
@@ -103,14 +119,14 @@ def _nothing_created(h: LWSHarness) -> None:
     assert names(h.core.list_namespaced_service(h.namespace, _preload_content=False)) == []
 
 
-def test_more_pods_than_the_fake_gpus_hold_fails_before_deploying(harness: LWSHarness) -> None:
-    cfg = vllm.VLLMConfig(replicas=9, size=4)  # 36 pods of 1 GPU; the default layout has 4 x 8 fake GPUs
+def test_more_pods_than_gpu_nodes_fails_before_deploying(harness: LWSHarness) -> None:
+    cfg = vllm.VLLMConfig(replicas=3, size=2)  # 6 pods of 1 GPU: 32 fake GPUs, but one pod per node on 4 nodes
     with pytest.raises(pytest.fail.Exception) as failed:
         gpu_serving.deploy(harness, vllm.EmulatedVLLMServer.of(cfg), cfg, "vllm")
     message = str(failed.value)
     assert "emulator settings cannot work here (nothing was created)" in message
-    assert "not enough free GPUs: 36 pods (9 group(s) x size 4) of 1 nvidia.com/gpu each" in message, message
-    assert "room for 32" in message, message
+    assert "not enough GPU nodes: 6 pods (3 group(s) x size 2) of 1 nvidia.com/gpu each, one pod per node" in message
+    assert "but 4 GPU node(s) have 1 free" in message, message
     _nothing_created(harness)
 
 
@@ -167,3 +183,36 @@ def test_the_readiness_wait_quotes_the_leaders_progress_until_its_group_is_compl
                                  timeout=sim.t.lws_available, poll=sim.t.poll_interval)
     assert reason.startswith("leader log: lwsconf-emulator: leader of a group of 2, pod vllm-0") and \
         "| /health: HTTP 503" in reason, reason
+
+
+def test_the_readiness_wait_is_model_ready_and_quotes_the_model_loading(sim: sim_e2e.Sim, harness: LWSHarness) -> None:
+    """A server whose group has formed but whose model is still loading: the wait's reason quotes the leader's
+    loading progress, and it is bounded by ModelReady (here 3 s, with LwsAvailable left at 60 s), whose name
+    its failure gives. Before issue 32 this wait was bounded by LwsAvailable."""
+    server = dataclasses.replace(vllm.EmulatedVLLMServer.of(vllm.VLLMConfig()), load_seconds=600)
+    with reconciler_run.RunningReconciler(sim.kubeconfig):
+        for obj in server.objects():
+            harness.core.create_namespaced_config_map(harness.namespace, obj)  # type: ignore[arg-type]
+        harness.create(server.lws("vllm", replicas=1, size=2))
+        service = servers.leader_service("vllm", server.port)
+        harness.core.create_namespaced_service(harness.namespace, service)  # type: ignore[arg-type]
+        check = gpu_serving.ready_check(harness, server, "vllm-leader", "vllm")
+
+        def loading() -> str:
+            try:
+                check()
+            except core.NotYet as exc:
+                if "Loading safetensors checkpoint shards" in str(exc):
+                    return str(exc)
+                raise
+            raise AssertionError("ready while its model loads for 600 s")
+
+        reason = core.wait_until(loading, what="the readiness reason to quote the model loading",
+                                 timeout=sim.t.lws_available, poll=sim.t.poll_interval)
+        assert "| /health: HTTP 503" in reason, reason
+        short = LWSHarness(harness.api, harness.namespace, dataclasses.replace(sim.t, model_ready=3.0))
+        with pytest.raises(AssertionError) as timed_out:
+            gpu_serving.model_must_serve(short, server, "vllm-leader", "vllm")
+    message = str(timed_out.value)
+    assert "(timeout model_ready)" in message and "limit 3s" in message, message[:2000]
+    assert "Loading safetensors checkpoint shards" in message, "the failure shows the leader's log tail"

@@ -425,3 +425,58 @@ def test_program_imports_only_the_standard_library() -> None:
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
     assert imported and imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+
+
+# --- ranks and a slow start, in vLLM's shape (issue 32) ---------------------------------------------
+
+RANK_LINE = re.compile(r"rank (\d+) in world size (\d+) is assigned as DP rank 0, PP rank (\d+), TP rank (\d+)")
+
+
+def ranks_logged(member: Member) -> list[tuple[int, ...]]:
+    return [tuple(map(int, m)) for m in RANK_LINE.findall(member.logged())]
+
+
+def test_every_member_logs_the_ranks_it_holds_once_its_group_has_formed(group_of: Any) -> None:
+    """TP 2 x PP 3 over a group of 3: member i holds ranks 2i and 2i+1, TP fastest, as vLLM lays them out."""
+    group = group_of(3)
+    leader = group.start(0, env={"LWSCONF_TENSOR_PARALLEL": "2", "LWSCONF_PIPELINE_PARALLEL": "3"})
+    first = group.start(1, env={"LWSCONF_TENSOR_PARALLEL": "2", "LWSCONF_PIPELINE_PARALLEL": "3"})
+    wait_until(lambda: health_is(first, 200), what="worker 1 to join", timeout=GROUP_TIMEOUT, poll=0.05,
+               describe=first.logged)
+    assert ranks_logged(leader) == [], "the leader's ranks are not up before its whole group is"
+    second = group.start(2, env={"LWSCONF_TENSOR_PARALLEL": "2", "LWSCONF_PIPELINE_PARALLEL": "3"})
+    leader_healthy(leader)
+    for member, want in ((leader, [(0, 6, 0, 0), (1, 6, 0, 1)]), (first, [(2, 6, 1, 0), (3, 6, 1, 1)]),
+                         (second, [(4, 6, 2, 0), (5, 6, 2, 1)])):
+        wait_until(lambda m=member: log_has(m, "in world size 6"), what="the member's rank lines",
+                   timeout=GROUP_TIMEOUT, poll=0.05, describe=member.logged)
+        assert ranks_logged(member) == want, member.logged()
+    assert leader.get("/group")[1]["ranks"] == [0, 1]
+
+
+def test_a_world_the_group_cannot_split_evenly_is_a_loud_startup_failure(group_of: Any) -> None:
+    leader = group_of(2).start(0, env={"LWSCONF_PIPELINE_PARALLEL": "3"}, wait=False)
+    assert leader.must_exit() == 2
+    assert "a world of TP 1 x PP 3 = 3 ranks cannot be split evenly over a group of 2" in leader.logged()
+
+
+def test_a_slow_start_keeps_health_503_while_the_model_loads_then_serves(group_of: Any) -> None:
+    group = group_of(2)
+    leader, worker = group.start(0, env={"LWSCONF_LOAD_SECONDS": "600"}), group.start(1)
+    wait_until(lambda: log_has(leader, "Loading safetensors checkpoint shards:   0% Completed | 0/4"),
+               what="the leader to start loading", timeout=GROUP_TIMEOUT, poll=0.05, describe=leader.logged)
+    code, body = leader.get("/health")
+    assert code == 503 and body["complete"] and not body["loaded"], body
+    assert body["reason"] == "the model is still loading (0/4 checkpoint shards)", body
+    assert leader.get("/v1/completions", {"model": MODEL, "prompt": "x"})[0] == 503
+    assert ranks_logged(leader) == [(0, 2, 0, 0)], "ranks come before the weights, as in vLLM"
+    assert leader_healthy(worker)["loaded"], "the worker loads in no time (its own --load-seconds is 0)"
+
+
+def test_a_short_load_ends_in_a_server_that_answers(group_of: Any) -> None:
+    group = group_of(2)
+    leader = group.start(0, env={"LWSCONF_LOAD_SECONDS": "0.4"})
+    group.start(1)
+    health = leader_healthy(leader)
+    assert health["loaded"] and "Loading safetensors checkpoint shards: 100% Completed | 4/4" in leader.logged()
+    assert leader.get("/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 2})[0] == 200
