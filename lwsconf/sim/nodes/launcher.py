@@ -19,7 +19,8 @@ Inner stage, PID 1 of a fresh PID, mount and UTS namespace, like a container's i
 1. make every mount private, set the pod's hostname;
 2. build a root on a tmpfs: each top-level host directory bind-mounted read-only (so the host's
    interpreter and libraries are there, and nothing on the host can be changed), a private /tmp,
-   a fresh /proc, every volume bind-mounted at its mountPath (read-only when asked) and the pod's
+   a fresh /proc, a /dev as a container runtime makes it (`make_dev`: the OCI default devices, not the
+   host's disks), every volume bind-mounted at its mountPath (read-only when asked) and the pod's
    hosts file on /etc/hosts. A mountPath whose directory does not exist on the host is created
    on a tmpfs that shadows its parent (the parent's entries are bind-mounted back), never on the
    host;
@@ -166,11 +167,39 @@ def _mount_point(root: Root, earlier: list[tuple[str, str, bool]], cpath: str, i
     return root.ensure(cpath, is_dir)
 
 
+OCI_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+"""The device nodes every OCI container gets (runtime-spec config-linux.md, "Default Devices"; runc's
+AllowedDevices), bound here from the host's: the host's other devices (disks, loop, kvm, consoles) stay out."""
+SHM_SIZE = "65536k"
+"""/dev/shm's size when no volume is mounted there: containerd's and Docker's default (64 MiB)."""
+
+
+def make_dev(root: Root) -> None:
+    """The container's /dev, as a container runtime makes it: a tmpfs with the OCI default devices, the
+    /proc/self/fd links, the host's pts, and a /dev/shm of its own (a volume may be mounted over it later)."""
+    dev = root.path + "/dev"
+    os.mkdir(dev, 0o755)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID, "mode=0755")
+    for name in OCI_DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            open(f"{dev}/{name}", "a").close()
+            mount(f"/dev/{name}", f"{dev}/{name}", None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
+        os.symlink(target, f"{dev}/{name}")
+    os.mkdir(f"{dev}/pts", 0o755)
+    if os.path.isdir("/dev/pts"):
+        mount("/dev/pts", f"{dev}/pts", None, MS_BIND | MS_REC)
+    os.mkdir(f"{dev}/shm", 0o1777)
+    mount("shm", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"mode=1777,size={SHM_SIZE}")
+
+
 def build_root(spec: dict[str, Any]) -> str:
     root = Root(spec["rootfs"])
     os.makedirs(root.path, exist_ok=True)
     mount("tmpfs", root.path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    root.populate("/", skip=("proc", "tmp"))
+    root.populate("/", skip=("proc", "tmp", "dev"))
+    make_dev(root)
     for special in ("/proc", "/tmp"):
         os.mkdir(root.path + special, 0o755)
     mount("proc", root.path + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

@@ -358,6 +358,37 @@ def test_host_files_and_read_only_volumes_cannot_be_written(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
+def test_dev_holds_the_oci_default_devices_and_a_shm_of_its_own_beside_a_termination_log(tmp_path: Path) -> None:
+    """/dev as runc makes it: null, zero, full, random, urandom, tty work; the host's other devices are absent; a
+    64 MiB /dev/shm of the container's own. Before, mounting the default terminationMessagePath
+    (/dev/termination-log) shadowed /dev with its directories and files only: no /dev/urandom (torch, which
+    seeds from it, failed: 'Unable to open /dev/urandom') and no /dev/null."""
+    async def scenario() -> None:
+        pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
+        log_file = tmp_path / "termination-log"
+        log_file.touch()
+        pod.mounts["/dev/termination-log"] = log_file
+        marker = f"lwsconf-shm-{uuid.uuid4().hex}"
+        code = ("import json, os\n"
+                "open('/dev/null', 'w').write('gone')\n"
+                f"open('/dev/shm/{marker}', 'w').write('x')\n"
+                "st = os.statvfs('/dev/shm')\n"
+                "print(json.dumps({'dev': sorted(os.listdir('/dev')), 'urandom': len(open('/dev/urandom', 'rb')"
+                ".read(16)), 'zero': open('/dev/zero', 'rb').read(2).hex(), 'shm_kib': st.f_blocks * st.f_frsize"
+                " // 1024}))\n")
+        process = await pod.runtime.start(pod.launch(["python3", "-c", code]))
+        assert await asyncio.wait_for(process.wait(), UNTIL_TIMEOUT) == 0, pod.log_text()
+        seen = json.loads(pod.log_text().strip().splitlines()[-1])
+        assert {"null", "zero", "full", "random", "urandom", "tty", "shm", "pts", "fd", "termination-log"} <= \
+            set(seen["dev"]), seen
+        host_only = {n for n in os.listdir("/dev") if n.startswith(("loop", "vd", "sd", "nvme", "kvm", "tty0"))}
+        assert not host_only & set(seen["dev"]), f"host devices in the container: {host_only & set(seen['dev'])}"
+        assert seen["urandom"] == 16 and seen["zero"] == "0000" and seen["shm_kib"] == 65536, seen
+        assert not os.path.exists(f"/dev/shm/{marker}"), "the container wrote the host's /dev/shm"
+    run(scenario)
+
+
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
 def test_a_container_that_cannot_start_reports_start_error_in_its_log(tmp_path: Path) -> None:
     async def scenario() -> None:
         pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
