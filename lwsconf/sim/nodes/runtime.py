@@ -215,11 +215,16 @@ def launch_command(spec: Obj) -> list[str]:
 
 
 def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, hostname: str,
-          mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str, program: Path | None = None) -> Obj:
+          mounts: list[tuple[str, str, bool]], hosts: Path | None, cwd: str, program: Path | None = None,
+          image_paths: Sequence[str] = ()) -> Obj:
+    """`image_paths`: host paths a mapped image's container needs at the same path (its prefix, the bind
+    interposer), bound read-only after the volumes, so a volume over a parent (an emptyDir on /root/.cache, where
+    the runtimes live by default) does not hide them; a nested mount point is made inside that volume's folder,
+    as runc makes it."""
     (cdir / "tmp").mkdir(parents=True, exist_ok=True)
     os.chmod(cdir / "tmp", 0o1777)
     if mode == MODE_NAMESPACES:
-        mounts = [*mounts, *_host_paths_under_tmp(program)]
+        mounts = [*mounts, *_host_paths_under_tmp(), *[(p, p, True) for p in image_paths]]
     return {"program": str(program) if program else None, "mode": mode, "argv": list(argv), "env": dict(env),
             "hostname": hostname, "mounts": mounts,
             "hosts": str(hosts) if hosts else None, "cwd": cwd, "rootfs": str(cdir / "rootfs"),
@@ -229,16 +234,14 @@ def _spec(mode: str, argv: Sequence[str], env: Mapping[str, str], cdir: Path, ho
             "started": str(cdir / STARTED_MARKER) if mode == MODE_NAMESPACES else None}
 
 
-def _host_paths_under_tmp(program: Path | None = None) -> list[tuple[str, str, bool]]:
-    """Read-only binds for the interpreter, lwsconf and a mapped image's prefix when they live under /tmp.
+def _host_paths_under_tmp() -> list[tuple[str, str, bool]]:
+    """Read-only binds for the interpreter and lwsconf when they live under /tmp.
 
     Containers get a private /tmp, which would hide a virtualenv or checkout placed there (CI clones
     into temporary folders), so the interpreter could not even start.
     """
     here = str(Path(__file__).resolve().parents[3])
     wanted = {sys.prefix, sys.exec_prefix, sys.base_prefix, here}
-    if program is not None:
-        wanted.add(str(program.parent.parent))
     return [(p, p, True) for p in sorted(wanted) if p == "/tmp" or p.startswith("/tmp/")]
 
 
@@ -506,7 +509,8 @@ class ProcessRuntime:
             cwd = translate(cwd, launch.mounts) if cwd else str(cdir / "tmp")
         mounts = [(os.path.normpath(p), str(h), os.path.normpath(p) in {os.path.normpath(r) for r in launch.read_only})
                   for p, h in launch.mounts.items()]
-        spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd, program)
+        image_paths = [str(mapped.prefix), *env.get("LD_PRELOAD", "").split()] if mapped is not None else []
+        spec = _spec(self.mode, argv, env, cdir, launch.hostname, mounts, launch.hosts_path, cwd, program, image_paths)
         Path(spec["spec_path"]).write_text(json.dumps(spec))
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab") as log_file:

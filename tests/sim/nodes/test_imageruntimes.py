@@ -180,3 +180,30 @@ def test_a_pod_of_a_mapped_image_without_command_runs_the_entrypoint_with_its_ar
             assert info["bound"] == pod["status"]["podIP"] and info["argv"] == ["8080"], info
             assert info["tool_mode"] == "pod", "the container's env overrides the image's"
     ks.run(scenario, timeout=90)
+
+
+@pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="needs namespaces mode (root)")
+def test_a_volume_over_a_parent_of_the_prefix_hides_neither_the_programs_nor_the_interposer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtimes live under ~/.cache/lwsconf by default, and serving pods mount an emptyDir on /root/.cache
+    (vLLM's compile cache): the mapped prefix and the interposer are bound again over such a volume."""
+    prefix = _prefix(tmp_path)
+    monkeypatch.setenv(imageruntimes.ENV, str(_file(tmp_path, [{"image": IMAGE, "prefix": str(prefix)}])))
+    (tmp_path / "pod").mkdir()
+    pod = Pod(tmp_path / "pod", runtime.MODE_NAMESPACES)
+    empty = tmp_path / "pod" / "empty-dir"
+    empty.mkdir()
+    pod.mounts[str(tmp_path)] = empty  # the prefix's parent, as /root/.cache over ~/.cache/lwsconf/runtimes
+    shim_dir = str(bindshim.library().parent)
+    pod.mounts[shim_dir] = tmp_path / "pod" / "empty-shim-dir"
+    (tmp_path / "pod" / "empty-shim-dir").mkdir()
+    port = free_port(pod.ip)
+
+    async def scenario() -> None:
+        await pod.runtime.start(runtime.ContainerLaunch(
+            "team", "web-0", "uid-1", "main", ["serve", str(port)], {}, pod.ip, "web-0", pod.mounts, "", pod.log,
+            pod.hosts, image=IMAGE))
+        info = await until(f"serve answering on {pod.ip}:{port} (log: {pod.log})", lambda: get(pod.ip, port))
+        assert info["bound"] == pod.ip, info  # the interposer was loaded
+        await pod.runtime.close()
+    run(scenario, timeout=60)
