@@ -144,12 +144,12 @@ def _full_logs(api: client.ApiClient, namespace: str, pods: list[Obj]) -> dict[s
     return out
 
 
-def ranks_must_have_joined(lws: LWSHarness, server: servers.ServingServer, name: str, manifest: Obj) -> vllm.Ranks:
+def ranks_must_have_joined(lws: LWSHarness, name: str, manifest: Obj) -> vllm.Ranks:
     """Every rank of every group joined (the ranks by pod of all groups returned): each group's pods' logs
     (and, for Ray, the lines the leader's log forwards from a worker's address) show one `rank R in world size
-    W is assigned as ...` line per rank of TP x PP, every pod holding some. Polled (the logs are read through
-    the API), bounded by the server's readiness timeout: the lines come before the model loads, so a ready
-    server has them."""
+    W is assigned as ...` line per rank of TP x PP, every pod holding some. Called once the server is
+    ready: the lines come before the model loads, so a ready server has written them and only their way through
+    the kubelet's log to the API is left; polled for that, bounded by max_time_to_consistency."""
     tp, pp = vllm.parallelism(manifest)
 
     def every_rank_joined() -> dict[str, vllm.Ranks]:
@@ -169,7 +169,7 @@ def ranks_must_have_joined(lws: LWSHarness, server: servers.ServingServer, name:
         return found
 
     found = lws.wait(every_rank_joined, what=f"every rank of TP {tp} x PP {pp} to log that it joined",
-                     within=server.ready_within, name=name)
+                     within="max_time_to_consistency", name=name)
     return vllm.Ranks({p: r for g in found.values() for p, r in g.by_pod.items()},
                       tuple(sorted({w for g in found.values() for w in g.worlds})))
 

@@ -63,7 +63,7 @@ class Serving:
         gpu_serving.model_must_serve(self.lws, self.server, svc, name)
         if self.server.gpus_per_pod:
             gpu_serving.groups_must_span_nodes(self.lws, name, size)
-            gpu_serving.ranks_must_have_joined(self.lws, self.server, name, manifest)
+            gpu_serving.ranks_must_have_joined(self.lws, name, manifest)
         self.leaders_must_be_endpoints(name, svc, replicas)
         return manifest, svc
 

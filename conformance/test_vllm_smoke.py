@@ -72,7 +72,7 @@ def test_vllm_multi_node_serves_completions(smoke_server: servers.ServingServer,
     gpu_serving.model_must_serve(lws, server, svc, name)
     first_ready = time.monotonic() - created
     placed = gpu_serving.groups_must_span_nodes(lws, name, cfg.size)
-    ranks = gpu_serving.ranks_must_have_joined(lws, server, name, manifest)
+    ranks = gpu_serving.ranks_must_have_joined(lws, name, manifest)
     devices = gpu_serving.devices_must_be_allocated(lws, server, name)
     request_timeout = max(lws.t.request_timeout, 120.0)
 

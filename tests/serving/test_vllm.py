@@ -201,11 +201,15 @@ def test_answers_are_read_from_openai_bodies_and_only_the_emulator_names_pods() 
 # --- preflight -------------------------------------------------------------------------------------
 
 def test_preflight_accepts_upstreams_405b_layout_with_underscore_flags() -> None:
-    cfg = vllm.VLLMConfig(gpus_per_pod=8, tensor_parallel=8, pipeline_parallel=2)
+    cfg = vllm.VLLMConfig(gpus_per_pod=8, tensor_parallel=8, pipeline_parallel=2, backend="ray")
     lws = vllm.VLLMServer.of(cfg).lws("vllm", replicas=1, size=2)
     leader = leader_of(lws)
+    assert "--pipeline-parallel-size 2" in leader["command"][-1]
     leader["command"][-1] = leader["command"][-1].replace("--pipeline-parallel-size", "--pipeline_parallel_size")
     assert vllm.preflight_problems(lws) == []
+    assert vllm.preflight_problems(vllm.VLLMServer.of(vllm.VLLMConfig(gpus_per_pod=8, tensor_parallel=8,
+                                                                      pipeline_parallel=2)).lws(
+        "vllm", replicas=1, size=2)) == [], "the same layout over the multi-node backend"
 
 
 @pytest.mark.parametrize("server", [vllm.VLLMServer.of(vllm.VLLMConfig(tensor_parallel=2, pipeline_parallel=2)),
