@@ -16,9 +16,11 @@ pod sandbox as the sim's Python containers (`runtime`, `launcher`), its command 
 first; a command found nowhere fails to start as a real kubelet's would (StartError). Unmapped images behave as
 before. Nothing here is specific to one image: the file is the whole contract.
 
-Native code that binds all addresses (a C++ rendezvous store, ZeroMQ) is not reached by the Python shim, so a
-mapped container runs with `bindshim`'s interposer preloaded: such a bind goes to the pod's IP, and two pods on the
-shared loopback never collide on a port, nor does anything listen on the machine's routable addresses.
+Native code is not reached by the Python shim, so a mapped container runs with `netshim`'s interposer preloaded,
+giving native code the pod's view of the network: a bind of all addresses goes to the pod's IP (two pods on the
+shared loopback never collide on a port, nothing listens on the machine's routable addresses), and a connection
+or datagram to an address off the loopback fails with ENETUNREACH, as in a pod with no route out (nothing leaves
+the machine; a program that learns its address from a UDP connect to a public one does not learn the host's).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lwsconf import shutdown
-from lwsconf.sim.nodes import bindshim, imageruntimes, launcher
+from lwsconf.sim.nodes import imageruntimes, launcher, netshim
 
 log = logging.getLogger(__name__)
 
@@ -469,8 +469,8 @@ class ProcessRuntime:
         if mapped is not None:
             env.update(mapped.environment())
         env.update(launch.env)
-        if mapped is not None:  # native binds of all addresses to the pod IP (bindshim.c)
-            env["LD_PRELOAD"] = " ".join(filter(None, [str(bindshim.library()), env.get("LD_PRELOAD")]))
+        if mapped is not None:  # the pod's network view for native code too (netshim.c)
+            env["LD_PRELOAD"] = " ".join(filter(None, [str(netshim.library()), env.get("LD_PRELOAD")]))
         env["PYTHONPATH"] = str(PYSHIM) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         if launch.pod_ip:
             env["LWSCONF_SIM_POD_IP"] = launch.pod_ip

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lwsconf.sim.nodes import bindshim, imageruntimes, runtime
+from lwsconf.sim.nodes import imageruntimes, netshim, runtime
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body
 from tests.sim.nodes.test_runtime import MODES, Pod, free_port, get, pod_ip, run, until
@@ -114,11 +114,35 @@ def test_the_interposer_moves_a_native_bind_of_all_addresses_to_the_pod_ip(famil
     ip = pod_ip()
     # -I -S: no sitecustomize, so this bind reaches libc as native code's would
     argv = [sys.executable, "-I", "-S", "-c", BIND_ANY, family]
-    env = {"PATH": os.environ.get("PATH", ""), "LD_PRELOAD": str(bindshim.library())}
+    env = {"PATH": os.environ.get("PATH", ""), "LD_PRELOAD": str(netshim.library())}
     moved = subprocess.run(argv, env={**env, "LWSCONF_SIM_POD_IP": ip}, capture_output=True, text=True, check=True)
     assert moved.stdout.strip() == wildcard_becomes.format(ip=ip), moved.stderr
     left = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert left.stdout.strip() == ("::" if family == "6" else "0.0.0.0"), "without a pod IP the bind is unchanged"
+
+
+OUTBOUND = ("import errno, socket\n"
+            "out = {}\n"
+            "probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"  # a UDP connect sends nothing
+            "try:\n    probe.connect(('203.0.113.1', 80)); out['connect'] = probe.getsockname()[0]\n"
+            "except OSError as exc:\n    out['connect'] = errno.errorcode[exc.errno]\n"
+            # bound to loopback first: without the shim the kernel refuses to route it (EINVAL), so even a broken
+            # shim sends no packet off the machine
+            "sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); sender.bind(('127.0.0.1', 0))\n"
+            "try:\n    sender.sendto(b'x', ('203.0.113.1', 9)); out['sendto'] = 'sent'\n"
+            "except OSError as exc:\n    out['sendto'] = errno.errorcode[exc.errno]\n"
+            "local = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); local.connect(('127.0.0.1', 9))\n"
+            "out['loopback'] = local.getsockname()[0]\n"
+            "print(out)\n")
+
+
+def test_the_interposer_gives_native_code_no_route_off_the_machines_loopback() -> None:
+    """vLLM learns 'its' address with a UDP connect to a public address: on the sim's shared network that gave the
+    machine's routable address, which a pod never sees. Now native code is as unrouted as a pod on our real nodes."""
+    argv = [sys.executable, "-I", "-S", "-c", OUTBOUND]
+    env = {"PATH": os.environ.get("PATH", ""), "LD_PRELOAD": str(netshim.library()), "LWSCONF_SIM_POD_IP": pod_ip()}
+    seen = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert seen == "{'connect': 'ENETUNREACH', 'sendto': 'ENETUNREACH', 'loopback': '127.0.0.1'}", seen
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -194,7 +218,7 @@ def test_a_volume_over_a_parent_of_the_prefix_hides_neither_the_programs_nor_the
     empty = tmp_path / "pod" / "empty-dir"
     empty.mkdir()
     pod.mounts[str(tmp_path)] = empty  # the prefix's parent, as /root/.cache over ~/.cache/lwsconf/runtimes
-    shim_dir = str(bindshim.library().parent)
+    shim_dir = str(netshim.library().parent)
     pod.mounts[shim_dir] = tmp_path / "pod" / "empty-shim-dir"
     (tmp_path / "pod" / "empty-shim-dir").mkdir()
     port = free_port(pod.ip)

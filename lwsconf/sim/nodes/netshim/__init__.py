@@ -1,6 +1,7 @@
-"""The bind interposer (`bindshim.c`), compiled on first use with the machine's C compiler and cached.
+"""The network interposer (`netshim.c`: binds of all addresses to the pod IP, no connection or datagram to an
+address off the machine's loopback), compiled on first use with the machine's C compiler and cached.
 
-Why a C library: native code binds through libc, past the Python shim; LD_PRELOAD is the one way to reach it
+Why a C library: native code calls libc directly, past the Python shim; LD_PRELOAD is the one way to reach it
 without changing the program. The build is one `cc -shared` call (about 0.1 s), keyed by the source's hash, so
 an edited source is rebuilt and concurrent builds never see a half-written file (write, then rename).
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from lwsconf.controlplane.build import cache_root
 
-SOURCE = Path(__file__).resolve().parent / "bindshim.c"
+SOURCE = Path(__file__).resolve().parent / "netshim.c"
 
 
 class BindShimError(RuntimeError):
@@ -24,7 +25,7 @@ class BindShimError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    return cache_root() / "bindshim"
+    return cache_root() / "netshim"
 
 
 def library() -> Path:
@@ -34,7 +35,7 @@ def library() -> Path:
         BindShimError: no C compiler, or the compile failed (its output in the message).
     """
     source = SOURCE.read_bytes()
-    target = cache_dir() / f"bindshim-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    target = cache_dir() / f"netshim-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if target.is_file():
         return target
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
