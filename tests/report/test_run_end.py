@@ -268,7 +268,7 @@ def test_an_implementation_that_never_becomes_ready_is_one_error_at_the_top_of_t
     assert status == 1 and "The run failed as a whole: implementation installed never became ready" in shown
     summary = (latest(suite) / "summary.md").read_text()
     assert summary.index("The run failed as a whole") < summary.index("| Profile |")
-    assert "Simulated cluster (sim)" in summary, "known from the backend, though no test asked the cluster"
+    assert "Simulated on this cluster (sim)" in summary, "known from the backend, though no test asked the cluster"
 
 
 def test_a_sim_report_says_what_is_simulated(suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
@@ -280,7 +280,7 @@ def test_cluster_facts(api_client):
     run(suite, "--run-test=ClusterFacts", "--profiles=LWS-CORE")
     data = report_of(suite)
     assert data["environment"]["simulated"] == ["node image", "kubelets", "GPUs", "TPUs"]
-    notice = "Simulated cluster (sim): node image, kubelets, GPUs, TPUs are simulated, not real hardware"
+    notice = "Simulated on this cluster (sim): node image, kubelets, GPUs, TPUs are simulated, not real hardware"
     assert notice in (latest(suite) / "summary.md").read_text()
     page = (latest(suite) / "report.html").read_text()
     assert notice in page and "<dd>sim (simulated)</dd>" in page

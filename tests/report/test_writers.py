@@ -133,7 +133,7 @@ def test_every_writer_puts_the_interruption_and_the_simulation_first(report: sch
     text, md, page = summary_md.render_text(run), summary_md.render(run), html.render(run)
     for shown in (text, md, page):
         assert "The run was interrupted (KeyboardInterrupt (Ctrl-C, SIGINT or SIGTERM)): 1 selected test(s)" in shown
-        assert "Simulated cluster (sim): node image, kubelets, GPUs are simulated" in shown
+        assert "Simulated on this cluster (sim): node image, kubelets, GPUs are simulated" in shown
     assert text.startswith("LWS conformance: lws-operator v1.2.0: FAILURE")  # the failed test still counts first
     assert md.index("The run was interrupted") < md.index("| Profile |")
     assert "| LWS-SERVING | ⏹️ interrupted |" in md
