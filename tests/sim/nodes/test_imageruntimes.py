@@ -169,7 +169,7 @@ def test_a_mapped_container_runs_its_entrypoint_with_the_image_env_on_the_pod_ip
             await pod.runtime.close()
     tmp_path.joinpath("a").mkdir()
     tmp_path.joinpath("b").mkdir()
-    run(scenario, timeout=60)
+    run(scenario)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -230,4 +230,4 @@ def test_a_volume_over_a_parent_of_the_prefix_hides_neither_the_programs_nor_the
         info = await until(f"serve answering on {pod.ip}:{port} (log: {pod.log})", lambda: get(pod.ip, port))
         assert info["bound"] == pod.ip, info  # the interposer was loaded
         await pod.runtime.close()
-    run(scenario, timeout=60)
+    run(scenario)

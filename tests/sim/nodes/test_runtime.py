@@ -123,7 +123,14 @@ class Pod:
         return self.log.read_text() if self.log.exists() else ""
 
 
-def run(scenario: Callable[[], Awaitable[None]], timeout: float = 10.0) -> None:
+SCENARIO_TIMEOUT = 4 * UNTIL_TIMEOUT
+"""Seconds a whole scenario may take: above the `until` waits inside it (30 s each), so a slow machine fails on the
+wait that names what did not come, never on this cap. It was 10 s, under the 30 s a scenario's own wait may take:
+test_an_exec_cancelled_with_its_agent_leaves_no_process failed once at load 30-40 (starting the server, the exec
+under nsenter and the reaping each took seconds) with a bare TimeoutError naming nothing."""
+
+
+def run(scenario: Callable[[], Awaitable[None]], timeout: float = SCENARIO_TIMEOUT) -> None:
     asyncio.run(asyncio.wait_for(scenario(), timeout))
 
 
@@ -207,12 +214,12 @@ def test_exit_code_is_reported(tmp_path: Path, mode: str) -> None:
         pod = Pod(tmp_path, mode)
         process = await pod.start_hello()
         await get(pod.ip, pod.port, "/exit?code=3")
-        assert await asyncio.wait_for(process.wait(), 3) == 3
+        assert await asyncio.wait_for(process.wait(), UNTIL_TIMEOUT) == 3
         assert process.returncode == 3 and process.finished_at is not None
         assert not process.workdir.exists()                 # the runtime's scratch space is removed
         quick = await pod.runtime.start(pod.launch(["python3", "-c", "import sys; print('out'); "
                                                     "print('err', file=sys.stderr); sys.exit(7)"]))
-        assert await asyncio.wait_for(quick.wait(), 3) == 7
+        assert await asyncio.wait_for(quick.wait(), UNTIL_TIMEOUT) == 7
         assert "out\n" in pod.log_text() and "err\n" in pod.log_text()   # stdout and stderr both logged
     run(scenario)
 
@@ -286,7 +293,7 @@ def test_sigterm_sent_while_the_container_starts_is_not_lost(tmp_path: Path, mod
         assert all(code in (0, 143) for code in codes), f"exit codes {codes} (137: SIGTERM lost, killed at the end " \
             f"of the grace period) after stops 0.012 s apart; log:\n{pod.log_text()[-2000:]}"
         await pod.runtime.close()
-    run(scenario, timeout=60)
+    run(scenario)
 
 
 @pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="namespaces mode needs root and unshare")
@@ -351,7 +358,7 @@ def test_host_files_and_read_only_volumes_cannot_be_written(tmp_path: Path) -> N
                 "sys.exit(writable('/usr/lwsconf-probe-file') * 1 + writable('/app/x') * 2 + "
                 f"(not writable('/tmp/{scratch}')) * 4)")
         process = await pod.runtime.start(pod.launch(["python3", "-c", code], read_only=("/app",)))
-        assert await asyncio.wait_for(process.wait(), 3) == 0, pod.log_text()
+        assert await asyncio.wait_for(process.wait(), UNTIL_TIMEOUT) == 0, pod.log_text()
         assert not os.path.exists("/usr/lwsconf-probe-file") and not (pod.app / "x").exists()
         assert not os.path.exists(f"/tmp/{scratch}")       # /tmp is private to the container
     run(scenario)
@@ -394,7 +401,7 @@ def test_a_container_that_cannot_start_reports_start_error_in_its_log(tmp_path: 
         pod = Pod(tmp_path, runtime.MODE_NAMESPACES)
         pod.mounts["/data"] = tmp_path / "does-not-exist"
         process = await pod.runtime.start(pod.launch(["python3", "-c", "pass"]))
-        assert await asyncio.wait_for(process.wait(), 3) == 128
+        assert await asyncio.wait_for(process.wait(), UNTIL_TIMEOUT) == 128
         assert "cannot start container" in pod.log_text()
     run(scenario)
 
@@ -518,7 +525,7 @@ def test_processes_die_when_the_sim_process_is_killed(tmp_path: Path, mode: str)
             sys.executable, "-c", ORPHAN_SCRIPT.format(), str(tmp_path), mode, stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(repo), "MARKER": marker})
         assert sim.stdout is not None
-        assert await asyncio.wait_for(sim.stdout.readline(), 5) == b"started\n"
+        assert await asyncio.wait_for(sim.stdout.readline(), UNTIL_TIMEOUT) == b"started\n"
         await until("the workload running", lambda: _count(marker, 1))
         sim.kill()                                          # no close(), no exit hook: only the kernel
         await sim.wait()
