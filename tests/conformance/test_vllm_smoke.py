@@ -154,6 +154,16 @@ def test_the_gpu_room_reading_sees_the_sims_fake_gpus(harness: LWSHarness) -> No
                               vllm.VLLMConfig())
 
 
+def _deploy(harness: LWSHarness, server: servers.ServingServer, manifest: dict[str, Any]) -> Any:
+    """The server's ConfigMaps, the LWS `manifest` (named vllm) and its leader Service; the readiness check."""
+    for obj in server.objects():
+        harness.core.create_namespaced_config_map(harness.namespace, obj)  # type: ignore[arg-type]
+    harness.create(manifest)
+    service = servers.leader_service("vllm", server.port)
+    harness.core.create_namespaced_service(harness.namespace, service)  # type: ignore[arg-type]
+    return gpu_serving.ready_check(harness, server, "vllm-leader", "vllm")
+
+
 def test_the_readiness_wait_quotes_the_leaders_progress_until_its_group_is_complete(
         sim: sim_e2e.Sim, harness: LWSHarness) -> None:
     """Workers held Pending (a nodeSelector no node has): the leader waits for its group, /health is 503, and
@@ -163,12 +173,7 @@ def test_the_readiness_wait_quotes_the_leaders_progress_until_its_group_is_compl
         server.lws("vllm", replicas=1, size=2),
         lambda t: t["spec"].__setitem__("nodeSelector", {workloads.PARKED_LABEL: "true"}), leader=False)
     with reconciler_run.RunningReconciler(sim.kubeconfig):
-        for obj in server.objects():
-            harness.core.create_namespaced_config_map(harness.namespace, obj)  # type: ignore[arg-type]
-        harness.create(manifest)
-        service = servers.leader_service("vllm", server.port)
-        harness.core.create_namespaced_service(harness.namespace, service)  # type: ignore[arg-type]
-        check = gpu_serving.ready_check(harness, server, "vllm-leader", "vllm")
+        check = _deploy(harness, server, manifest)
 
         def quoted() -> str:
             try:
@@ -191,12 +196,7 @@ def test_the_readiness_wait_is_model_ready_and_quotes_the_model_loading(sim: sim
     its failure gives. Before issue 32 this wait was bounded by LwsAvailable."""
     server = dataclasses.replace(vllm.EmulatedVLLMServer.of(vllm.VLLMConfig()), load_seconds=600)
     with reconciler_run.RunningReconciler(sim.kubeconfig):
-        for obj in server.objects():
-            harness.core.create_namespaced_config_map(harness.namespace, obj)  # type: ignore[arg-type]
-        harness.create(server.lws("vllm", replicas=1, size=2))
-        service = servers.leader_service("vllm", server.port)
-        harness.core.create_namespaced_service(harness.namespace, service)  # type: ignore[arg-type]
-        check = gpu_serving.ready_check(harness, server, "vllm-leader", "vllm")
+        check = _deploy(harness, server, server.lws("vllm", replicas=1, size=2))
 
         def loading() -> str:
             try:
