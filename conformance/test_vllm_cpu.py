@@ -88,7 +88,10 @@ def _ranks(lws: LWSHarness, name: str) -> dict[str, set[tuple[int, int]]]:
 
 
 def _serving(lws: LWSHarness, name: str, *, size: int) -> None:
+    """The group Ready (vLLM answers /health), then its leader Service's endpoints listing the leader: a request
+    sent between the two is refused with 'no endpoints available' (the EndpointSlice follows readiness)."""
     lws.groups_must_be_ready(name, replicas=1, size=size, within="model_ready")
+    lws.service_endpoints_must_be(f"{name}-leader", {f"{name}-0"}, name=name)
 
 
 @conformance(short_name="VLLMCPUGroupServesAsOneProcess", features={Feature.VLLM_CPU_MULTI_NODE}, slow=True,
@@ -145,6 +148,7 @@ def test_vllm_cpu_group_recovers_from_a_worker_engine_death(lws: LWSHarness, rec
     killed_at = time.monotonic()
     lws.step(_kill_engine(lws, "pp-0-1"))
     lws.group_must_be_recreated("pp", 0, old_uids, size=SIZE)
+    lws.service_endpoints_must_be(svc, {"pp-0"}, name="pp")
     after, _ = _complete(lws, svc, "rev-1")
     record_property("vllm_cpu_recovery_seconds", round(time.monotonic() - killed_at, 1))
     assert _text(after) == _text(before), "the recreated group answers another text for the same greedy request"
@@ -164,6 +168,7 @@ def test_vllm_cpu_rolling_update_serves_the_new_revision(lws: LWSHarness) -> Non
     lws.patch("pp", {"spec": {"leaderWorkerTemplate": updated["spec"]["leaderWorkerTemplate"]}},
               step="served model name rev-1 -> rev-2")
     lws.rollout_must_complete("pp", old=old, replicas=1, size=SIZE)
+    lws.service_endpoints_must_be(svc, {"pp-0"}, name="pp")
     for _ in range(3):
         answer, _ = _complete(lws, svc, "rev-2")
         assert answer["model"] == "rev-2", f"answered by {answer['model']!r} after the rollout"

@@ -47,7 +47,12 @@ def _pod_spec(*, size: int, revision: str, leader: bool, image: str) -> Obj:
               {"name": "shm", "mountPath": "/dev/shm"}]
     container: Obj = {"name": "vllm-leader" if leader else "vllm-worker", "image": image,
                       "args": _engine_args(size=size, revision=revision, leader=leader),
-                      "env": [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": KV_CACHE_GB}], "volumeMounts": mounts}
+                      "env": [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": KV_CACHE_GB},
+                              # vLLM otherwise learns its address from a UDP connect to a public one, which fails
+                              # in a pod with no route out (lwsconf's real nodes, the sim's netshim): it then
+                              # announces 0.0.0.0 to the other ranks and the group hangs at its first broadcast
+                              {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                      "volumeMounts": mounts}
     if leader:
         container["ports"] = [{"containerPort": PORT, "name": "http"}]
         container["readinessProbe"] = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5}
