@@ -231,3 +231,11 @@ def test_a_volume_over_a_parent_of_the_prefix_hides_neither_the_programs_nor_the
         assert info["bound"] == pod.ip, info  # the interposer was loaded
         await pod.runtime.close()
     run(scenario)
+
+
+def test_an_interposer_that_cannot_be_built_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LWSCONF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "/bin/false")
+    with pytest.raises(netshim.NetShimError, match=r"building the network interposer failed \(/bin/false, exit 1\)"):
+        netshim.library()
+    assert not list((tmp_path / "netshim").glob("*.so")), "a failed build leaves no library behind"

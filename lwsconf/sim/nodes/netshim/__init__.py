@@ -20,8 +20,9 @@ from lwsconf.controlplane.build import cache_root
 SOURCE = Path(__file__).resolve().parent / "netshim.c"
 
 
-class BindShimError(RuntimeError):
-    """The interposer cannot be built; the message says what to install."""
+class NetShimError(OSError):
+    """The interposer cannot be built; the message says what to install. An OSError, so the container that needed
+    it fails to start (StartError) with this message in its status, as the runtime's other start failures do."""
 
 
 def cache_dir() -> Path:
@@ -32,7 +33,7 @@ def library() -> Path:
     """The compiled interposer's path, built now if this source has not been built before.
 
     Raises:
-        BindShimError: no C compiler, or the compile failed (its output in the message).
+        NetShimError: no C compiler, or the compile failed (its output in the message).
     """
     source = SOURCE.read_bytes()
     target = cache_dir() / f"netshim-{hashlib.sha256(source).hexdigest()[:16]}.so"
@@ -40,7 +41,7 @@ def library() -> Path:
         return target
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise BindShimError("no C compiler to build the bind interposer for mapped images (apt-get install gcc, "
+        raise NetShimError("no C compiler to build the network interposer for mapped images (apt-get install gcc, "
                             "or set CC)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -48,7 +49,7 @@ def library() -> Path:
         done = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE), "-ldl"],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise BindShimError(f"building the bind interposer failed ({compiler}, exit {done.returncode}): "
+            raise NetShimError(f"building the network interposer failed ({compiler}, exit {done.returncode}): "
                                 f"{done.stderr.strip()}")
         os.replace(built, target)
     return target
