@@ -25,7 +25,6 @@ the machine; a program that learns its address from a UDP connect to a public on
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -71,24 +70,14 @@ class ImageRuntime:
             return Path(argv0)
         return None
 
-    def environment(self) -> dict[str, str]:
-        """The image's environment: its `env`, and PATH starting at the prefix's `bin` (VIRTUAL_ENV for a venv)."""
-        env = {"PATH": f"{self.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+    def environment(self, default_path: str) -> dict[str, str]:
+        """The image's environment: its `env`, and PATH the prefix's `bin` before `default_path` (the runtime's), with
+        VIRTUAL_ENV for a venv."""
+        env = {"PATH": f"{self.bin}:{default_path}"}
         if (self.prefix / "pyvenv.cfg").is_file():
             env["VIRTUAL_ENV"] = str(self.prefix)
         env.update(self.env)
         return env
-
-    def image_id(self) -> str:
-        """`repo@sha256:...` over what the prefix holds (its installed distributions' names and versions, or its
-        `bin` listing), so a pod's imageID changes when the install does."""
-        repo = self.image.split("@", 1)[0]
-        if ":" in repo.rsplit("/", 1)[-1]:
-            repo = repo.rsplit(":", 1)[0]
-        listing = sorted(p.name for p in self.prefix.glob("lib/python*/site-packages/*.dist-info"))
-        if not listing and self.bin.is_dir():
-            listing = sorted(p.name for p in self.bin.iterdir())
-        return f"{repo}@sha256:{hashlib.sha256(chr(10).join([self.image, *listing]).encode()).hexdigest()}"
 
 
 def parse(doc: object, *, where: str) -> dict[str, ImageRuntime]:

@@ -467,7 +467,7 @@ class ProcessRuntime:
         env = {"PATH": DEFAULT_PATH, "HOSTNAME": launch.hostname, "HOME": "/root", "LANG": "C.UTF-8"}
         mapped = self.image_runtimes.get(launch.image)
         if mapped is not None:
-            env.update(mapped.environment())
+            env.update(mapped.environment(DEFAULT_PATH))
         env.update(launch.env)
         if mapped is not None:  # the pod's network view for native code too (netshim.c)
             env["LD_PRELOAD"] = " ".join(filter(None, [str(netshim.library()), env.get("LD_PRELOAD")]))
