@@ -112,13 +112,27 @@ def _tag(rid: str) -> str:
     return hashlib.sha256(rid.encode()).hexdigest()[:8]
 
 
-def sweep_temp(rid: str | None = None) -> list[Path]:
-    """Remove this run's temp folders (`temp_prefix`) still in the temp directory; the ones removed.
+SHORT_TEMP = Path("/tmp")
+"""Where a folder for Unix sockets goes when $TMPDIR is too deep for one (a socket path holds at most 107 bytes, and
+pytest's tmp_path under xdist is deeper): /tmp is short on every Linux. `sweep_temp` looks here too."""
 
-    For the end of a run whose processes have all ended: a process killed with SIGKILL runs no cleanup.
+
+def short_temp_dir(limit: int) -> str:
+    """The temp directory if its path is at most `limit` characters, else `SHORT_TEMP`: the base of a socket folder."""
+    base = tempfile.gettempdir()
+    return base if len(base) <= limit else str(SHORT_TEMP)
+
+
+def sweep_temp(rid: str | None = None) -> list[Path]:
+    """Remove this run's temp folders (`temp_prefix`) still in the temp directory or `SHORT_TEMP`; the ones removed.
+
+    For the end of a run whose processes have all ended: a process killed with SIGKILL runs no cleanup. Both places:
+    a worker with a deep $TMPDIR puts its socket folders in SHORT_TEMP (`short_temp_dir`), and a sweep of $TMPDIR
+    alone left them there (6 device-plugin folders per run of tests/fixtures/test_worker_crash.py).
     """
     pattern = f"lwsconf-*-{_tag(rid or run_id())}-*"
-    found = sorted(p for p in Path(tempfile.gettempdir()).glob(pattern) if p.is_dir())
+    places = dict.fromkeys([Path(tempfile.gettempdir()), SHORT_TEMP])
+    found = sorted(p for place in places for p in place.glob(pattern) if p.is_dir())
     for folder in found:
         shutil.rmtree(folder, ignore_errors=True)
     return found

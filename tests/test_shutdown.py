@@ -276,13 +276,20 @@ def test_marked_processes_are_found_by_the_run_id_in_their_environment() -> None
 
 
 def test_sweep_removes_this_runs_temp_folders_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    """In the temp directory and in SHORT_TEMP, where socket folders go when the temp directory is too deep."""
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "short").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(shutdown, "SHORT_TEMP", tmp_path / "short")
     monkeypatch.setenv(shutdown.RUN_ID_ENV, "run-a")
-    ours = [Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix(what))) for what in ("sim", "nodes", "dp")]
+    ours = [Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix(what))) for what in ("sim", "nodes")]
+    ours.append(Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("dp"), dir=shutdown.short_temp_dir(1))))
+    assert ours[-1].parent == tmp_path / "short"
     monkeypatch.setenv(shutdown.RUN_ID_ENV, "run-b")
     theirs = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("sim")))
     assert sorted(shutdown.sweep_temp("run-a")) == sorted(ours)
-    assert [p.name for p in tmp_path.iterdir()] == [theirs.name]
+    assert [p.name for p in (tmp_path / "tmp").iterdir()] == [theirs.name]
+    assert list((tmp_path / "short").iterdir()) == []
 
 
 def test_remove_tree_outlasts_a_writer_that_is_still_finishing(tmp_path: Path) -> None:

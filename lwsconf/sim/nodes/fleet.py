@@ -177,10 +177,9 @@ class NodeFleet:
             folder = self.workdir / spec.name / "device-plugins"
             if len(str(folder)) > _MAX_SOCKET_DIR:
                 # $TMPDIR may itself be too deep (pytest's tmp_path under xdist: kubelet.sock at 111 bytes, and
-                # the node's device manager crash-looped); /tmp is short on every Linux, and stop() removes it
-                base = tempfile.gettempdir()
+                # the node's device manager crash-looped); close() removes it, sweep_temp if the process was killed
                 folder = Path(tempfile.mkdtemp(prefix=shutdown.temp_prefix("dp"),
-                                               dir=base if len(base) <= _MAX_SOCKET_DIR // 2 else "/tmp"))
+                                               dir=shutdown.short_temp_dir(_MAX_SOCKET_DIR // 2)))
             folder.mkdir(parents=True, exist_ok=True)
             self._socket_dirs[spec.name] = folder
         return self._socket_dirs[spec.name]
