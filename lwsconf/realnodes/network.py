@@ -23,7 +23,10 @@ or the bridge's). Docker's default set-up loads br_netfilter and sets FORWARD's 
 machine, after a Docker daemon had run there, both held, every packet between two nodes was dropped, and ClusterIPs
 and cluster DNS timed out (a fresh-clone `.ci/run`, 3 tests of tests/realnodes). The run therefore accepts its own
 bridge's traffic, bridge to bridge and nothing else, from a chain of its own (`forward_chain`) that FORWARD jumps to
-first; `down` removes both.
+first; `down` removes both. A host with no iptables filter table filters nothing on FORWARD, and there the run adds
+no rule: inserting one would create the table (iptables-nft makes `ip filter` and its base chains on first use), and
+removing our chain later would leave that empty table behind (a fresh machine's `.ci/run`: the host was not left as
+it was found, tests/realnodes/test_cluster.py).
 
 The host routes each pod CIDR through its node and holds an `unreachable` route for the whole block, so no address
 of the block can ever take the host's default route. Everything the run adds (the bridge, the veths, the namespaces
@@ -113,15 +116,19 @@ def plan(block: int, node_names: Sequence[str]) -> NetworkPlan:
                        service_cidr=f"{third(12)}.0/22", cluster_cidr=f"{third(0)}.0/20", nodes=nodes)
 
 
-def up_commands(p: NetworkPlan) -> list[list[str]]:
-    """The `ip` commands that build `p`, in order. Pure."""
+def up_commands(p: NetworkPlan, *, host_filters: bool = True) -> list[list[str]]:
+    """The `ip` (and `iptables`) commands that build `p`, in order. Pure.
+
+    `host_filters`: whether the host has an iptables filter table (`host_has_filter_table`); only then can its
+    FORWARD chain drop the bridge's frames, and only then does the run add its accepting chain."""
     chain = forward_chain(p)
+    # frames between this run's nodes pass a host whose FORWARD drops (see the module's docstring)
+    accept = [[*IPTABLES, "-N", chain],
+              [*IPTABLES, "-A", chain, "-j", "ACCEPT"],
+              [*IPTABLES, "-I", "FORWARD", "1", *_forward_rule(p)]] if host_filters else []
     cmds = [["ip", "link", "add", p.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
              "nf_call_arptables", "0"],
-            # frames between this run's nodes pass a host whose FORWARD drops (see the module's docstring)
-            [*IPTABLES, "-N", chain],
-            [*IPTABLES, "-A", chain, "-j", "ACCEPT"],
-            [*IPTABLES, "-I", "FORWARD", "1", *_forward_rule(p)],
+            *accept,
             ["ip", "addr", "add", f"{p.bridge_address}/24", "dev", p.bridge],
             ["ip", "link", "set", p.bridge, "up"],
             # the host reaches every address of the block through the bridge or not at all: without this, an address
@@ -194,11 +201,22 @@ def up(p: NetworkPlan) -> None:
     """Build the network; on any failure remove what was built and raise NetworkError with the command's words."""
     require_tools()
     down(p)  # a run killed with SIGKILL may have left this block's network behind
-    for argv in up_commands(p):
+    for argv in up_commands(p, host_filters=host_has_filter_table()):
         result = _run(argv)
         if result.returncode != 0:
             down(p)
             raise NetworkError(f"`{' '.join(argv)}` failed: {result.stderr.strip() or result.stdout.strip()}")
+
+
+def host_has_filter_table() -> bool:
+    """Whether the host has an iptables filter table: `iptables-save` (all tables, as they are) lists `*filter`.
+
+    Not `iptables -S` or `iptables-save -t filter`: both print the default chains of a table that does not exist
+    (iptables v1.8.9, nf_tables), and a check must not create what it looks for either (neither does)."""
+    result = _run(["iptables-save"])
+    if result.returncode != 0:
+        raise NetworkError(f"`iptables-save` failed: {result.stderr.strip()}")
+    return any(line.strip() == "*filter" for line in result.stdout.splitlines())
 
 
 def down(p: NetworkPlan) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -75,6 +76,15 @@ def test_the_host_forward_chain_accepts_the_bridge_to_itself_and_nothing_else() 
     assert down == [["-D", "FORWARD", *jump[3:]], ["-F", chain], ["-X", chain]]
 
 
+def test_a_host_without_a_filter_table_gets_no_forward_rule_and_loses_nothing_else() -> None:
+    """No filter table: nothing filters FORWARD, and a rule would create the table (left behind after the run). Every
+    other command is the same; `down` still tries the removals (a block reused after a host that had one)."""
+    p = network.plan(1, ["a", "b"])
+    without = network.up_commands(p, host_filters=False)
+    assert not any(c[:3] == list(network.IPTABLES) for c in without)
+    assert without == [c for c in network.up_commands(p) if c[:3] != list(network.IPTABLES)]
+
+
 def test_a_pod_on_a_real_node_is_routed_inside_the_block_only() -> None:
     p = network.plan(0, ["a"])
     cni = node.cni_config(Path("/f"), p.nodes[0], p)
@@ -139,3 +149,18 @@ def test_every_part_builds_from_its_own_module_and_runc_alone_with_cgo() -> None
     assert "seccomp" in runc.steps[0].argv
     kubelet = plans[0].steps[0]
     assert kubelet.output.name == "kubelet" and f"gitVersion=v{release.kubernetes}" in " ".join(kubelet.argv)
+
+
+def test_the_filter_table_check_reads_every_table_as_iptables_save_lists_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`*filter` among the tables: True; only other tables, or none: False; iptables-save failing: an error."""
+    outputs = {"nat only": (0, "*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"), "none": (0, ""),
+               "filter": (0, "# Generated\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\nCOMMIT\n")}
+    seen: list[bool] = []
+    for name in ("nat only", "none", "filter"):
+        code, out = outputs[name]
+        monkeypatch.setattr(network, "_run", lambda argv, c=code, o=out: subprocess.CompletedProcess(argv, c, o, ""))
+        seen.append(network.host_has_filter_table())
+    assert seen == [False, False, True]
+    monkeypatch.setattr(network, "_run", lambda argv: subprocess.CompletedProcess(argv, 1, "", "no permission"))
+    with pytest.raises(network.NetworkError, match="no permission"):
+        network.host_has_filter_table()
