@@ -102,6 +102,7 @@ class _Result:
     outcome: Outcome | None = None
     message: str = ""
     duration: float = 0.0
+    figures: tuple[tuple[str, str], ...] = ()
 
 
 def _one_line(text: str) -> str:
@@ -232,6 +233,8 @@ class Collector:
         if res is None:
             tm = TestMeta.from_dict(meta) if meta else TestMeta(report.nodeid.rsplit("::", 1)[-1])
             res = self._results[report.nodeid] = _Result(tm, report.nodeid)
+        if report.user_properties:  # record_property: the list grows phase by phase, the last report has them all
+            res.figures = tuple((str(name), str(value)) for name, value in report.user_properties)
         if getattr(report, "lwsconf_run_error", "") and report.failed and report.when == "setup":
             res.outcome, res.message = Outcome.INTERRUPTED, f"not run: {_one_line(report.lwsconf_run_error)}"
         _fold(res, report)
@@ -248,7 +251,8 @@ class Collector:
             out.append(schema.TestReport(
                 short_name=m.short_name, node_id=res.node_id, description=m.description, features=m.features,
                 profiles=m.profiles, core=build.is_core(m.features), result=res.outcome, duration=res.duration,
-                message=res.message, artifacts=artifacts, problems=tuple(problems), case_id=case_id(res.node_id)))
+                message=res.message, artifacts=artifacts, problems=tuple(problems), case_id=case_id(res.node_id),
+                figures=res.figures))
         return tuple(out)
 
     def unfinished(self, reason: str) -> tuple[schema.TestReport, ...]:
@@ -337,6 +341,11 @@ class Collector:
         for t in self.report.tests:
             for problem in t.problems:
                 tr.write_line(f"report problem: {t.short_name}: {problem}")
+        measured = [(t, name, value) for t in self.report.tests for name, value in t.figures]
+        if measured:
+            tr.write_line("Figures (what the tests measured):")
+            for t, name, value in measured:
+                tr.write_line(f"  {t.name}: {name} = {value}")
         if self.run_dir is not None:
             tr.write_line(f"reports: {self.run_dir / html.FILENAME} (also {summary_md.FILENAME}, "
                           f"{yaml_writer.FILENAME}, junit.xml)")

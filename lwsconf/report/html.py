@@ -148,8 +148,14 @@ def _test_rows(report: schema.Report, anchors: Mapping[int, str]) -> list[str]:
                    f"</td><td>{_badge(t.result.value)}</td>"
                    f"<td class=\"nowrap\">{escape(', '.join(t.profiles) or '-')}</td>"
                    f'<td class="feat">{escape(", ".join(t.features) or "-")}</td>'
-                   f'<td class="num">{t.duration:.1f}s</td><td class="msg">{escape(t.message)}{_problems(t)}</td></tr>')
+                   f'<td class="num">{t.duration:.1f}s</td>'
+                   f'<td class="msg">{escape(t.message)}{_figures(t)}{_problems(t)}</td></tr>')
     return out
+
+
+def _figures(test: schema.TestReport) -> str:
+    """What a test measured (record_property), in its entry: one line per figure."""
+    return "".join(f'<div class="figure">{escape(name)}: <b>{escape(value)}</b></div>' for name, value in test.figures)
 
 
 def _problems(test: schema.TestReport) -> str:

@@ -180,6 +180,9 @@ class TestReport:
     case_id: str = ""
     """The pytest parameter id of a parametrised case (e.g. V15-subgroup-larger-than-size), "" otherwise;
     omitted from the document when empty. `name` is how every writer shows the test."""
+    figures: tuple[tuple[str, str], ...] = ()
+    """What the test measured, as it recorded it with pytest's `record_property` (name, value as text), in order:
+    time to ready, tokens and requests per second of the VLLM-CPU profile. Omitted from the document when empty."""
 
     @property
     def name(self) -> str:
@@ -196,6 +199,8 @@ class TestReport:
                "artifacts": list(self.artifacts)}
         if self.problems:
             out["problems"] = list(self.problems)
+        if self.figures:
+            out["figures"] = dict(self.figures)
         return out
 
     @classmethod
@@ -206,7 +211,16 @@ class TestReport:
                    _enum(data, "result", Outcome, where), _get(data, "duration", float, where),
                    _get(data, "message", str, where), _strings(data, "artifacts", where),
                    _strings(data, "problems", where) if "problems" in data else (),
-                   case_id=_get(data, "caseId", str, where) if "caseId" in data else "")
+                   case_id=_get(data, "caseId", str, where) if "caseId" in data else "",
+                   figures=_figures(data, where) if "figures" in data else ())
+
+
+def _figures(data: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    figures = _get(data, "figures", dict, where)
+    wrong = {k: v for k, v in figures.items() if not isinstance(v, str)}
+    if wrong:
+        raise ValueError(f"{where}.figures: every value is text, got {wrong!r}")
+    return tuple((str(k), v) for k, v in figures.items())
 
 
 @dataclass(frozen=True)

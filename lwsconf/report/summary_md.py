@@ -116,6 +116,10 @@ def render(report: schema.Report) -> str:
     if unrun:
         out += ["", "**Core tests not run**", ""]
         out += [f"- `{t.name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
+    measured = [(t, name, value) for t in report.tests for name, value in t.figures]
+    if measured:
+        out += ["", "**Figures** (what the tests measured)", "", "| Test | Figure | Value |", "| --- | --- | ---: |"]
+        out += [f"| `{t.name}` | {_md_cell(name)} | {_md_cell(value)} |" for t, name, value in measured]
     problems = [(t, p) for t in report.tests for p in t.problems]
     if problems:
         out += ["", "**Report problems** (what this report could not show)", ""]
@@ -139,6 +143,9 @@ def render_text(report: schema.Report) -> str:
     unrun = _unrun_core(report)
     if unrun:
         out += ["", "Core tests not run:"] + [f"  {t.name} {t.result.value}: {_reason(t.message)}" for t in unrun]
+    measured = [(t, name, value) for t in report.tests for name, value in t.figures]
+    if measured:
+        out += ["", "Figures (what the tests measured):"] + [f"  {t.name}: {n} = {v}" for t, n, v in measured]
     problems = [(t, p) for t in report.tests for p in t.problems]
     if problems:
         out += ["", "Report problems (what this report could not show):"]

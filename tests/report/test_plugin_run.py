@@ -225,3 +225,35 @@ def test_a_feature_withdrawn_at_install_is_not_supported_and_not_listed_as_suppo
     extended = next(p for p in data["profiles"] if p["name"] == "LWS-EXTENDED")
     assert "LWSRollingUpdateMaxSurge" not in extended["supportedFeatures"], extended
     assert "LWSRollingUpdateMaxSurge" in extended["unsupportedFeatures"], extended
+
+
+FIGURES_TEST = """
+@conformance(short_name="Measures", description="Records what it measured.", features={Feature.SCALING})
+def test_measures(record_property):
+    record_property("ready_seconds", 143.6)
+    record_property("requests_per_second", 1.86)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_what_a_test_records_with_record_property_is_in_every_report(suite: pytest.Pytester,
+                                                                     workers: list[str]) -> None:
+    """The VLLM-CPU profile's figures (time to ready, tokens and requests per second) reach the reports: yaml,
+    summary.md, report.html and the terminal, also from an xdist worker; a test that records nothing has none."""
+    with (suite.path / "conformance" / "test_tiny.py").open("a") as f:
+        f.write(FIGURES_TEST)
+    result = run(suite, "--skip-tests=RollingOrder", *workers)
+    result.stdout.fnmatch_lines(["Figures (what the tests measured):", "  Measures: ready_seconds = 143.6",
+                                 "  Measures: requests_per_second = 1.86"])
+    run_dir = latest(suite)
+    data = yaml.safe_load((run_dir / "conformance-report.yaml").read_text())
+    jsonschema.validate(data, SCHEMA)
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["Measures"]["figures"] == {"ready_seconds": "143.6", "requests_per_second": "1.86"}
+    assert "figures" not in tests["ScaleUp"]
+    read = {t.short_name: t for t in schema.Report.from_dict(data).tests}
+    assert read["Measures"].figures == (("ready_seconds", "143.6"), ("requests_per_second", "1.86"))
+    summary = (run_dir / "summary.md").read_text()
+    assert "| `Measures` | requests_per_second | 1.86 |" in summary, summary
+    row = next(r for r in (run_dir / "report.html").read_text().split("<tr ") if 'data-name="Measures ' in r)
+    assert '<div class="figure">ready_seconds: <b>143.6</b></div>' in row, row

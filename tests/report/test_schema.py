@@ -101,7 +101,8 @@ def test_json_schema_and_dataclasses_name_the_same_fields(
     data = full_report(report).to_dict()  # optional fields are written only when set
     assert not errors(validator, data)
     assert set(doc["properties"]) == set(data)
-    every_field = replace(report.tests[0], problems=("timeline not shown: ...",)).to_dict()
+    every_field = replace(report.tests[0], problems=("timeline not shown: ...",),
+                          figures=(("ready_seconds", "1"),)).to_dict()
     assert set(doc["$defs"]["test"]["properties"]) == set(every_field) | {"caseId"}
     assert set(doc["$defs"]["test"]["properties"]) >= set(data["tests"][0])
     assert set(doc["$defs"]["profile"]["properties"]) == set(data["profiles"][0])
