@@ -37,11 +37,14 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from lwsconf.fidelity import scrub
+
+if TYPE_CHECKING:
+    from lwsconf.controlplane.local import LocalControlPlane
 
 MAX_BODY = 4 * 1024 * 1024
 """Bytes of one body a recording keeps; a longer one is recorded as truncated (the converter drops it)."""
@@ -395,3 +398,21 @@ def kubeconfig_through(kubeconfig: Path, proxy_url: str, out: Path) -> Path:
     out.touch(mode=0o600)
     out.write_text(yaml.safe_dump(config))
     return out
+
+
+def start_for(controlplane: LocalControlPlane, out: Path) -> tuple[RecordingProxy, Path]:
+    """A recording proxy in front of a started local control plane, and the admin kubeconfig through it (in the
+    control plane's private folder, so it goes when the control plane does). Its serving certificate comes from
+    the cluster CA, so the kubeconfig differs from the control plane's only in its server URL."""
+    ca, admin = controlplane.ca, controlplane.admin
+    if ca is None or admin is None:
+        raise ValueError("recording proxy: start the control plane first")
+    serving = ca.issue("recorder", "lwsconf-recorder", server_ips=("127.0.0.1",))
+    proxy = RecordingProxy(upstream=controlplane.url, ca_pem=controlplane.ca_pem, client_cert=(admin.cert, admin.key),
+                           serving_cert=(serving.cert, serving.key), out=out).start()
+    try:
+        config = kubeconfig_through(controlplane.kubeconfig, proxy.url, controlplane.folder / "recorder.kubeconfig")
+    except BaseException:
+        proxy.stop()
+        raise
+    return proxy, config

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lwsconf.fidelity import normalise
@@ -108,12 +108,48 @@ def run_scenario(endpoint: Endpoint, scenario: Scenario) -> list[StepRecord]:
     if ready.code != 201:
         failed = Answer(0, f"scenario setup failed: namespace {scenario.namespace}: {ready.code} {ready.body}")
         return [StepRecord(step, build_request(step, variables), failed, variables) for step in scenario.steps]
+    return run_steps(endpoint, scenario.steps, variables)
+
+
+def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, str]) -> list[StepRecord]:
+    """`steps` in order, each one's saved values available to the next."""
     records = []
-    for step in scenario.steps:
+    for step in steps:
         request, answer = _send(endpoint, step, variables)
         _save(step, answer, variables)
         records.append(StepRecord(step, request, answer, variables))
     return records
+
+
+CRD_SERVED = 60.0
+"""Seconds for a CustomResourceDefinition a prelude created to be served (its group-version discoverable)."""
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def run_prelude(endpoint: Endpoint, steps: Sequence[Step]) -> list[StepRecord]:
+    """A held-out corpus's cluster-scoped setup (CRDs, admission policies), outside any namespace; then each
+    CRD it created is waited for until its group-version is served, so that no scenario's first request
+    races the server's own start of a new API (not an interaction: both servers get the same wait)."""
+    records = run_steps(endpoint, steps, {})
+    for record in records:
+        body = record.step.body
+        if record.step.method != "POST" or record.step.path.rstrip("/") != _CRDS or record.answer.code != 201 \
+                or not isinstance(body, dict):
+            continue
+        group = (body.get("spec") or {}).get("group")
+        for version in (body.get("spec") or {}).get("versions") or []:
+            if version.get("served"):
+                path = f"/apis/{group}/{version.get('name')}"
+                wait_until(lambda p=path: _served(endpoint, p), what=f"{endpoint.name}: {path} served",  # type: ignore[misc]
+                           timeout=CRD_SERVED, poll=UNTIL_POLL)
+    return records
+
+
+def _served(endpoint: Endpoint, path: str) -> bool:
+    answer = endpoint.send(build_request(Step("served", "GET", path), {}))
+    if answer.code != 200:
+        raise NotYet(f"{path} answered {answer.code}")
+    return True
 
 
 def run_corpus(endpoint: Endpoint, scenarios: Iterable[Scenario]) -> dict[str, list[StepRecord]]:
