@@ -253,18 +253,31 @@ def _scenario_name(source: str, k: int, ns: str) -> str:
     return f"{source}-{k:03d}-{slug}" if slug else f"{source}-{k:03d}"
 
 
+POLL_REASON = "repeated read with no write in between (a client polling): kept the last"
+
+
 def _collapse_polls(records: list[dict[str, Any]], skipped: Counter[str]) -> list[dict[str, Any]]:
-    """Runs of the same read by the same client: the last of each run, with the codes the run saw."""
-    out: list[dict[str, Any]] = []
+    """Between two writes to the namespace, each distinct read (same client, path and query but its
+    resourceVersion) only once: its last time, in the order of those last times, with the codes all its times got.
+    With nothing written in between, a replay would ask the same question of the same state; the recorded
+    repeats were a client polling for a change that came from a controller or a kubelet, if at all."""
+    out: list[dict[str, Any] | None] = []
+    window: dict[tuple[Any, ...], int] = {}
     for record in records:
         key = _poll_key(record)
-        if out and key is not None and key == _poll_key(out[-1]):
-            skipped["repeated read (a client polling): kept the last of the run"] += 1
-            codes = [*out[-1].get("_codes", [out[-1]["code"]]), record["code"]]
-            out[-1] = {**record, "_codes": codes}
+        if key is None:
+            window.clear()
+            out.append(record)
             continue
+        if key in window:
+            skipped[POLL_REASON] += 1
+            earlier = out[window[key]]
+            assert earlier is not None
+            out[window[key]] = None
+            record = {**record, "_codes": [*earlier.get("_codes", [earlier["code"]]), record["code"]]}
+        window[key] = len(out)
         out.append(record)
-    return out
+    return [r for r in out if r is not None]
 
 
 def _prelude_step(record: dict[str, Any], index: int) -> dict[str, Any]:

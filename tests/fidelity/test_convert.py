@@ -51,7 +51,9 @@ def recording() -> list[dict[str, Any]]:
         rec(4, "POST", f"{BASE}/configmaps?fieldManager=kubectl-create",
             body={"metadata": {"name": "cm", "annotations": {"addr": f"leader.{NS}.svc"}}, "data": {"a": "1"}},
             code=201, answer=cm("cm", UID, "100")),
-        *[rec(5 + i, "GET", f"{BASE}/configmaps/cm", answer=cm("cm", UID, "100")) for i in range(3)],
+        # a client polling two reads in turn: each kept once, its last time
+        *[rec(5 + i / 4, "GET", f"{BASE}/configmaps/cm" if i % 2 else f"{BASE}/configmaps",
+              answer=cm("cm", UID, "100")) for i in range(4)],
         rec(8, "PUT", f"{BASE}/configmaps/cm", body=cm("cm", UID, "100"), answer=cm("cm", UID, "101")),
         rec(9, "POST", f"{BASE}/secrets", body={"metadata": {"name": "s"}, "stringData": {"password": "hunter2"}},
             code=201, answer={"kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "aHVudGVyMg=="}}),
@@ -85,11 +87,11 @@ def test_a_recording_becomes_one_scenario_per_namespace_in_arrival_order() -> No
     assert scenario["recordedNamespace"] == NS and scenario["name"] == "kubectl-001-gw0-1-test-labels-3f2a"
     steps = scenario["steps"]
     assert [(s["method"], s["seq"]) for s in steps] == [
-        ("POST", 4), ("GET", 7), ("PUT", 8), ("POST", 9), ("POST", 10), ("GET", 11), ("POST", 12), ("GET", 13),
-        ("PATCH", 16), ("PUT", 17), ("DELETE", 18)]
+        ("POST", 4), ("GET", 5.5), ("GET", 5.75), ("PUT", 8), ("POST", 9), ("POST", 10), ("GET", 11), ("POST", 12),
+        ("GET", 13), ("PATCH", 16), ("PUT", 17), ("DELETE", 18)]
     assert out.skipped == {
         "the namespace's create (the replay's setup makes it)": 1, "discovery or OpenAPI document": 1,
-        "repeated read (a client polling): kept the last of the run": 2, "cluster-scoped or all-namespace read": 1,
+        convert.POLL_REASON: 2, "cluster-scoped or all-namespace read": 1,
         "system namespace (controllers' and the reconciler's bookkeeping)": 1,
         "cluster-scoped delete (a run's teardown: the prelude runs before every scenario)": 1}
     assert all(NS not in json.dumps(s) for s in steps)
@@ -97,13 +99,13 @@ def test_a_recording_becomes_one_scenario_per_namespace_in_arrival_order() -> No
     assert steps[0]["body"]["metadata"]["annotations"]["addr"] == "leader.${ns}.svc"
     assert steps[0]["query"] == {"fieldManager": "kubectl-create"} and steps[0]["headers"] == {
         "User-Agent": "kubectl/v1.37.2"}
-    assert steps[8]["body"] == {"data": {"b": "2"}}  # decoded JSON, sent re-encoded
-    assert steps[8]["contentType"] == "application/strategic-merge-patch+json"
+    assert steps[9]["body"] == {"data": {"b": "2"}}  # decoded JSON, sent re-encoded
+    assert steps[9]["contentType"] == "application/strategic-merge-patch+json"
 
 
 def test_server_generated_values_become_saved_variables() -> None:
     steps = convert.convert(recording(), source="kubectl").scenarios[0]["steps"]
-    create, put, gen, get_gen, owned, watch = steps[0], steps[2], steps[4], steps[5], steps[6], steps[7]
+    create, put, gen, get_gen, owned, watch = steps[0], steps[3], steps[5], steps[6], steps[7], steps[8]
     uid_var = owned["body"]["metadata"]["ownerReferences"][0]["uid"]
     rv_var = put["body"]["metadata"]["resourceVersion"]
     assert uid_var.startswith("${") and rv_var.startswith("${")
@@ -117,7 +119,7 @@ def test_server_generated_values_become_saved_variables() -> None:
 
 def test_a_resource_version_from_elsewhere_is_the_objects_latest_saved_one() -> None:
     out = convert.convert(recording(), source="kubectl")
-    patch, put = out.scenarios[0]["steps"][8:10]
+    patch, put = out.scenarios[0]["steps"][9:11]
     var = put["body"]["metadata"]["resourceVersion"]
     assert patch["save"] == {var[2:-1]: "metadata.resourceVersion"}
     assert out.rewritten == {
@@ -165,12 +167,12 @@ def test_a_replay_sends_each_server_its_own_values_back() -> None:
     document = convert.convert(recording(), source="kubectl").document({"note": "test"})
     _, scenarios = heldout.scenarios_from(document)
     server = FakeServer()
-    records = run.run_steps(server, scenarios[0].steps, {"ns": "fid-x"})  # type: ignore[arg-type]
+    records = run.run_steps(server, scenarios[0].steps, {"ns": "fid-x"})
     by_seq = dict(zip([s["seq"] for s in document["scenarios"][0]["steps"]], server.sent, strict=True))
     created = records[0].answer.body["metadata"]
     put = json.loads(by_seq[8]["body"])["metadata"]
     assert (put["uid"], put["resourceVersion"]) == (created["uid"], created["resourceVersion"])
     assert by_seq[11]["path"] == "/api/v1/namespaces/fid-x/configmaps/gen-zzzzz"
     assert json.loads(by_seq[12]["body"])["metadata"]["ownerReferences"][0]["uid"] == created["uid"]
-    assert by_seq[13]["query"]["resourceVersion"] == records[2].answer.body["metadata"]["resourceVersion"] == "5002"
+    assert by_seq[13]["query"]["resourceVersion"] == records[3].answer.body["metadata"]["resourceVersion"] == "5002"
     assert isinstance(scenarios[0], Scenario) and scenarios[0].topic == "held-out-kubectl"
