@@ -4,8 +4,9 @@ The recording (`recorder.py`) is what real clients sent to a real kube-apiserver
 cannot send it as is: its namespaces, uids, resourceVersions and generated names were that server's. So:
 
 * one scenario per test namespace (every request whose path names it, and its create and delete), the
-  namespace written `${ns}` wherever it appears (the replay's namespace is the scenario's own); cluster-scoped
-  writes (CRDs, admission policies) become the corpus's `prelude`, run before the scenarios on each server;
+  namespace written `${ns}` wherever it appears (the replay's namespace is the scenario's own); the cluster-scoped
+  writes before the first namespace (CRDs, admission policies: the implementation's install) become the corpus's
+  `prelude`, run before the scenarios on each server;
 * a value the server generated (uid, resourceVersion, a name made from generateName, a list's resourceVersion
   or continue token) that a later request sends back is `save`d from the answer that first carried it and
   written `${var}` in that request, so each server gets its own value back; a resourceVersion the client
@@ -225,9 +226,9 @@ def convert(records: Sequence[dict[str, Any]], *, source: str) -> Converted:
         if reason is None and ns is None:
             if record["method"] in ("GET", "HEAD"):
                 reason = "cluster-scoped or all-namespace read"
-            elif record["method"] == "DELETE":
-                reason = "cluster-scoped delete (a run's teardown: the prelude runs before every scenario)"
-            elif record["code"] < 400 or record["path"].startswith("/apis/apiextensions.k8s.io/"):
+            elif by_namespace:
+                reason = "cluster-scoped write once the scenarios began (a node's labels, a teardown)"
+            elif record["code"] < 400:
                 out.prelude.append(_prelude_step(record, len(out.prelude)))
                 continue
             else:

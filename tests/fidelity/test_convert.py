@@ -93,7 +93,7 @@ def test_a_recording_becomes_one_scenario_per_namespace_in_arrival_order() -> No
         "the namespace's create (the replay's setup makes it)": 1, "discovery or OpenAPI document": 1,
         convert.POLL_REASON: 2, "cluster-scoped or all-namespace read": 1,
         "system namespace (controllers' and the reconciler's bookkeeping)": 1,
-        "cluster-scoped delete (a run's teardown: the prelude runs before every scenario)": 1}
+        "cluster-scoped write once the scenarios began (a node's labels, a teardown)": 1}
     assert all(NS not in json.dumps(s) for s in steps)
     assert steps[0]["path"] == "/api/v1/namespaces/${ns}/configmaps"
     assert steps[0]["body"]["metadata"]["annotations"]["addr"] == "leader.${ns}.svc"
