@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import gzip
 import http.client
 import http.server
 import itertools
@@ -122,14 +123,20 @@ def interaction(*, seq: int, started: str, seconds: float, method: str, target: 
         "contentType": kept_request.get("Content-Type"), "accept": kept_request.get("Accept"),
         "body": scrub.body(body, path), "bodyEncoding": encoding, "code": code,
         "responseContentType": kept_response.get("Content-Type"), "auditId": kept_response.get("Audit-Id"),
-        "warnings": warnings, "upgraded": upgraded, "truncated": truncated}
+        "warnings": warnings, "upgraded": upgraded}
     content_type = kept_response.get("Content-Type") or ""
+    if any(k.lower() == "content-encoding" and "gzip" in v for k, v in response_headers):
+        try:  # kube-apiserver compresses a large answer for a client that accepts gzip (every Go client does)
+            response_body = gzip.decompress(response_body)
+        except (OSError, EOFError):
+            truncated = True  # a cut gzip stream (over MAX_BODY) cannot be read: dropped as truncated
     if streamed and code == 200 and "json" in content_type and _is_watch(method, path, record["query"]):
         record["events"] = scrub.events(watch_events(response_body), path)
         record["response"], record["responseEncoding"] = None, "none"
     else:
         answer, answer_encoding = decode(response_body, content_type)
         record["response"], record["responseEncoding"] = scrub.body(answer, path), answer_encoding
+    record["truncated"] = truncated
     return record
 
 
@@ -321,6 +328,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # a burst of new connections (a test's clients, the reconciler's informers)
 
     def __init__(self, recording: Recording, upstream: tuple[str, int], upstream_context: ssl.SSLContext,
                  serving_context: ssl.SSLContext) -> None:

@@ -7,6 +7,7 @@ Secret's data to the recording.
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import socket
@@ -73,6 +74,16 @@ class FakeApiServer(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"hello from exec")
             self.wfile.flush()
+            return
+        if self.path.startswith("/api/v1/namespaces/a/configmaps?limit"):
+            listed = {"kind": "ConfigMapList", "items": [{"data": {"big": "x" * 1000}}]}
+            data = gzip.compress(json.dumps(listed).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
@@ -150,7 +161,11 @@ def test_answers_pass_through_and_are_recorded_in_order(proxy: recorder.Recordin
     assert [e["object"]["metadata"]["name"] for e in lines] == ["a", "b"]
     missing = session.get(proxy.url + "/api/v1/namespaces/a/configmaps/nope")
     assert missing.status_code == 404
+    big = session.get(proxy.url + "/api/v1/namespaces/a/configmaps", params={"limit": "500"},
+                      headers={"Accept-Encoding": "gzip"})
+    assert big.json()["items"][0]["data"]["big"] == "x" * 1000  # the client decompresses what it gets, as before
     rec = _records(proxy.recording.path)
+    assert rec.pop()["response"]["items"][0]["data"]["big"] == "x" * 1000  # recorded decompressed
     assert [(r["method"], r["path"], r["code"]) for r in rec] == [
         ("POST", "/api/v1/namespaces/a/configmaps", 201), ("GET", "/api/v1/namespaces/a/configmaps", 200),
         ("GET", "/api/v1/namespaces/a/configmaps/nope", 404)]
