@@ -232,8 +232,10 @@ def _core(core: Any, coordination: Any, watch: Any, ns: str) -> None:
     _quietly(lambda: core.create_namespaced_service_account_token("robot", ns, {"spec": {"expirationSeconds": 600}}))
     lease = {"metadata": {"name": "lock"}, "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15,
                                                      "renewTime": "2026-01-01T00:00:00.000000Z"}}
-    coordination.create_namespaced_lease(ns, lease)
-    coordination.patch_namespaced_lease("lock", ns, {"spec": {"holderIdentity": "you"}}, _content_type=STRATEGIC)
+    # the generated client re-serialises renewTime as "...T00:00:00+00:00": kube-apiserver refuses it (400), as recorded
+    _quietly(lambda: coordination.create_namespaced_lease(ns, lease))
+    _quietly(lambda: coordination.patch_namespaced_lease("lock", ns, {"spec": {"holderIdentity": "you"}},
+                                                         _content_type=STRATEGIC))
     core.delete_namespaced_config_map("cm-0", ns, propagation_policy="Background")
     core.delete_namespace(ns)
 

@@ -14,6 +14,9 @@ cannot send it as is: its namespaces, uids, resourceVersions and generated names
 * the state a request needs is the writes before it in the same namespace, kept in order (nothing is
   reordered, only dropped, each drop counted with its reason in `skipped`);
 * a run of identical reads (a client polling) is one step: the last, what the client saw before it moved on;
+* a body goes as it came: JSON as JSON, text as its bytes, a body without Content-Type without one, a Kubernetes
+  protobuf body (kubectl's for built-in kinds) as protobuf again, from its JSON form (`recorder.decode`); answers
+  are asked for as JSON (a protobuf Accept is rewritten, counted), which is what the comparison reads;
 * a watch is given `timeoutSeconds` of at most WATCH_SECONDS (a replay cannot wait on a client's minutes);
 * a scenario that reads objects kube-controller-manager makes (pods of a StatefulSet, ControllerRevisions,
   EndpointSlices, ReplicaSets) is `controllers: true`; there each read of such an object waits (`until`) for
@@ -33,6 +36,7 @@ replay's setup makes it).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -291,8 +295,8 @@ def _base_step(record: dict[str, Any], name: str) -> dict[str, Any]:
                             "query": dict(record["query"]), "client": record["client"],
                             "recordedCode": record["code"], "seq": record["seq"]}
     if record.get("body") is not None:
-        step["body"] = copy.deepcopy(record["body"])
-        step["contentType"] = record.get("contentType") or JSON
+        step["body"] = _as_json_if_same_bytes(copy.deepcopy(record["body"]))
+        step["contentType"] = record.get("contentType") or ""  # "": the client sent none
     headers = {"User-Agent": record["client"]} if record["client"] else {}
     accept = record.get("accept")
     if accept and "protobuf" not in accept and accept != JSON:
@@ -300,6 +304,19 @@ def _base_step(record: dict[str, Any], name: str) -> dict[str, Any]:
     if headers:
         step["headers"] = headers
     return step
+
+
+def _as_json_if_same_bytes(body: Any) -> Any:
+    """A text body that is JSON exactly as the replay would encode it (json.dumps' defaults: the official Python
+    client's bytes, sent without a Content-Type) as that JSON, so that its uids and resourceVersions can be
+    carried over; any other text stays as it was sent."""
+    if not isinstance(body, str) or not body.startswith(("{", "[")):
+        return body
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body
+    return parsed if json.dumps(parsed) == body else body
 
 
 def _add(scenario: _Scenario, record: dict[str, Any], out: Converted) -> None:

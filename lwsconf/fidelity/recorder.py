@@ -59,10 +59,23 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
 def decode(data: bytes, content_type: str | None) -> tuple[Any, str]:
-    """A body as recorded: decoded JSON, text, or base64 (protobuf, other binary), and which of the three."""
+    """A body as recorded: decoded JSON; a Kubernetes protobuf object as its JSON form ("protobuf": kubectl sends and
+    reads built-in kinds so; decoded with the schema the sim's API server serves, `lwsconf.sim.apiserver.protobuf`,
+    so that it can be scrubbed, read and replayed with each server's own values, re-encoded then); text; or base64
+    (any other binary), and which of these."""
     if not data:
         return None, "none"
+    if content_type and content_type.startswith(PROTOBUF):
+        from lwsconf.sim.apiserver.protobuf import envelope
+
+        try:
+            return envelope.decode_object(data), "protobuf"
+        except (ValueError, LookupError):
+            return base64.b64encode(data).decode(), "base64"
     if content_type and "json" in content_type:
         try:
             return json.loads(data), "json"
@@ -117,6 +130,7 @@ def interaction(*, seq: int, started: str, seconds: float, method: str, target: 
     kept_response = scrub.kept_headers(response_headers, scrub.KEPT_RESPONSE_HEADERS)
     warnings = [v for k, v in response_headers if k.lower() == "warning"]
     body, encoding = decode(request_body, kept_request.get("Content-Type"))
+    body = scrub.opaque(body, encoding, path)
     record: dict[str, Any] = {
         "seq": seq, "started": started, "seconds": round(seconds, 6), "client": kept_request.get("User-Agent", ""),
         "method": method, "path": path, "query": urllib.parse.parse_qsl(url.query, keep_blank_values=True),
@@ -135,6 +149,7 @@ def interaction(*, seq: int, started: str, seconds: float, method: str, target: 
         record["response"], record["responseEncoding"] = None, "none"
     else:
         answer, answer_encoding = decode(response_body, content_type)
+        answer = scrub.opaque(answer, answer_encoding, path)
         record["response"], record["responseEncoding"] = scrub.body(answer, path), answer_encoding
     record["truncated"] = truncated
     return record
@@ -245,7 +260,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     break
             if streamed:
                 self.wfile.write(b"0\r\n\r\n")
-        except OSError:  # the client went away (a watch it stopped reading): the upstream stream is dropped too
+        except (OSError, http.client.HTTPException):
+            # the client went away (a watch it stopped reading), or kube-apiserver ended a stream without its last
+            # chunk (it stopped): the stream is dropped on both sides, and recorded as far as it went
             self.close_connection = True
             if self._upstream is not None:
                 self._upstream.close()

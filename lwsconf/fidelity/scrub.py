@@ -71,6 +71,20 @@ def is_secret_path(path: str) -> bool:
     return "secrets" in parts
 
 
+def is_sensitive_path(path: str) -> bool:
+    """Where a body may hold a credential: Secrets, a ServiceAccount's token, token and certificate reviews."""
+    parts = path.strip("/").split("/")
+    return is_secret_path(path) or parts[-1:] == ["token"] or "tokenreviews" in parts
+
+
+def opaque(value: Any, encoding: str, path: str) -> Any:
+    """A body that could not be decoded (binary, base64 in the recording) or read as an object (text) where a
+    credential may be: replaced whole, since nothing in it can be scrubbed selectively."""
+    if encoding in ("base64", "text") and value and is_sensitive_path(path):
+        return f"{PLACEHOLDER} ({len(value)} characters, {encoding})"
+    return value
+
+
 def body(value: Any, path: str) -> Any:
     """A request or answer body (decoded JSON, or text) with every secret replaced."""
     secret_path = is_secret_path(path)

@@ -176,3 +176,40 @@ def test_a_replay_sends_each_server_its_own_values_back() -> None:
     assert json.loads(by_seq[12]["body"])["metadata"]["ownerReferences"][0]["uid"] == created["uid"]
     assert by_seq[13]["query"]["resourceVersion"] == records[3].answer.body["metadata"]["resourceVersion"] == "5002"
     assert isinstance(scenarios[0], Scenario) and scenarios[0].topic == "held-out-kubectl"
+
+
+def test_protobuf_bodies_are_read_scrubbed_and_sent_as_protobuf_again() -> None:
+    from lwsconf.sim.apiserver.protobuf import envelope
+
+    pb = "application/vnd.kubernetes.protobuf"
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": NS},
+                 "data": {"a": "1"}}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": NS},
+              "data": {"password": "aHVudGVyMg=="}}
+    records = []
+    for seq, (obj, plural) in enumerate(((configmap, "configmaps"), (secret, "secrets")), 1):
+        raw = envelope.encode_object(obj)
+        records.append(recorder.interaction(
+            seq=seq, started="t", seconds=0.0, method="POST", target=f"{BASE}/{plural}",
+            request_headers=[("Content-Type", pb), ("User-Agent", "kubectl")], request_body=raw, code=201,
+            response_headers=[("Content-Type", pb)], response_body=raw, streamed=False))
+    assert records[0]["body"] == configmap and records[0]["bodyEncoding"] == "protobuf"
+    assert "aHVudGVyMg==" not in json.dumps(records)
+    step = convert.convert(records, source="kubectl").scenarios[0]["steps"][0]
+    assert step["contentType"] == pb
+    sent = run.build_request(heldout.step_from(step), {"ns": NS})
+    assert sent["body"] == envelope.encode_object(configmap) and sent["headers"]["Content-Type"] == pb
+
+
+def test_a_body_sent_without_content_type_is_replayed_without_one() -> None:
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "uid": UID}})
+    records = [rec(1, "POST", f"{BASE}/configmaps", body={"metadata": {"name": "x"}}, code=201,
+                   answer=cm("x", UID, "5")),
+               recorder.interaction(seq=2, started="t", seconds=0.0, method="PUT", target=f"{BASE}/configmaps/cm",
+                                    request_headers=[("User-Agent", "OpenAPI-Generator/37.0.3/python")],
+                                    request_body=body.encode(), code=200, response_headers=[], response_body=b"",
+                                    streamed=False)]
+    step = convert.convert(records, source="python").scenarios[0]["steps"][1]
+    assert step["contentType"] == "" and step["body"]["metadata"]["uid"].startswith("${")
+    sent = run.build_request(heldout.step_from(step), {"ns": NS, step["body"]["metadata"]["uid"][2:-1]: UID})
+    assert "Content-Type" not in sent["headers"] and sent["body"] == body.encode()
