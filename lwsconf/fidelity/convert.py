@@ -84,7 +84,7 @@ def namespace_of(record: dict[str, Any]) -> str | None:
     if match:
         return match.group(1)
     if record["path"].rstrip("/") == "/api/v1/namespaces" and record["method"] == "POST":
-        body = record.get("body")
+        body = _as_json_if_same_bytes(record.get("body"))  # the Python client sends JSON without a Content-Type
         if isinstance(body, dict):
             return str((body.get("metadata") or {}).get("name") or "") or None
     return None
@@ -370,6 +370,8 @@ def _substitute(scenario: _Scenario, step: dict[str, Any], out: Converted) -> No
     for key in ("resourceVersion", "continue"):
         if query.get(key):
             query[key] = variables.use(query[key], steps) or query[key]
+    for key, value in query.items():  # a field selector on involvedObject.uid (kubectl describe's events)
+        query[key] = _UID.sub(lambda m: variables.use(m.group(0), steps) or m.group(0), value)
     body = step.get("body")
     if isinstance(body, (dict, list)):
         step["body"] = body = _walk_strings(body, lambda s: _UID.sub(

@@ -65,6 +65,7 @@ def recording() -> list[dict[str, Any]]:
         rec(13, "GET", f"{BASE}/configmaps?watch=true&resourceVersion=101&timeoutSeconds=300",
             events=[{"type": "ADDED", "object": cm("gen-x7k2p", "u", "102")}]),
         rec(14, "GET", "/api/v1/nodes", answer={"kind": "NodeList", "items": []}),
+        rec(14.5, "GET", f"{BASE}/events?fieldSelector=involvedObject.uid%3D{UID}", answer={"kind": "EventList"}),
         rec(15, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", body={"metadata": {}},
             answer={"kind": "Lease"}),
         rec(16, "PATCH", f"{BASE}/configmaps/cm", body='{"data":{"b":"2"}}',
@@ -88,7 +89,7 @@ def test_a_recording_becomes_one_scenario_per_namespace_in_arrival_order() -> No
     steps = scenario["steps"]
     assert [(s["method"], s["seq"]) for s in steps] == [
         ("POST", 4), ("GET", 5.5), ("GET", 5.75), ("PUT", 8), ("POST", 9), ("POST", 10), ("GET", 11), ("POST", 12),
-        ("GET", 13), ("PATCH", 16), ("PUT", 17), ("DELETE", 18)]
+        ("GET", 13), ("GET", 14.5), ("PATCH", 16), ("PUT", 17), ("DELETE", 18)]
     assert out.skipped == {
         "the namespace's create (the replay's setup makes it)": 1, "discovery or OpenAPI document": 1,
         convert.POLL_REASON: 2, "cluster-scoped or all-namespace read": 1,
@@ -99,13 +100,13 @@ def test_a_recording_becomes_one_scenario_per_namespace_in_arrival_order() -> No
     assert steps[0]["body"]["metadata"]["annotations"]["addr"] == "leader.${ns}.svc"
     assert steps[0]["query"] == {"fieldManager": "kubectl-create"} and steps[0]["headers"] == {
         "User-Agent": "kubectl/v1.37.2"}
-    assert steps[9]["body"] == {"data": {"b": "2"}}  # decoded JSON, sent re-encoded
-    assert steps[9]["contentType"] == "application/strategic-merge-patch+json"
+    assert steps[10]["body"] == {"data": {"b": "2"}}  # decoded JSON, sent re-encoded
+    assert steps[10]["contentType"] == "application/strategic-merge-patch+json"
 
 
 def test_server_generated_values_become_saved_variables() -> None:
     steps = convert.convert(recording(), source="kubectl").scenarios[0]["steps"]
-    create, put, gen, get_gen, owned, watch = steps[0], steps[3], steps[5], steps[6], steps[7], steps[8]
+    create, put, gen, get_gen, owned, watch, events = (steps[i] for i in (0, 3, 5, 6, 7, 8, 9))
     uid_var = owned["body"]["metadata"]["ownerReferences"][0]["uid"]
     rv_var = put["body"]["metadata"]["resourceVersion"]
     assert uid_var.startswith("${") and rv_var.startswith("${")
@@ -113,13 +114,14 @@ def test_server_generated_values_become_saved_variables() -> None:
     name_var = get_gen["path"].rsplit("/", 1)[1]
     assert gen["save"] == {name_var[2:-1]: "metadata.name"}
     assert put["body"]["metadata"]["uid"] == uid_var
+    assert events["query"]["fieldSelector"] == f"involvedObject.uid={uid_var}"
     assert watch["watch"] is True and watch["query"]["timeoutSeconds"] == str(convert.WATCH_SECONDS)
     assert watch["query"]["resourceVersion"] == "${" + next(iter(put.get("save", {}))) + "}"
 
 
 def test_a_resource_version_from_elsewhere_is_the_objects_latest_saved_one() -> None:
     out = convert.convert(recording(), source="kubectl")
-    patch, put = out.scenarios[0]["steps"][9:11]
+    patch, put = out.scenarios[0]["steps"][10:12]
     var = put["body"]["metadata"]["resourceVersion"]
     assert patch["save"] == {var[2:-1]: "metadata.resourceVersion"}
     assert out.rewritten == {

@@ -27,11 +27,11 @@ def test_convert_only_writes_generated_files_the_replay_reads(tmp_path: Path,
     document = json.loads((out / "kubectl.json").read_text())
     header = document["generated"]
     assert header["command"] == f"lwsconf fidelity record --out {out} --sources kubectl"
-    assert header["recording"].startswith("kubectl.jsonl, 20 interactions from 2026-12-07T10:00:00Z")
+    assert header["recording"].startswith("kubectl.jsonl, 21 interactions from 2026-12-07T10:00:00Z")
     assert "never edit by hand" in header["note"]
     held = heldout.load(out)
     assert [s.name for s in held.scenarios] == ["kubectl-001-gw0-1-test-labels-3f2a"]
-    assert len(held.scenarios[0].steps) == document["steps"] - len(held.prelude) == 12
+    assert len(held.scenarios[0].steps) == document["steps"] - len(held.prelude) == 13
     assert "steps in 1 scenarios" in capsys.readouterr().out
 
 
