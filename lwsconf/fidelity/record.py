@@ -7,8 +7,9 @@ Three recordings, each of a real control plane (`--cluster=local`: real etcd, ku
 kube-controller-manager and kube-scheduler, simulated nodes) through the recording proxy (`recorder.py`):
 
 * `suite`: the conformance suite with the reference reconciler, `pytest conformance --cluster=local
-  --record-traffic=FILE -n 0` on SUITE_SUBSET (the whole suite takes 10-15 minutes here; `--suite-args`
-  chooses others); the tests' and the reconciler's requests are recorded, not the nodes' or kube-controller-manager's;
+  --record-traffic=FILE -n 0 --profiles=LWS-CORE,LWS-EXTENDED --all-features` on SUITE_SUBSET (the whole suite
+  takes 10-15 minutes here, the subset about 4; `--suite-args` chooses others); the tests' and the reconciler's
+  requests are recorded, not the nodes' or kube-controller-manager's;
 * `kubectl`: kubectl's everyday commands (`clients.kubectl_script`), kubectl of the pinned release;
 * `python`: the official Python client (`clients.python_client`).
 
@@ -81,7 +82,8 @@ def project_root() -> Path:
 def record_suite(release: versions.Release, out: Path, suite_args: Sequence[str]) -> int:
     """The suite on `--cluster=local` with the recorder; pytest's exit status."""
     argv = [sys.executable, "-m", "pytest", "--cluster=local", f"--kubernetes-version={release.kubernetes}",
-            f"--record-traffic={out}", "-n", "0", "-q", "-p", "no:randomly", *suite_args]
+            f"--record-traffic={out}", "-n", "0", "-q", "--profiles=LWS-CORE,LWS-EXTENDED", "--all-features",
+            *suite_args]
     print(f"record: {shlex.join(argv[1:])}", flush=True)
     done = subprocess.run(argv, cwd=project_root(), timeout=SUITE_TIMEOUT, check=False)  # noqa: S603
     return done.returncode
