@@ -43,6 +43,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwsconf.fidelity import scrub
+
 WATCH_SECONDS = 1
 """The longest watch a replay makes (seconds): it starts, reads what is there, and ends."""
 UNTIL_SECONDS = 20.0
@@ -295,7 +297,7 @@ def _base_step(record: dict[str, Any], name: str) -> dict[str, Any]:
                             "query": dict(record["query"]), "client": record["client"],
                             "recordedCode": record["code"], "seq": record["seq"]}
     if record.get("body") is not None:
-        step["body"] = _as_json_if_same_bytes(copy.deepcopy(record["body"]))
+        step["body"] = scrub.replayable(_as_json_if_same_bytes(copy.deepcopy(record["body"])), record["path"])
         step["contentType"] = record.get("contentType") or ""  # "": the client sent none
     headers = {"User-Agent": record["client"]} if record["client"] else {}
     accept = record.get("accept")

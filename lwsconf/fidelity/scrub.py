@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 PLACEHOLDER = "<scrubbed>"
+DATA_PLACEHOLDER = "PHNjcnViYmVkPg=="
+"""A Secret's `data` value once scrubbed: base64 of PLACEHOLDER, so the Secret stays valid (kube-apiserver refuses
+data that is not base64, and the protobuf encoding of a replay cannot carry it)."""
 KEPT_REQUEST_HEADERS = ("Content-Type", "Accept", "User-Agent")
 """Request headers a recording keeps; everything else (Authorization first of all) is dropped."""
 KEPT_RESPONSE_HEADERS = ("Content-Type", "Audit-Id", "Warning", "Location")
@@ -37,9 +40,9 @@ def kept_headers(headers: Iterable[tuple[str, str]], allowed: Iterable[str]) -> 
 
 
 def _secret(obj: dict[str, Any]) -> None:
-    for key in ("data", "stringData"):
+    for key, placeholder in (("data", DATA_PLACEHOLDER), ("stringData", PLACEHOLDER)):
         if isinstance(obj.get(key), dict):
-            obj[key] = {k: PLACEHOLDER for k in obj[key]}
+            obj[key] = {k: placeholder for k in obj[key]}
     annotations = (obj.get("metadata") or {}).get("annotations") if isinstance(obj.get("metadata"), dict) else None
     if isinstance(annotations, dict) and LAST_APPLIED in annotations:
         annotations[LAST_APPLIED] = PLACEHOLDER
@@ -64,6 +67,16 @@ def _object(obj: Any, *, secret_path: bool) -> Any:
                 if isinstance(row, dict) and isinstance(row.get("object"), dict):
                     _secret(row["object"])
     return obj
+
+
+def replayable(value: Any, path: str) -> Any:
+    """A body recorded before DATA_PLACEHOLDER existed, made valid: Secret `data` values PLACEHOLDER become
+    DATA_PLACEHOLDER."""
+    if is_secret_path(path) and isinstance(value, dict):
+        for obj in [value, *[i for i in value.get("items") or [] if isinstance(i, dict)]]:
+            if isinstance(obj.get("data"), dict):
+                obj["data"] = {k: DATA_PLACEHOLDER if v == PLACEHOLDER else v for k, v in obj["data"].items()}
+    return value
 
 
 def is_secret_path(path: str) -> bool:

@@ -193,7 +193,7 @@ def test_no_credential_or_secret_reaches_the_recording(proxy: recorder.Recording
     for leaked in (SECRET_VALUE, TOKEN, "hunter2", "Bearer", "Authorization"):
         assert leaked not in text
     rec = _records(proxy.recording.path)
-    assert rec[0]["response"]["data"] == {"password": scrub.PLACEHOLDER}
+    assert rec[0]["response"]["data"] == {"password": scrub.DATA_PLACEHOLDER}
     assert rec[1]["response"]["status"]["token"] == scrub.PLACEHOLDER
     assert rec[2]["body"]["stringData"] == {"password": scrub.PLACEHOLDER}
 

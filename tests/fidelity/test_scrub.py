@@ -24,7 +24,7 @@ def test_secret_data_is_replaced_wherever_it_travels() -> None:
                 scrub.body("apiVersion: v1\nkind: Secret\nstringData: {password: secret}\n", at)]
     text = json.dumps(scrubbed)
     assert "c2VjcmV0" not in text and "secret}" not in text and '"secret"' not in text
-    assert scrubbed[0]["data"] == {"password": scrub.PLACEHOLDER} and scrubbed[0]["type"] == "Opaque"
+    assert scrubbed[0]["data"] == {"password": scrub.DATA_PLACEHOLDER} and scrubbed[0]["type"] == "Opaque"
     assert scrubbed[0]["metadata"]["annotations"]["keep"] == "me"
     assert scrubbed[3][1] == {"op": "remove", "path": "/x"}
 
