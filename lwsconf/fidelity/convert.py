@@ -19,11 +19,12 @@ cannot send it as is: its namespaces, uids, resourceVersions and generated names
   are asked for as JSON (a protobuf Accept is rewritten, counted), which is what the comparison reads;
 * a watch is given `timeoutSeconds` of at most WATCH_SECONDS (a replay cannot wait on a client's minutes);
 * a scenario that reads objects kube-controller-manager makes (pods of a StatefulSet, ControllerRevisions,
-  EndpointSlices, ReplicaSets) is `controllers: true`; there each read of such an object waits (`until`) for
-  the code the recording got and leaves their `status` out of the comparison (`vary`): no node runs pods in a
-  replay, and when a controller writes is timing. A watch there compares event names (`events: names`), and
-  an update of an object a controller also writes is sent without its resourceVersion (counted in
-  `rewritten`), since whether it conflicts would be timing too.
+  EndpointSlices, ReplicaSets) is `controllers: true`; there a request on such an object that the recording found
+  waits for it to exist (`after`), a read whose answers changed while the client polled waits (`until`) for the
+  code it ended with, a list of pods for the last pod the recording listed, and their `status` is left out of the
+  comparison (`vary`): no node runs pods in a replay, and when a controller writes is timing. A watch there
+  compares event names (`events: names`), and an update of an object a controller also writes is sent without
+  its resourceVersion (counted in `rewritten`), since whether it conflicts would be timing too.
 
 Dropped (counted): discovery and OpenAPI documents (which APIs a server serves is configuration, and the
 in-sample corpus compares the documents it claims), health endpoints, cluster-scoped reads (nodes, every
@@ -411,11 +412,16 @@ def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str,
     codes = record.get("_codes") or []
     if record["method"] == "GET" and len(set(codes)) > 1:  # a client waited for a change (a deletion, a creation)
         step["until"] = {"path": "code", "value": record["code"], "timeout": UNTIL_SECONDS}
-    if record["method"] != "GET" or plural not in CONTROLLER_KINDS:
+    if plural not in CONTROLLER_KINDS:
+        return
+    if obj is not None and record["code"] != 404 and not (record["method"] == "GET" and len(set(codes)) > 1):
+        # the client acted on an object it had seen a controller make: the replay waits for it to exist too
+        collection, _, rest = step["path"].partition(f"/{plural}/")
+        step["after"] = f"{collection}/{plural}/{rest.split('/')[0]}"
+    if record["method"] != "GET":
         return
     answer = record.get("response")
     if obj is not None and "/" not in record["path"].split(f"/{plural}/", 1)[-1]:
-        step["until"] = {"path": "code", "value": record["code"], "timeout": UNTIL_SECONDS}
         if isinstance(answer, dict) and "status" in answer:
             step["vary"] = ["body.status"]
     elif obj is None and isinstance(answer, dict) and isinstance(answer.get("items"), list):

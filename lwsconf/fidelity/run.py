@@ -77,7 +77,29 @@ def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
             "query": substitute(step.query, variables), "headers": headers, "body": data}
 
 
+def _await(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> None:
+    """A step's `after`: the object it acts on, made by a controller, exists (or the bound runs out: then the step is
+    sent anyway and its answer shows where the server stopped)."""
+    probe = build_request(Step("after", "GET", step.after), variables)
+
+    def exists() -> bool:
+        answer = endpoint.send(probe)
+        if answer.code != 200:
+            raise NotYet(f"{probe['path']} answered {answer.code}")
+        return True
+
+    with contextlib.suppress(WaitTimeout):
+        wait_until(exists, what=f"{endpoint.name}: {probe['path']} exists", timeout=until_timeout(AFTER_TIMEOUT),
+                   poll=UNTIL_POLL)
+
+
+AFTER_TIMEOUT = 20.0
+"""Seconds a step with `after` waits for that object (a controller's pod, ControllerRevision, EndpointSlice)."""
+
+
 def _send(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> tuple[dict[str, Any], Answer]:
+    if step.after:
+        _await(endpoint, step, variables)
     request = build_request(step, variables)
     if step.until is None:
         return request, endpoint.send(request, watch=step.watch)
@@ -140,7 +162,7 @@ def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, st
 
 
 CRD_SERVED = 60.0
-"""Seconds for a CustomResourceDefinition a prelude created to be served (its group-version discoverable)."""
+"""Seconds for a CustomResourceDefinition a prelude created to be served (a dry-run create reaches its admission)."""
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -149,24 +171,31 @@ def run_prelude(endpoint: Endpoint, steps: Sequence[Step]) -> list[StepRecord]:
     CRD it created is waited for until its group-version is served, so that no scenario's first request
     races the server's own start of a new API (not an interaction: both servers get the same wait)."""
     records = run_steps(endpoint, steps, {})
-    for record in records:
+    for record in records:  # each CRD it created, until a dry-run create of one of its objects is admitted or judged
         body = record.step.body
         if record.step.method != "POST" or record.step.path.rstrip("/") != _CRDS or record.answer.code != 201 \
                 or not isinstance(body, dict):
             continue
-        group = (body.get("spec") or {}).get("group")
-        for version in (body.get("spec") or {}).get("versions") or []:
+        spec = body.get("spec") or {}
+        group, names = spec.get("group"), spec.get("names") or {}
+        for version in spec.get("versions") or []:
             if version.get("served"):
-                path = f"/apis/{group}/{version.get('name')}"
-                wait_until(lambda p=path: _served(endpoint, p), what=f"{endpoint.name}: {path} served",  # type: ignore[misc]
-                           timeout=CRD_SERVED, poll=UNTIL_POLL)
+                probe = Step("served", "POST", f"/apis/{group}/{version.get('name')}/namespaces/default/"
+                             f"{names.get('plural')}", {"apiVersion": f"{group}/{version.get('name')}",
+                                                         "kind": names.get("kind"), "metadata": {"name": "probe"}},
+                             query={"dryRun": "All"})
+                wait_until(lambda p=probe: _served(endpoint, p),  # type: ignore[misc]
+                           what=f"{endpoint.name}: {probe.path} served", timeout=CRD_SERVED, poll=UNTIL_POLL)
     return records
 
 
-def _served(endpoint: Endpoint, path: str) -> bool:
-    answer = endpoint.send(build_request(Step("served", "GET", path), {}))
-    if answer.code != 200:
-        raise NotYet(f"{path} answered {answer.code}")
+def _served(endpoint: Endpoint, probe: Step) -> bool:
+    """A dry-run create answered by the resource's own handler and admission: any code but 404 (not routed yet) and
+    503 (kube-apiserver's admission policies not yet able to resolve the new kind: "There can be a delay between
+    when CustomResourceDefinitions are created and when they are available")."""
+    answer = endpoint.send(build_request(probe, {}))
+    if answer.code in (0, 404, 503):
+        raise NotYet(f"{probe.path} answered {answer.code}")
     return True
 
 

@@ -215,3 +215,40 @@ def test_a_body_sent_without_content_type_is_replayed_without_one() -> None:
     assert step["contentType"] == "" and step["body"]["metadata"]["uid"].startswith("${")
     sent = run.build_request(heldout.step_from(step), {"ns": NS, step["body"]["metadata"]["uid"][2:-1]: UID})
     assert "Content-Type" not in sent["headers"] and sent["body"] == body.encode()
+
+
+class SlowController:
+    """A server whose controller makes pod web-0 only on the third look."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+        self.looks = 0
+
+    def send(self, request: dict[str, Any], *, watch: bool = False) -> Answer:
+        self.sent.append((request["method"], request["path"].rsplit("/", 1)[-1]))
+        if request["path"].endswith("/pods/web-0"):
+            self.looks += 1
+            return Answer(200, {"kind": "Pod"}) if self.looks >= 3 else Answer(404, {"kind": "Status"})
+        return Answer(201, {})
+
+
+def test_a_request_on_a_controllers_object_waits_for_it_in_the_replay() -> None:
+    pod = {"kind": "Pod", "metadata": {"name": "web-0", "ownerReferences": [{"kind": "StatefulSet", "name": "web"}]},
+           "status": {"phase": "Running"}}
+    records = [rec(1, "POST", f"{BASE}/statefulsets", body={"metadata": {"name": "web"}}, code=201, answer={}),
+               rec(2, "PATCH", f"{BASE}/pods/web-0", body={"metadata": {"labels": {"a": "b"}}},
+                   content_type="application/merge-patch+json", answer=pod),
+               rec(3, "GET", f"{BASE}/pods/web-0", answer=pod)]
+    scenario = convert.convert(records, source="suite").scenarios[0]
+    assert scenario["controllers"] is True
+    patch, get = scenario["steps"][1:]
+    assert patch["after"] == get["after"] == "/api/v1/namespaces/${ns}/pods/web-0"
+    assert get["vary"] == ["body.status"]
+    server = SlowController()
+    _, scenarios = heldout.scenarios_from({"source": "suite", "scenarios": [scenario]})
+    done = run.run_steps(server, scenarios[0].steps, {"ns": "fid-x"})
+    assert server.sent[:5] == [("POST", "statefulsets"), ("GET", "web-0"), ("GET", "web-0"), ("GET", "web-0"),
+                               ("PATCH", "web-0")]
+    assert [r.answer.code for r in done] == [201, 200, 200]
