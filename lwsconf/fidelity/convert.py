@@ -400,6 +400,17 @@ def _body_rv(scenario: _Scenario, step: dict[str, Any], body: dict[str, Any], ou
             holder["resourceVersion"] = var
 
 
+def _random_name(obj: Any) -> bool:
+    """A name made from generateName with random characters (a ReplicaSet's pod), not a StatefulSet's ordinal one
+    (whose pods carry generateName too)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return False
+    prefix, name = str(meta.get("generateName") or ""), str(meta.get("name") or "")
+    return bool(prefix) and name.startswith(prefix) and re.fullmatch(r"[a-z0-9]{5}", name[len(prefix):]) is not None \
+        and not name[len(prefix):].isdigit()
+
+
 def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str, obj: str | None, is_watch: bool,
                       out: Converted) -> None:
     if is_watch:
@@ -427,7 +438,7 @@ def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str,
     elif obj is None and isinstance(answer, dict) and isinstance(answer.get("items"), list):
         names = [((i or {}).get("metadata") or {}).get("name") for i in answer["items"]]
         if plural == "pods" and names and all(isinstance(n, str) for n in names) \
-                and "generateName" not in str(answer["items"][-1]):
+                and not _random_name(answer["items"][-1]):
             step["until"] = {"path": f"body.items.{len(names) - 1}.metadata.name", "value": names[-1],
                              "timeout": UNTIL_SECONDS}
         step["vary"] = ["body.items.*.status"]

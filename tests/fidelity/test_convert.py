@@ -235,15 +235,23 @@ class SlowController:
 
 
 def test_a_request_on_a_controllers_object_waits_for_it_in_the_replay() -> None:
-    pod = {"kind": "Pod", "metadata": {"name": "web-0", "ownerReferences": [{"kind": "StatefulSet", "name": "web"}]},
+    pod = {"kind": "Pod", "metadata": {"name": "web-0", "generateName": "web-",
+                                       "ownerReferences": [{"kind": "StatefulSet", "name": "web"}]},
            "status": {"phase": "Running"}}
+    replica = {"metadata": {"name": "api-7f7c4bc59d-x2k9p", "generateName": "api-7f7c4bc59d-"}}
     records = [rec(1, "POST", f"{BASE}/statefulsets", body={"metadata": {"name": "web"}}, code=201, answer={}),
                rec(2, "PATCH", f"{BASE}/pods/web-0", body={"metadata": {"labels": {"a": "b"}}},
                    content_type="application/merge-patch+json", answer=pod),
-               rec(3, "GET", f"{BASE}/pods/web-0", answer=pod)]
+               rec(3, "GET", f"{BASE}/pods/web-0", answer=pod),
+               rec(4, "GET", f"{BASE}/pods?labelSelector=app", answer={"kind": "PodList", "items": [pod]}),
+               rec(5, "GET", f"{BASE}/pods?labelSelector=api", answer={"kind": "PodList", "items": [replica]})]
     scenario = convert.convert(records, source="suite").scenarios[0]
+    listed, random_named = scenario["steps"][3:]
+    assert listed["until"] == {"path": "body.items.0.metadata.name", "value": "web-0", "timeout": convert.UNTIL_SECONDS}
+    assert "until" not in random_named  # its name is the recording's random one: no replay makes it again
+    scenario["steps"] = scenario["steps"][:3]
     assert scenario["controllers"] is True
-    patch, get = scenario["steps"][1:]
+    patch, get = scenario["steps"][1:3]
     assert patch["after"] == get["after"] == "/api/v1/namespaces/${ns}/pods/web-0"
     assert get["vary"] == ["body.status"]
     server = SlowController()
