@@ -60,6 +60,8 @@ JSON = "application/json"
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _NS_PATH = re.compile(r"^/(?:api/v1|apis/[^/]+/[^/]+)/(?:watch/)?namespaces/([^/]+)(/.*)?$")
 _DISCOVERY = re.compile(r"^/api(/[^/]+)?/?$|^/apis(/[^/]+){0,2}/?$|^/version/?$|^/openapi(/.*)?$")
+_REPLICA_POD = re.compile(r"^[a-z0-9-]+-[a-z0-9]{6,10}-[a-z0-9]{5}$")
+"""`<deployment>-<pod-template-hash>-<5 random>`: a ReplicaSet's pod, named at random."""
 _HEALTH = ("/healthz", "/readyz", "/livez", "/metrics")
 
 
@@ -426,7 +428,8 @@ def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str,
     if plural not in CONTROLLER_KINDS:
         return
     if obj is not None and record["code"] != 404 and not (record["method"] == "GET" and len(set(codes)) > 1) \
-            and not _random_name(record.get("response")):  # a ReplicaSet's pod: no replay makes that name again
+            and not _random_name(record.get("response")) and not _REPLICA_POD.match(obj):
+        # (a ReplicaSet's pod, by its answer or its name: no replay makes that random name again)
         # the client acted on an object it had seen a controller make: the replay waits for it to exist too
         collection, _, rest = step["path"].partition(f"/{plural}/")
         step["after"] = f"{collection}/{plural}/{rest.split('/')[0]}"
