@@ -93,7 +93,7 @@ def _await(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> None:
                    poll=UNTIL_POLL)
 
 
-AFTER_TIMEOUT = 20.0
+AFTER_TIMEOUT = 10.0
 """Seconds a step with `after` waits for that object (a controller's pod, ControllerRevision, EndpointSlice)."""
 
 

@@ -143,9 +143,14 @@ def _session(pki_dir: tuple[pki.Authority, pki.Pair]) -> requests.Session:
     return session
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise NotYet(f"{path} not written yet")
+def _records(path: Path, count: int = 1) -> list[dict[str, Any]]:
+    """The recording once it has `count` interactions (each is written just after its answer went out)."""
+    return wait_until(lambda: _read(path, count), what=f"{count} interactions in {path}", timeout=RECORDED)
+
+
+def _read(path: Path, count: int) -> list[dict[str, Any]]:
+    if not path.exists() or len(path.read_text().splitlines()) < count:
+        raise NotYet(f"{path}: fewer than {count} interactions yet")
     return sorted((json.loads(line) for line in path.read_text().splitlines()), key=lambda r: r["seq"])
 
 
@@ -164,7 +169,7 @@ def test_answers_pass_through_and_are_recorded_in_order(proxy: recorder.Recordin
     big = session.get(proxy.url + "/api/v1/namespaces/a/configmaps", params={"limit": "500"},
                       headers={"Accept-Encoding": "gzip"})
     assert big.json()["items"][0]["data"]["big"] == "x" * 1000  # the client decompresses what it gets, as before
-    rec = _records(proxy.recording.path)
+    rec = _records(proxy.recording.path, 4)
     assert rec.pop()["response"]["items"][0]["data"]["big"] == "x" * 1000  # recorded decompressed
     assert [(r["method"], r["path"], r["code"]) for r in rec] == [
         ("POST", "/api/v1/namespaces/a/configmaps", 201), ("GET", "/api/v1/namespaces/a/configmaps", 200),
@@ -189,10 +194,10 @@ def test_no_credential_or_secret_reaches_the_recording(proxy: recorder.Recording
     assert token.json()["status"]["token"] == TOKEN
     session.post(proxy.url + "/api/v1/namespaces/a/secrets",
                  json={"kind": "Secret", "metadata": {"name": "t"}, "stringData": {"password": "hunter2"}})
+    rec = _records(proxy.recording.path, 3)
     text = proxy.recording.path.read_text()
     for leaked in (SECRET_VALUE, TOKEN, "hunter2", "Bearer", "Authorization"):
         assert leaked not in text
-    rec = _records(proxy.recording.path)
     assert rec[0]["response"]["data"] == {"password": scrub.DATA_PLACEHOLDER}
     assert rec[1]["response"]["status"]["token"] == scrub.PLACEHOLDER
     assert rec[2]["body"]["stringData"] == {"password": scrub.PLACEHOLDER}
@@ -216,5 +221,5 @@ def test_an_upgrade_is_tunnelled_and_recorded_as_101(proxy: recorder.RecordingPr
             received += data
     assert received.startswith(b"HTTP/1.1 101") and received.endswith(b"hello from exec")
     # recorded once the tunnel is over: both sides closed
-    rec = wait_until(lambda: _records(proxy.recording.path), what="the upgrade recorded", timeout=RECORDED)
+    rec = _records(proxy.recording.path)
     assert (rec[0]["code"], rec[0]["upgraded"], rec[0]["client"]) == (101, True, "kubectl/v1")
