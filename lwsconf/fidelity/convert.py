@@ -364,6 +364,11 @@ def _add(scenario: _Scenario, record: dict[str, Any], out: Converted) -> None:
     generated = isinstance(record.get("body"), dict) and bool((record["body"].get("metadata") or {}).get(
         "generateName"))
     scenario.vars.learn(index, step["path"], answer, generated_name=generated)
+    uid = ((answer.get("metadata") or {}) if isinstance(answer, dict) else {}).get("uid")
+    if record["method"] == "POST" and isinstance(uid, str) and uid:
+        # saved even if no request sends it back: the objects controllers make from it name it in ownerReferences
+        # (a StatefulSet's pods), and the comparison reads a saved value as its variable (`saved-values`)
+        scenario.vars.use(uid, scenario.steps)
 
 
 def _substitute(scenario: _Scenario, step: dict[str, Any], out: Converted) -> None:

@@ -112,7 +112,7 @@ def test_server_generated_values_become_saved_variables() -> None:
     assert uid_var.startswith("${") and rv_var.startswith("${")
     assert create["save"] == {uid_var[2:-1]: "metadata.uid", rv_var[2:-1]: "metadata.resourceVersion"}
     name_var = get_gen["path"].rsplit("/", 1)[1]
-    assert gen["save"] == {name_var[2:-1]: "metadata.name"}
+    assert gen["save"] == {name_var[2:-1]: "metadata.name", "v3": "metadata.uid"}  # a created object's uid: always
     assert put["body"]["metadata"]["uid"] == uid_var
     assert events["query"]["fieldSelector"] == f"involvedObject.uid={uid_var}"
     assert watch["watch"] is True and watch["query"]["timeoutSeconds"] == str(convert.WATCH_SECONDS)
