@@ -40,6 +40,8 @@ def _request_text(request: dict[str, Any]) -> str:
     if body is None:
         return line
     text = body.decode(errors="replace")
+    if any(ord(c) < 32 and c not in "\n\r\t" for c in text):  # a protobuf body (held-out kubectl steps)
+        text = f"<{len(body)} bytes, binary: {ctype}>"
     if len(text) > MAX_ANSWER:
         text = text[:MAX_ANSWER] + " ..."
     return f"{line}\nContent-Type: {ctype}\n\n{text}"
