@@ -1,7 +1,10 @@
-"""`lwsconf fidelity [--out docs/sim-fidelity.md] [--kubernetes-version V] [--topic T ...] [--fail-under P]`.
+"""`lwsconf fidelity [--corpus in-sample|held-out] [--out PAGE] [--kubernetes-version V] [--topic T] [--fail-under P]`
+and `lwsconf fidelity record --out lwsconf/fidelity/heldout` (`record.py`).
 
-Runs the corpus against the sim and the real kube-apiserver, prints one line per difference, writes
-the page when `--out` is given, and ends with `fidelity: N interactions, M identical (P%)`. Exit
+Runs a corpus against the sim and the real kube-apiserver, prints one line per difference, writes
+the page when `--out` is given, and ends with `fidelity: N interactions, M identical (P%)`: the hand-written
+corpus (`corpus/`, `--corpus in-sample`, the default) or the one recorded from real traffic (`heldout/`,
+`--corpus held-out`, ending `held-out: N interactions, M identical (P%)`; its topics are its sources). Exit
 status 0 when it ran (the figure is the result, not a verdict), unless `--fail-under P` makes it one:
 3 when fewer than P percent of the interactions are identical, so that CI (`make fidelity`) catches a
 change that makes the sim answer less like kube-apiserver (the page is written either way, to show
@@ -19,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lwsconf.controlplane import versions
-from lwsconf.fidelity import accepted, compare, corpus, page, run, servers
+from lwsconf.fidelity import accepted, compare, corpus, heldout, page, run, servers
 from lwsconf.fidelity.compare import Result
-from lwsconf.fidelity.model import Scenario, StepRecord
+from lwsconf.fidelity.model import Scenario, Step, StepRecord
 from lwsconf.waits.core import WaitTimeout
 
 
@@ -29,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lwsconf fidelity",
                                      description="the differential corpus: sim API server vs real kube-apiserver")
     parser.add_argument("--out", type=Path, default=None, help="write the page here (e.g. docs/sim-fidelity.md)")
+    parser.add_argument("--corpus", choices=CORPORA, default=CORPORA[0],
+                        help="in-sample: the hand-written corpus the sim was fixed against (default); held-out: "
+                             "scenarios recorded from real clients' traffic (lwsconf fidelity record)")
     parser.add_argument("--kubernetes-version", default=None,
                         help=f"a pinned release ({', '.join(r.kubernetes for r in versions.RELEASES)})")
     parser.add_argument("--topic", "--topics", action="append", default=None,
@@ -39,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+CORPORA = ("in-sample", "held-out")
 BELOW_FLOOR = 3
 """Exit status when the identical share is below --fail-under."""
 
@@ -55,21 +62,30 @@ def floor_verdict(totals: compare.Totals, fail_under: float | None) -> str | Non
             "listed above (and on the page with --out)")
 
 
-def run_both(release: versions.Release, scenarios: Sequence[Scenario]) -> list[Result]:
+def run_both(release: versions.Release, scenarios: Sequence[Scenario],
+             prelude: Sequence[Step] = ()) -> list[Result]:
     """Run `scenarios` on both servers (API-only ones on bare servers, controller ones with
-    controllers, node ones on clusters with nodes) and compare."""
+    controllers, node ones on clusters with nodes) and compare. A `prelude` (the held-out corpus's
+    cluster-scoped setup) runs first on every server; its answers are compared once, from the first group."""
     sim_records: dict[str, list[StepRecord]] = {}
     real_records: dict[str, list[StepRecord]] = {}
+    first = Scenario(PRELUDE_TOPIC, "prelude", tuple(prelude))
     for group in ("api", "controllers", "nodes"):
         chosen = [s for s in scenarios if _group(s) == group]
         if not chosen:
             continue
         with servers.sim(group == "controllers", nodes=group == "nodes") as endpoint:
+            sim_records.setdefault(first.name, run.run_prelude(endpoint, prelude))
             sim_records.update(run.run_corpus(endpoint, chosen))
         with servers.real_nodes(release) if group == "nodes" else servers.real(release, group == "controllers") \
                 as endpoint:
+            real_records.setdefault(first.name, run.run_prelude(endpoint, prelude))
             real_records.update(run.run_corpus(endpoint, chosen))
-    return compare.compare(scenarios, sim_records, real_records, accepted.ACCEPTED)
+    compared = [first, *scenarios] if prelude and first.name in sim_records else list(scenarios)
+    return compare.compare(compared, sim_records, real_records, accepted.ACCEPTED)
+
+
+PRELUDE_TOPIC = "held-out-prelude"
 
 
 def _group(scenario: Scenario) -> str:
@@ -88,11 +104,23 @@ def without_unrunnable(release: versions.Release, scenarios: Sequence[Scenario])
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["record"]:
+        from lwsconf.fidelity import record as record_cli
+
+        return record_cli.main(given[1:])
+    args = _parser().parse_args(given)
+    prelude: tuple[Step, ...] = ()
     try:
         release = servers.release_or_not_built(args.kubernetes_version)
         wanted = [t.strip() for given in args.topic for t in given.split(",") if t.strip()] if args.topic else None
-        scenarios, skipping = without_unrunnable(release, corpus.select(wanted))
+        if args.corpus == "held-out":
+            held = heldout.load(sources=wanted)
+            prelude, chosen = held.prelude, list(held.scenarios)
+            print("\n".join(held.summary()))
+        else:
+            chosen = corpus.select(wanted)
+        scenarios, skipping = without_unrunnable(release, chosen)
     except (versions.UnknownVersion, servers.NotBuilt, ValueError) as exc:
         print(f"lwsconf fidelity: {exc}", file=sys.stderr)
         return 2
@@ -104,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(skipping, file=sys.stderr)
     started = time.monotonic()
     try:
-        results = run_both(release, scenarios)
+        results = run_both(release, scenarios, prelude)
     except (WaitTimeout, servers.NotBuilt, OSError) as exc:
         print(f"lwsconf fidelity: a server did not start: {exc}", file=sys.stderr)
         return 1
@@ -117,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         try:
             args.out.write_text(page.render(results, kubernetes=release.kubernetes, seconds=seconds, when=when,
-                                            existing=existing))
+                                            existing=existing, corpus=args.corpus))
         except OSError as exc:
             print(f"lwsconf fidelity: cannot write {args.out}: {exc.strerror}; pass a writable --out", file=sys.stderr)
             return 2
         print(f"page written to {args.out} ({seconds:.0f} s)")
     totals = compare.totals(results)
-    print(totals.line())
+    print(totals.line("held-out" if args.corpus == "held-out" else "fidelity"))
     missed = floor_verdict(totals, args.fail_under)
     if missed is not None:
         print(missed, file=sys.stderr)

@@ -57,8 +57,8 @@ class Totals:
     def percent(self) -> float:
         return 100.0 * self.identical / self.interactions if self.interactions else 0.0
 
-    def line(self) -> str:
-        return f"fidelity: {self.interactions} interactions, {self.identical} identical ({self.percent:.1f}%)"
+    def line(self, label: str = "fidelity") -> str:
+        return f"{label}: {self.interactions} interactions, {self.identical} identical ({self.percent:.1f}%)"
 
 
 def totals(results: Sequence[Result]) -> Totals:

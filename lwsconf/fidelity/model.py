@@ -59,6 +59,9 @@ class Step:
     watch: bool = False
     events: str = "objects"
     until: Until | None = None
+    after: str = ""
+    """A path that must answer 200 before the step is sent (waited for, not an interaction): the object, made by a
+    controller, that a recorded client acted on once it had seen it (held-out controller scenarios)."""
     view: str = ""
     """How a list answer is compared: "" (as normalised) or "event-reasons" (a list of Events read as the
     ordered distinct `type reason component fieldPath` of what happened to one object: node scenarios, whose

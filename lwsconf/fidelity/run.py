@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lwsconf.fidelity import normalise
@@ -43,23 +43,63 @@ def substitute(value: Any, variables: dict[str, str]) -> Any:
     return value
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _protobuf(body: dict[str, Any]) -> bytes | None:
+    from lwsconf.sim.apiserver.protobuf import envelope
+
+    try:
+        return envelope.encode_object(body)
+    except (ValueError, LookupError):
+        return None
+
+
 def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
-    """The HTTP request of a step: body encoded as JSON unless the step gives a string."""
+    """The HTTP request of a step: body encoded as JSON unless the step gives a string, or as Kubernetes protobuf
+    when its content type says so (a held-out step recorded from kubectl; encoded with the schema the sim serves,
+    which kube-apiserver then reads as well: a wrong encoding would show as its refusal)."""
     body = substitute(step.body, variables)
     data: bytes | None = None
     if isinstance(body, str):
         data = body.encode()
+    elif isinstance(body, dict) and step.content_type.startswith(PROTOBUF):
+        data = _protobuf(body)
     elif body is not None:
         data = json.dumps(body).encode()
     headers = dict(substitute(step.headers, variables))
-    if data is not None:
+    if data is None and body is not None:  # a protobuf body the schema cannot encode: sent as the JSON it is
+        data, headers["Content-Type"] = json.dumps(body).encode(), JSON
+    if data is not None and step.content_type:  # "": sent without one, as a recorded client did
         headers.setdefault("Content-Type", step.content_type)
     headers.setdefault("Accept", JSON)
     return {"method": step.method, "path": substitute(step.path, variables),
             "query": substitute(step.query, variables), "headers": headers, "body": data}
 
 
+def _await(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> None:
+    """A step's `after`: the object it acts on, made by a controller, exists (or the bound runs out: then the step is
+    sent anyway and its answer shows where the server stopped)."""
+    probe = build_request(Step("after", "GET", step.after), variables)
+
+    def exists() -> bool:
+        answer = endpoint.send(probe)
+        if answer.code != 200:
+            raise NotYet(f"{probe['path']} answered {answer.code}")
+        return True
+
+    with contextlib.suppress(WaitTimeout):
+        wait_until(exists, what=f"{endpoint.name}: {probe['path']} exists", timeout=until_timeout(AFTER_TIMEOUT),
+                   poll=UNTIL_POLL)
+
+
+AFTER_TIMEOUT = 10.0
+"""Seconds a step with `after` waits for that object (a controller's pod, ControllerRevision, EndpointSlice)."""
+
+
 def _send(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> tuple[dict[str, Any], Answer]:
+    if step.after:
+        _await(endpoint, step, variables)
     request = build_request(step, variables)
     if step.until is None:
         return request, endpoint.send(request, watch=step.watch)
@@ -108,12 +148,55 @@ def run_scenario(endpoint: Endpoint, scenario: Scenario) -> list[StepRecord]:
     if ready.code != 201:
         failed = Answer(0, f"scenario setup failed: namespace {scenario.namespace}: {ready.code} {ready.body}")
         return [StepRecord(step, build_request(step, variables), failed, variables) for step in scenario.steps]
+    return run_steps(endpoint, scenario.steps, variables)
+
+
+def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, str]) -> list[StepRecord]:
+    """`steps` in order, each one's saved values available to the next."""
     records = []
-    for step in scenario.steps:
+    for step in steps:
         request, answer = _send(endpoint, step, variables)
         _save(step, answer, variables)
         records.append(StepRecord(step, request, answer, variables))
     return records
+
+
+CRD_SERVED = 60.0
+"""Seconds for a CustomResourceDefinition a prelude created to be served (a dry-run create reaches its admission)."""
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def run_prelude(endpoint: Endpoint, steps: Sequence[Step]) -> list[StepRecord]:
+    """A held-out corpus's cluster-scoped setup (CRDs, admission policies), outside any namespace; then each
+    CRD it created is waited for until its group-version is served, so that no scenario's first request
+    races the server's own start of a new API (not an interaction: both servers get the same wait)."""
+    records = run_steps(endpoint, steps, {})
+    for record in records:  # each CRD it created, until a dry-run create of one of its objects is admitted or judged
+        body = record.step.body
+        if record.step.method != "POST" or record.step.path.rstrip("/") != _CRDS or record.answer.code != 201 \
+                or not isinstance(body, dict):
+            continue
+        spec = body.get("spec") or {}
+        group, names = spec.get("group"), spec.get("names") or {}
+        for version in spec.get("versions") or []:
+            if version.get("served"):
+                probe = Step("served", "POST", f"/apis/{group}/{version.get('name')}/namespaces/default/"
+                             f"{names.get('plural')}", {"apiVersion": f"{group}/{version.get('name')}",
+                                                         "kind": names.get("kind"), "metadata": {"name": "probe"}},
+                             query={"dryRun": "All"})
+                wait_until(lambda p=probe: _served(endpoint, p),  # type: ignore[misc]
+                           what=f"{endpoint.name}: {probe.path} served", timeout=CRD_SERVED, poll=UNTIL_POLL)
+    return records
+
+
+def _served(endpoint: Endpoint, probe: Step) -> bool:
+    """A dry-run create answered by the resource's own handler and admission: any code but 404 (not routed yet) and
+    503 (kube-apiserver's admission policies not yet able to resolve the new kind: "There can be a delay between
+    when CustomResourceDefinitions are created and when they are available")."""
+    answer = endpoint.send(build_request(probe, {}))
+    if answer.code in (0, 404, 503):
+        raise NotYet(f"{probe.path} answered {answer.code}")
+    return True
 
 
 def run_corpus(endpoint: Endpoint, scenarios: Iterable[Scenario]) -> dict[str, list[StepRecord]]:

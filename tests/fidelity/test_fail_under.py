@@ -36,7 +36,8 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> list[list[compare.Result]]:
     found: list[list[compare.Result]] = []
     monkeypatch.setattr(fidelity_servers, "release_or_not_built", lambda version: versions.RELEASES[0])
 
-    def run_both(release: versions.Release, scenarios: Sequence[Scenario]) -> list[compare.Result]:
+    def run_both(release: versions.Release, scenarios: Sequence[Scenario],
+                 prelude: Sequence[Step] = ()) -> list[compare.Result]:
         return found.pop()
 
     monkeypatch.setattr(cli, "run_both", run_both)

@@ -118,7 +118,7 @@ def test_without_real_nodes_the_topic_is_skipped_with_one_line(monkeypatch: pyte
     assert {s.topic for s in kept} == {"crud"}
     assert line == "lwsconf fidelity: skipping nodes: real nodes need root"
     monkeypatch.setattr(servers, "release_or_not_built", lambda version: versions.DEFAULT)
-    monkeypatch.setattr(cli, "run_both", lambda release, scenarios: [])
+    monkeypatch.setattr(cli, "run_both", lambda release, scenarios, prelude=(): [])
     assert cli.main(["--topics", "nodes"]) == 0
     err = capsys.readouterr().err
     assert err.strip() == "lwsconf fidelity: skipping nodes: real nodes need root"

@@ -42,3 +42,12 @@ def test_a_page_without_marker_keeps_only_the_findings_section() -> None:
         "## Findings from running on real Kubernetes\nx\n"
     assert page.kept_part("# title\nstuff\n") == ""
     assert page.kept_part(None) == ""
+
+
+def test_a_binary_request_body_is_named_not_printed() -> None:
+    result = results()[2]
+    request = {**result.request, "body": b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap",
+               "headers": {"Content-Type": "application/vnd.kubernetes.protobuf"}}
+    binary = compare.Result(result.id, result.step, request, result.sim, result.real, result.lines)
+    text = page.render([binary], kubernetes="1.37.2", seconds=1, when="today", existing=None)
+    assert "\x00" not in text and "<21 bytes, binary: application/vnd.kubernetes.protobuf>" in text
