@@ -6,7 +6,7 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: conformance test test-extended test-releases lint actionlint typecheck unit bench clean controlplane openapi fidelity conformance-local conformance-upstream \
         implementations conformance-sim-upstream mutate diff-impls soak nodes conformance-real fidelity-nodes \
-        conformance-real-upstream kind-node-image vllm-cpu-runtime conformance-vllm-cpu
+        conformance-real-upstream kind-node-image vllm-cpu-runtime conformance-vllm-cpu fidelity-record fidelity-held-out
 
 # A step on the real control plane runs when Go is on PATH, or always under CI's LWSCONF_REQUIRE_GO=1 (a missing build
 # then fails the step, saying what to build, instead of the one-line skip).
@@ -75,6 +75,28 @@ fidelity-nodes: $(STAMP)
 	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --topics nodes --out reports/fidelity-nodes.md; \
 	else \
 	  echo "make fidelity-nodes: skipped: real nodes need Go (make nodes) and root"; \
+	fi
+
+## fidelity-record: record what real clients send to the real kube-apiserver (--cluster=local: the suite's
+## SUITE_SUBSET with the reference, kubectl's everyday commands, the official Python client) through the loopback
+## recording proxy, and convert it into the held-out corpus lwsconf/fidelity/heldout/*.json (commit the result; never
+## edit it by hand). Not part of make test: it refreshes data. The raw recordings stay in reports/recordings/.
+fidelity-record: $(STAMP)
+	@if $(NEEDS_GO); then \
+	  mkdir -p reports/recordings && $(PY) -m lwsconf.cli fidelity record --out lwsconf/fidelity/heldout \
+	    --recordings reports/recordings; \
+	else \
+	  echo "make fidelity-record: no Go on PATH: skipped (the real control plane is not built; install Go 1.26)"; \
+	fi
+
+## fidelity-held-out: the held-out corpus (recorded traffic, lwsconf/fidelity/heldout/) replayed against the sim and
+## the real kube-apiserver into reports/fidelity-held-out.md; prints `held-out: N interactions, M identical (P%)`.
+## No floor yet (issue 33 part 2 sets one once the sim's gaps it found are classed).
+fidelity-held-out: $(STAMP)
+	@if $(NEEDS_GO); then \
+	  mkdir -p reports && $(PY) -m lwsconf.cli fidelity --corpus held-out --out reports/fidelity-held-out.md; \
+	else \
+	  echo "make fidelity-held-out: no Go on PATH: skipped (the real kube-apiserver is not built; install Go 1.26)"; \
 	fi
 
 ## diff-impls: the reference and upstream's LWS manager (the pinned release) compared object by object on the sim
