@@ -341,7 +341,7 @@ class Collector:
         for t in self.report.tests:
             for problem in t.problems:
                 tr.write_line(f"report problem: {t.short_name}: {problem}")
-        measured = [(t, name, value) for t in self.report.tests for name, value in t.figures]
+        measured = summary_md.figures(self.report)
         if measured:
             tr.write_line("Figures (what the tests measured):")
             for t, name, value in measured:

@@ -37,6 +37,12 @@ def overall(report: schema.Report) -> schema.Result:
     return next((r for r in RANK if r in results), schema.Result.SUCCESS)
 
 
+def figures(report: schema.Report) -> list[tuple[schema.TestReport, str, str]]:
+    """What the tests measured (their `figures`), as (test, name, value) in the report's order: every writer lists
+    them so."""
+    return [(t, name, value) for t in report.tests for name, value in t.figures]
+
+
 def notices(report: schema.Report) -> list[str]:
     """The lines that go above everything else: run error, interruption, what is simulated."""
     out = []
@@ -116,7 +122,7 @@ def render(report: schema.Report) -> str:
     if unrun:
         out += ["", "**Core tests not run**", ""]
         out += [f"- `{t.name}` {t.result.value}: {_md_cell(_reason(t.message))}" for t in unrun]
-    measured = [(t, name, value) for t in report.tests for name, value in t.figures]
+    measured = figures(report)
     if measured:
         out += ["", "**Figures** (what the tests measured)", "", "| Test | Figure | Value |", "| --- | --- | ---: |"]
         out += [f"| `{t.name}` | {_md_cell(name)} | {_md_cell(value)} |" for t, name, value in measured]
@@ -143,7 +149,7 @@ def render_text(report: schema.Report) -> str:
     unrun = _unrun_core(report)
     if unrun:
         out += ["", "Core tests not run:"] + [f"  {t.name} {t.result.value}: {_reason(t.message)}" for t in unrun]
-    measured = [(t, name, value) for t in report.tests for name, value in t.figures]
+    measured = figures(report)
     if measured:
         out += ["", "Figures (what the tests measured):"] + [f"  {t.name}: {n} = {v}" for t, n, v in measured]
     problems = [(t, p) for t in report.tests for p in t.problems]
