@@ -85,7 +85,7 @@ async def admit(ctx: ServerContext, request: web.Request, target: routing.Target
     missing or terminating namespace is refused before any policy or webhook sees it.
     """
     if operation == "CREATE" and target.info.namespaced and target.namespace:
-        ctx.storage.check_namespace_open(target.namespace)
+        ctx.storage.check_namespace_open(target.namespace, target.info, obj)
     how = mutation(ctx, request, target, operation)
     warnings = ctx.admission.prepare(target.info, obj, old, field_validation=params.field_validation(request),
                                      mutation=how, track=managed_fields_recorder(request, target, old))

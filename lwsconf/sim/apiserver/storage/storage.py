@@ -151,15 +151,27 @@ class Storage:
 
     # --- helpers ----------------------------------------------------------------------------
 
-    def check_namespace_open(self, namespace: str) -> None:
-        """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
+    def check_namespace_open(self, namespace: str, info: resources.ResourceInfo, obj: dict[str, Any]) -> None:
+        """NamespaceLifecycle admission of a CREATE of `obj` as `info`: the namespace must exist and not be
+        terminating.
+
+        kube-apiserver's refusal (apiserver admission/plugin/namespace/lifecycle) names the object being
+        created, not the namespace (`admission.NewForbidden`: its name, else its generateName, else
+        "Unknown"), and carries one cause of type NamespaceTerminating on `metadata.namespace`; a
+        controller writing into a namespace being deleted sees exactly this Status.
+        """
         ns = self.db.get(NAMESPACES, "", namespace)
         if ns is None:
             raise errors.not_found("namespaces", "", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden("namespaces", "", namespace,
-                                   f"unable to create new content in namespace {namespace} "
-                                   "because it is being terminated")
+            meta = obj.get("metadata") or {}
+            name = meta.get("name") or meta.get("generateName") or "Unknown"
+            refusal = errors.forbidden(info.plural, info.group, name,
+                                       f"unable to create new content in namespace {namespace} "
+                                       "because it is being terminated")
+            refusal.causes.append(errors.Cause("metadata.namespace", f"namespace {namespace} is being terminated",
+                                               "NamespaceTerminating"))
+            raise refusal
 
     # --- create -----------------------------------------------------------------------------
 
@@ -169,7 +181,7 @@ class Storage:
         (the caller has run admission)."""
         meta = obj["metadata"]
         if info.namespaced:
-            self.check_namespace_open(meta["namespace"])
+            self.check_namespace_open(meta["namespace"], info, obj)
         if not stamped:
             self.stamp_for_create(info, obj)
         if self.db.get(info.storage_key, meta.get("namespace", ""), meta["name"]) is not None:
