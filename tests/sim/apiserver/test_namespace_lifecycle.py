@@ -61,3 +61,14 @@ def test_updates_in_a_terminating_namespace_are_still_admitted(sim_api: SimAPI, 
 def test_a_create_in_a_missing_namespace_is_not_found_for_the_namespace(sim_api: SimAPI) -> None:
     reply = sim_api.request("POST", "/api/v1/namespaces/nowhere/configmaps", json={"metadata": {"name": "c"}})
     assert reply.status_code == 404 and reply.json()["message"] == 'namespaces "nowhere" not found'
+
+
+def test_deleting_a_namespace_marks_it_terminating_without_a_grace_period(sim_api: SimAPI) -> None:
+    """The namespace REST's Delete sets deletionTimestamp and the phase itself; unlike the generic store's
+    markAsDeleting it writes no deletionGracePeriodSeconds (pkg/registry/core/namespace/storage, 1.37.2)."""
+    assert sim_api.request("POST", "/api/v1/namespaces", json={"metadata": {"name": "gone"}}).status_code == 201
+    reply = sim_api.request("DELETE", "/api/v1/namespaces/gone", json={"propagationPolicy": "Background"})
+    assert reply.status_code == 200, reply.text
+    meta = reply.json()["metadata"]
+    assert meta["deletionTimestamp"] and reply.json()["status"]["phase"] == "Terminating"
+    assert "deletionGracePeriodSeconds" not in meta, meta

@@ -349,6 +349,9 @@ class Storage:
                 nmeta["generation"] = int(nmeta["generation"]) + 1
         if info.key == NAMESPACES:
             new.setdefault("status", {})["phase"] = "Terminating"
+            if not meta.get("deletionTimestamp"):  # the namespace REST's own first delete sets the timestamp
+                # and the phase, never a grace period (pkg/registry/core/namespace/storage Delete, 1.37.2)
+                nmeta.pop("deletionGracePeriodSeconds", None)
         if self._blocks_removal(info, new):
             return self.commit_update(info, new, old, dry_run=opts.dry_run)
         if opts.dry_run:
