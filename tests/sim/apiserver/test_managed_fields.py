@@ -230,3 +230,12 @@ def test_an_events_involved_object_is_atomic() -> None:
              "involvedObject": {"kind": "Pod", "name": "p"}}
     [entry] = _record(None, event, kind="Event")
     assert entry["fieldsV1"] == {"f:involvedObject": {}, "f:reason": {}}
+
+
+def test_a_controller_revisions_data_is_owned_whole() -> None:
+    """apps/v1 ControllerRevision.data is a RawExtension: kube-apiserver 1.37.2 records `f:data: {}` for the
+    reference's revisions (held-out corpus, issue 33), never the fields inside the stored template."""
+    revision = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "r"}, "revision": 1,
+                "data": {"spec": {"leaderWorkerTemplate": {"size": 2}}}}
+    [entry] = _record(None, revision, kind="ControllerRevision", api_version="apps/v1")
+    assert entry["fieldsV1"] == {"f:data": {}, "f:revision": {}}

