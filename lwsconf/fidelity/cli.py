@@ -75,11 +75,11 @@ def run_both(release: versions.Release, scenarios: Sequence[Scenario],
         if not chosen:
             continue
         with servers.sim(group == "controllers", nodes=group == "nodes") as endpoint:
-            sim_records.setdefault(first.name, run.run_prelude(endpoint, prelude))
+            sim_records.setdefault(first.name, run.run_prelude(endpoint, prelude, scenarios))
             sim_records.update(run.run_corpus(endpoint, chosen))
         with servers.real_nodes(release) if group == "nodes" else servers.real(release, group == "controllers") \
                 as endpoint:
-            real_records.setdefault(first.name, run.run_prelude(endpoint, prelude))
+            real_records.setdefault(first.name, run.run_prelude(endpoint, prelude, scenarios))
             real_records.update(run.run_corpus(endpoint, chosen))
     compared = [first, *scenarios] if prelude and first.name in sim_records else list(scenarios)
     return compare.compare(compared, sim_records, real_records, accepted.ACCEPTED)

@@ -166,10 +166,16 @@ CRD_SERVED = 60.0
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def run_prelude(endpoint: Endpoint, steps: Sequence[Step]) -> list[StepRecord]:
+def run_prelude(endpoint: Endpoint, steps: Sequence[Step], scenarios: Sequence[Scenario] = ()) -> list[StepRecord]:
     """A held-out corpus's cluster-scoped setup (CRDs, admission policies), outside any namespace; then each
     CRD it created is waited for until its group-version is served, so that no scenario's first request
-    races the server's own start of a new API (not an interaction: both servers get the same wait)."""
+    races the server's own start of a new API (not an interaction: both servers get the same wait).
+
+    The probe is a dry-run create of the first object of that kind the `scenarios` create (a minimal one if
+    none does): only a valid object passes schema validation (422) and reaches the admission policies, whose
+    503 "There can be a delay between when CustomResourceDefinitions are created and when they are
+    available" is what a scenario's first create would otherwise meet on kube-apiserver.
+    """
     records = run_steps(endpoint, steps, {})
     for record in records:  # each CRD it created, until a dry-run create of one of its objects is admitted or judged
         body = record.step.body
@@ -180,13 +186,25 @@ def run_prelude(endpoint: Endpoint, steps: Sequence[Step]) -> list[StepRecord]:
         group, names = spec.get("group"), spec.get("names") or {}
         for version in spec.get("versions") or []:
             if version.get("served"):
-                probe = Step("served", "POST", f"/apis/{group}/{version.get('name')}/namespaces/default/"
-                             f"{names.get('plural')}", {"apiVersion": f"{group}/{version.get('name')}",
-                                                         "kind": names.get("kind"), "metadata": {"name": "probe"}},
-                             query={"dryRun": "All"})
+                api_version, plural = f"{group}/{version.get('name')}", str(names.get("plural"))
+                sample = first_created(scenarios, api_version, plural) or {
+                    "apiVersion": api_version, "kind": names.get("kind")}
+                probe = Step("served", "POST", f"/apis/{api_version}/namespaces/default/{plural}",
+                             {**sample, "metadata": {"name": "lwsconf-served-probe"}}, query={"dryRun": "All"})
                 wait_until(lambda p=probe: _served(endpoint, p),  # type: ignore[misc]
                            what=f"{endpoint.name}: {probe.path} served", timeout=CRD_SERVED, poll=UNTIL_POLL)
     return records
+
+
+def first_created(scenarios: Sequence[Scenario], api_version: str, plural: str) -> dict[str, Any] | None:
+    """The body of the first create of `plural` in `api_version` among `scenarios` (None: none creates one)."""
+    collection = re.compile(rf"^/apis/{re.escape(api_version)}/namespaces/[^/]+/{re.escape(plural)}/?$")
+    for scenario in scenarios:
+        for step in scenario.steps:
+            if step.method == "POST" and isinstance(step.body, dict) and collection.match(step.path) \
+                    and not step.query.get("dryRun"):
+                return dict(step.body)
+    return None
 
 
 def _served(endpoint: Endpoint, probe: Step) -> bool:

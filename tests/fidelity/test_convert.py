@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from lwsconf.fidelity import convert, heldout, recorder, run, scrub
-from lwsconf.fidelity.model import Answer, Scenario
+from lwsconf.fidelity.model import Answer, Scenario, Step
 
 NS = "lwsconf-gw0-1-test-labels-3f2a"
 BASE = f"/api/v1/namespaces/{NS}"
@@ -262,3 +262,38 @@ def test_a_request_on_a_controllers_object_waits_for_it_in_the_replay() -> None:
     assert server.sent[:5] == [("POST", "statefulsets"), ("GET", "web-0"), ("GET", "web-0"), ("GET", "web-0"),
                                ("PATCH", "web-0")]
     assert [r.answer.code for r in done] == [201, 200, 200]
+
+
+class LateAdmission:
+    """kube-apiserver just after a CRD is created: schema validation judges an invalid object at once (422),
+    a valid one meets the admission policies, which answer 503 until they resolve the new kind."""
+
+    name = "late"
+
+    def __init__(self) -> None:
+        self.probes: list[dict[str, Any]] = []
+
+    def send(self, request: dict[str, Any], *, watch: bool = False) -> Answer:
+        body = json.loads(request["body"]) if request["body"] else {}
+        if request["path"].endswith("/customresourcedefinitions"):
+            return Answer(201, body)
+        self.probes.append(body)
+        if "spec" not in body:
+            return Answer(422, {"kind": "Status"})
+        return Answer(503, {"kind": "Status"}) if len(self.probes) < 3 else Answer(201, body)
+
+
+def test_the_prelude_waits_with_a_valid_object_of_the_new_kind_from_the_scenarios() -> None:
+    """A dry-run of an empty object is refused by schema validation before admission, so it never sees the
+    admission policies' 503 that the scenarios' first create met (96 interactions of the first held-out runs)."""
+    crd = Step("crd", "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {"spec": {
+        "group": "example.com", "names": {"plural": "gadgets", "kind": "Gadget"},
+        "versions": [{"name": "v1", "served": True}]}})
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "x"},
+              "spec": {"size": 2}}
+    scenario = Scenario("t", "s", (Step("create", "POST", "/apis/example.com/v1/namespaces/${ns}/gadgets", gadget),))
+    server = LateAdmission()
+    run.run_prelude(server, [crd], [scenario])
+    assert [p.get("spec") for p in server.probes] == [{"size": 2}] * 3
+    assert {p["metadata"]["name"] for p in server.probes} == {"lwsconf-served-probe"}
+    assert run.first_created([scenario], "example.com/v1", "widgets") is None
