@@ -102,6 +102,7 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
         namespace as namespace_controller,
     )
     from lwsconf.sim.controllers.scheduler import scheduler
+    from lwsconf.sim.controllers.serviceaccounts import accounts, rootca
     from lwsconf.sim.controllers.statefulset import statefulset
 
     # kube-controller-manager's controllers share one informer per resource (its SharedInformerFactory); the
@@ -110,6 +111,8 @@ def default_controllers() -> list[tuple[str, ControllerFactory]]:
     return [
         ("garbage-collector", lambda c: garbage_collector.GarbageCollector(c).run),
         ("namespace-controller", lambda c: namespace_controller.NamespaceController(c, informers=kcm).run),
+        ("serviceaccount-controller", lambda c: accounts.controller(c, informers=kcm).run),
+        ("root-ca-certificate-publisher-controller", lambda c: rootca.controller(c, informers=kcm).run),
         ("endpointslice-controller", lambda c: endpointslice.EndpointSliceController(c, informers=kcm).run),
         ("endpoints-controller", lambda c: endpoints.EndpointsController(c, informers=kcm).run),
         ("scheduler", lambda c: scheduler.Scheduler(c).run),

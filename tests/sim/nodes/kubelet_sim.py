@@ -19,6 +19,7 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 from lwsconf.sim import nodes
 from lwsconf.sim.apiserver.http import app
+from lwsconf.sim.controllers.serviceaccounts import rootca
 from lwsconf.sim.nodes import layout
 
 Obj = dict[str, Any]
@@ -75,14 +76,28 @@ async def sim_with_nodes(workdir: Path, specs: Sequence[layout.NodeSpec] | None 
                                       device_plugins=device_plugins, stage_set=stage_set, pod_network=pod_network)
     client = factory("test")
     sim = Sim(client, server, running)
+    # kube-controller-manager's root CA publisher, which every cluster runs: each pod's kube-api-access volume
+    # (ServiceAccount admission) projects its kube-root-ca.crt, and a kubelet cannot start a container without it
+    publisher_client, stop = factory("root-ca-publisher"), asyncio.Event()
+    publisher = asyncio.create_task(rootca.controller(publisher_client).run(stop))
     try:
         await until(lambda: node_names(client), lambda names: set(names) >= {s.name for s in specs},
                     "every node registered")
+        await until(lambda: configmap_names(client, NS), lambda names: rootca.NAME in names,
+                    f"{rootca.NAME} published in {NS}")
         yield sim
     finally:
         await sim.running.stop()  # a test may have replaced the nodes (agent restart)
+        stop.set()
+        await asyncio.wait_for(publisher, 10)
+        await publisher_client.close()
         await client.close()
         await server.stop()
+
+
+async def configmap_names(client: kc.Client, namespace: str) -> list[str]:
+    items, _ = await client.list_all(kc.CONFIGMAPS, namespace=namespace)
+    return [c["metadata"]["name"] for c in items]
 
 
 async def node_names(client: kc.Client) -> list[str]:

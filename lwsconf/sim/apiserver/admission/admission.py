@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lwsconf.sim.apiserver.admission import builtin_fields, defaults
+from lwsconf.sim.apiserver.admission import builtin_fields, defaults, service_account
 from lwsconf.sim.apiserver.admission.validation import registry as validation
 from lwsconf.sim.apiserver.apimachinery import errors, objects
 from lwsconf.sim.apiserver.apimachinery import meta as validation_meta
@@ -29,6 +29,19 @@ from lwsconf.sim.apiserver.policies.admission_policy_match import PolicyRequest
 from lwsconf.sim.apiserver.protobuf import godecode
 from lwsconf.sim.apiserver.schema import cel, schema
 from lwsconf.sim.apiserver.storage import resources, store
+
+_PODS = ("", "pods")
+_SERVICE_ACCOUNTS: store.ResourceKey = ("", "serviceaccounts")
+
+
+def _service_account_admission(pod: dict[str, Any], how: Mutation) -> None:
+    """The ServiceAccount admission plugin, first of the mutating plugins after NamespaceLifecycle and before
+    the MutatingAdmissionPolicies and webhooks (kube-apiserver's plugin order)."""
+    namespace = how.namespace or ""
+    spec: dict[str, Any] = pod["spec"] if isinstance(pod.get("spec"), dict) else {}
+    account = how.db.get(_SERVICE_ACCOUNTS, namespace,
+                         str(spec.get("serviceAccountName") or service_account.DEFAULT_ACCOUNT))
+    service_account.admit_pod(pod, namespace, account)
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,8 @@ class Admission:
         if track is not None:
             track(obj, sent)
         if mutation is not None:
+            if info.key == _PODS and mutation.operation == "CREATE" and not mutation.subresource:
+                _service_account_admission(obj, mutation)
             self._mutate(info, obj, old, mutation)
         return warnings
 

@@ -1,0 +1,4 @@
+"""What every namespace gets so that its pods can reach the API server: the `default` ServiceAccount
+(`accounts`) and the `kube-root-ca.crt` ConfigMap (`rootca`), kube-controller-manager's serviceaccount and
+root-ca-cert-publisher controllers. The ServiceAccount admission plugin mounts both into every pod's
+`kube-api-access-*` volume; without the ConfigMap a node could not fill that volume."""
