@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lwsconf.fidelity import diff, normalise
@@ -22,6 +22,9 @@ class Result:
     lines: list[str]
     accepted: str | None = None
     """Why this difference is acceptable (from `accepted.ACCEPTED`), or None."""
+    sim_erased: Mapping[str, int] = field(default_factory=dict)
+    real_erased: Mapping[str, int] = field(default_factory=dict)
+    """How many values each normalisation rule erased from each answer (by rule name)."""
 
     @property
     def identical(self) -> bool:
@@ -37,12 +40,14 @@ def compare(scenarios: Sequence[Scenario], sim: Mapping[str, Sequence[StepRecord
     for scenario in scenarios:
         for i, step in enumerate(scenario.steps):
             a, b = sim[scenario.name][i], real[scenario.name][i]
-            sim_view = normalise.normalise(a.answer, step, a.saved)
-            real_view = normalise.normalise(b.answer, step, b.saved)
+            with normalise.counting() as sim_erased:
+                sim_view = normalise.normalise(a.answer, step, a.saved)
+            with normalise.counting() as real_erased:
+                real_view = normalise.normalise(b.answer, step, b.saved)
             lines = diff.summary(sim_view, real_view)
             ident = f"{scenario.topic}/{scenario.name}/{step.name}"
             results.append(Result(ident, step, a.request, sim_view, real_view, lines,
-                                  accepted.get(ident) if lines else None))
+                                  accepted.get(ident) if lines else None, dict(sim_erased), dict(real_erased)))
     return results
 
 
@@ -59,6 +64,16 @@ class Totals:
 
     def line(self, label: str = "fidelity") -> str:
         return f"{label}: {self.interactions} interactions, {self.identical} identical ({self.percent:.1f}%)"
+
+
+def erasures(results: Sequence[Result]) -> dict[str, tuple[int, int]]:
+    """Per normalisation rule, how many values it erased over all `results`: (on the sim, on kube-apiserver)."""
+    out: dict[str, tuple[int, int]] = {}
+    for r in results:
+        for name in set(r.sim_erased) | set(r.real_erased):
+            sim, real = out.get(name, (0, 0))
+            out[name] = (sim + r.sim_erased.get(name, 0), real + r.real_erased.get(name, 0))
+    return out
 
 
 def totals(results: Sequence[Result]) -> Totals:

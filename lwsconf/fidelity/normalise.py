@@ -9,8 +9,11 @@ client chose or a default the server applied are compared as they are.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lwsconf.fidelity.model import Answer, Step
@@ -22,6 +25,33 @@ TIME = "<time>"
 View = dict[str, Any]
 Rule = Callable[[Any], Any]
 
+_TALLY: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("normalise_tally", default=None)
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Counter[str]]:
+    """Count, by rule name, the values the rules erase while the block runs (the page lists each rule with its
+    count, so a rule that hides much is seen to). Counts only; what the rules do is unchanged."""
+    tally: Counter[str] = Counter()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+def erased(rule: str, n: int = 1) -> None:
+    """Record that rule `rule` replaced or dropped `n` values (nothing when no count is being kept)."""
+    tally = _TALLY.get()
+    if tally is not None and n:
+        tally[rule] += n
+
+
+def rule_name(rule: Callable[..., Any]) -> str:
+    """The name a rule's docstring gives it (Rule `name`: ...), as `erased` counts it."""
+    found = re.search(r"Rule `([^`]+)`", rule.__doc__ or "")
+    return found.group(1) if found else rule.__name__
+
 
 def saved_values(value: Any, saved: Mapping[str, str]) -> Any:
     """Rule `saved-values`: a value saved from an earlier answer (a uid, a resourceVersion) reads as
@@ -31,9 +61,11 @@ def saved_values(value: Any, saved: Mapping[str, str]) -> Any:
     if isinstance(value, str):
         for name, saved_value in saved.items():
             if value == saved_value:
+                erased("saved-values")
                 return "${" + name + "}"
         for name, saved_value in saved.items():
             if len(saved_value) >= 16 and saved_value in value:
+                erased("saved-values", value.count(saved_value))
                 value = value.replace(saved_value, "${" + name + "}")
         return value
     if isinstance(value, list):
@@ -53,6 +85,7 @@ def object_metadata(d: dict[str, Any]) -> None:
     for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
         if isinstance(meta.get(key), str) and not meta[key].startswith("${"):
             meta[key] = SERVER
+            erased("server-metadata")
 
 
 def status_details_uid(d: dict[str, Any]) -> None:
@@ -62,6 +95,7 @@ def status_details_uid(d: dict[str, Any]) -> None:
         uid = d["details"].get("uid")
         if isinstance(uid, str) and uid and not uid.startswith("${"):
             d["details"]["uid"] = SERVER
+            erased("status-details-uid")
 
 
 def managed_fields_time(d: dict[str, Any]) -> None:
@@ -76,6 +110,7 @@ def managed_fields_time(d: dict[str, Any]) -> None:
         for entry in fields:
             if isinstance(entry, dict) and "time" in entry:
                 entry["time"] = TIME
+                erased("managed-fields-time")
         if all(isinstance(entry, dict) for entry in fields):
             fields.sort(key=lambda e: (str(e.get("operation")), str(e.get("manager")), str(e.get("subresource", ""))))
 
@@ -98,6 +133,7 @@ def managed_fields_uid_keys(d: dict[str, Any]) -> None:
 def _uid_keys(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
+    erased("managed-fields-uid-keys", sum(1 for k in node if _UID_KEY.match(k)))
     return {('k:{"uid":"' + SERVER + '"}' if _UID_KEY.match(k) else k): _uid_keys(v) for k, v in node.items()}
 
 
@@ -117,6 +153,7 @@ def generated_name(d: dict[str, Any]) -> None:
         prefix, name = meta["generateName"], meta["name"]
         if name.startswith(prefix) and _GENERATED.match(name[len(prefix):]):
             meta["name"] = prefix + "*****"
+            erased("generated-name")
             labels = meta.get("labels")
             if d.get("kind") == "Namespace" and isinstance(labels, dict) and labels.get(_NAME_LABEL) == name:
                 labels[_NAME_LABEL] = meta["name"]
@@ -125,9 +162,11 @@ def generated_name(d: dict[str, Any]) -> None:
 def cluster_ip(d: dict[str, Any]) -> None:
     """Rule `cluster-ip`: an allocated Service ClusterIP becomes `<allocated>` ("None", a headless
     Service, is kept). Why: each server allocates from its own range (the sim's is loopback)."""
-    if isinstance(d.get("clusterIP"), str) and d["clusterIP"] not in ("None", ""):
+    if isinstance(d.get("clusterIP"), str) and d["clusterIP"] not in ("None", "", "<allocated>"):
         d["clusterIP"] = "<allocated>"
+        erased("cluster-ip")
     if isinstance(d.get("clusterIPs"), list):
+        erased("cluster-ip", sum(1 for ip in d["clusterIPs"] if ip not in ("None", "<allocated>")))
         d["clusterIPs"] = ["<allocated>" if ip != "None" else ip for ip in d["clusterIPs"]]
 
 
@@ -140,6 +179,7 @@ def list_metadata(d: dict[str, Any]) -> None:
         for key in ("resourceVersion", "continue"):
             if isinstance(meta.get(key), str) and meta[key] and not meta[key].startswith("${"):
                 meta[key] = SERVER
+                erased("list-metadata")
 
 
 _TIME_KEYS = ("lastTransitionTime", "lastUpdateTime", "lastProbeTime", "lastHeartbeatTime")
@@ -151,6 +191,7 @@ def condition_times(d: dict[str, Any]) -> None:
     for key in _TIME_KEYS:
         if isinstance(d.get(key), str) and "type" in d:
             d[key] = TIME
+            erased("condition-times")
 
 
 _MESSAGE_NUMBERS = (
@@ -171,7 +212,8 @@ def message_numbers(value: Any) -> Any:
     message is compared word for word."""
     if isinstance(value, str):
         for pattern, replacement in _MESSAGE_NUMBERS:
-            value = pattern.sub(replacement, value)
+            value, n = pattern.subn(replacement, value)
+            erased("message-numbers", n)
         return value
     if isinstance(value, list):
         return [message_numbers(v) for v in value]
@@ -190,7 +232,11 @@ def embedded_metadata(value: Any) -> Any:
     rule `server-metadata` and `managed-fields-time`, quoted; every other character of the quoted object and
     of the message is compared."""
     if isinstance(value, str):
-        return _EMBEDDED.sub(lambda m: f'\\"{m.group(1)}\\":\\"{SERVER}\\"', value) if '\\"' in value else value
+        if '\\"' not in value:
+            return value
+        value, n = _EMBEDDED.subn(lambda m: f'\\"{m.group(1)}\\":\\"{SERVER}\\"', value)
+        erased("embedded-metadata", n)
+        return value
     if isinstance(value, list):
         return [embedded_metadata(v) for v in value]
     if isinstance(value, dict):
@@ -211,9 +257,11 @@ def kubelet_generated(d: dict[str, Any]) -> None:
     for key, placeholder in _KUBELET_IDS.items():
         if isinstance(d.get(key), str) and d[key]:
             d[key] = placeholder
+            erased("kubelet-generated")
     for key in _KUBELET_TIMES:
         if isinstance(d.get(key), str) and d[key]:
             d[key] = TIME
+            erased("kubelet-generated")
 
 
 _IPV4 = re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")
@@ -247,7 +295,9 @@ def pod_addresses(d: dict[str, Any]) -> None:
     for single, plural, placeholder in (("podIP", "podIPs", "<pod-ip>"), ("hostIP", "hostIPs", "<node-ip>")):
         if isinstance(status.get(single), str) and status[single]:
             status[single] = placeholder
+            erased("pod-addresses")
         if isinstance(status.get(plural), list):
+            erased("pod-addresses", len(status[plural]))
             status[plural] = [{**ip, "ip": placeholder} if isinstance(ip, dict) else ip for ip in status[plural]]
 
 
@@ -289,6 +339,7 @@ def event_reasons(items: list[Any]) -> dict[str, Any]:
         component = event.get("reportingComponent") or (event.get("source") or {}).get("component") or ""
         text = str(event.get("message") or event.get("note") or "")
         message = _IPV4.sub("<ip>", _PAREN_UID.sub("(<uid>)", _DURATION.sub("<duration>", text)))
+        erased("event-reasons")  # each event is folded into one line without its times, count and name
         line = (f"{event.get('type')} {event.get('reason')} {component} {involved.get('fieldPath', '')}: "
                 f"{message}")
         if line not in lines:
@@ -316,6 +367,7 @@ def bookmarks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for event in events:
         if event.get("type") == "BOOKMARK" and not _initial_end(event) and out and out[-1].get("type") == "BOOKMARK" \
                 and not _initial_end(out[-1]):
+            erased("bookmark-cadence")
             continue
         out.append(event)
     return out
@@ -334,6 +386,7 @@ def event_names(events: list[dict[str, Any]]) -> list[str]:
     objects appear and disappear, in which order, is its behaviour."""
     out = []
     for event in events:
+        erased("controller-events")  # dropped, or reduced to its type and name
         if event.get("type") in ("MODIFIED", "BOOKMARK"):
             continue
         obj = event.get("object") or {}
@@ -361,6 +414,7 @@ def _drop(node: Any, parts: list[str]) -> None:
         _drop(node[head], rest)
     else:
         node[head] = "<varies>"
+        erased("vary")
 
 
 def normalise(answer: Answer, step: Step, saved: Mapping[str, str]) -> View:

@@ -9,14 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from lwsconf.fidelity import normalise
-from lwsconf.fidelity.compare import Result, Totals, totals
+from lwsconf.fidelity.compare import Result, Totals, erasures, totals
 
 MARKER = "<!-- lwsconf fidelity: everything above is generated; everything below this line is kept -->"
 KEPT_HEADING = "## Findings from running on real Kubernetes"
 MAX_ANSWER = 1500
 """Characters of each answer printed under a difference."""
 RULES = (normalise.saved_values, normalise.object_metadata, normalise.status_details_uid,
-         normalise.managed_fields_time, normalise.generated_name, normalise.cluster_ip, normalise.list_metadata,
+         normalise.managed_fields_time, normalise.managed_fields_uid_keys, normalise.generated_name,
+         normalise.cluster_ip, normalise.list_metadata,
          normalise.condition_times, normalise.kubelet_generated, normalise.pod_addresses, normalise.message_numbers,
          normalise.embedded_metadata,
          normalise.bookmarks, normalise.event_names, normalise.event_reasons)
@@ -92,11 +93,17 @@ def render(results: Sequence[Result], *, kubernetes: str, seconds: float, when: 
              f"differences, {t.different} other differences.**", "", *_topics(results), "",
              "## Normalisation rules", "",
              "Only server-generated values and timing are normalised; everything else is compared as sent.", ""]
+    counts = erasures(results)
+    lines[-1] += (" Each rule says how many values it erased in this run, on the sim and on kube-apiserver "
+                  "(a rule that erased much hides much: read it with its count).")
+    lines.append("")
     for rule in RULES:
         doc = (rule.__doc__ or "").strip().split("\n\n")[0]
-        lines.append(f"- {' '.join(doc.split())}")
-    lines += ["", "Steps may also list fields they expect to differ (`vary`); each such use carries its reason in "
-              "the corpus.", "", "## Differences", ""]
+        sim, real = counts.get(normalise.rule_name(rule), (0, 0))
+        lines.append(f"- **erased {sim} / {real}.** {' '.join(doc.split())}")
+    sim, real = counts.get("vary", (0, 0))
+    lines += ["", f"Steps may also list fields they expect to differ (`vary`, erased {sim} / {real}); each such use "
+              "carries its reason in the corpus.", "", "## Differences", ""]
     different = [r for r in results if not r.identical]
     lines += (["None."] if not different else [])
     for r in sorted(different, key=lambda r: (r.accepted is not None, r.id)):

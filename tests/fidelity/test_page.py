@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lwsconf.fidelity import compare, page
+import re
+from pathlib import Path
+
+from lwsconf.fidelity import compare, normalise, page
 from lwsconf.fidelity.model import Answer, Scenario, Step, StepRecord
 
 
@@ -51,3 +54,22 @@ def test_a_binary_request_body_is_named_not_printed() -> None:
     binary = compare.Result(result.id, result.step, request, result.sim, result.real, result.lines)
     text = page.render([binary], kubernetes="1.37.2", seconds=1, when="today", existing=None)
     assert "\x00" not in text and "<21 bytes, binary: application/vnd.kubernetes.protobuf>" in text
+
+
+def test_the_page_lists_every_rule_with_how_much_it_erased_on_each_side() -> None:
+    """Issue 33 item 2: a normalisation that hides much must be seen to; each rule's count is per server."""
+    scenario = Scenario("topic", "sc", (Step("s0"),))
+    pod = {"kind": "Pod", "metadata": {"name": "p", "uid": "u-1", "resourceVersion": "7", "creationTimestamp": "t"},
+           "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]}}
+    sim = records([Answer(200, pod)])
+    real = records([Answer(200, {**pod, "status": {}})])
+    results = compare.compare([scenario], {"sc": sim}, {"sc": real}, {})
+    assert compare.erasures(results) == {"server-metadata": (3, 3), "condition-times": (1, 0)}
+    text = page.render(results, kubernetes="1.37.2", seconds=1, when="today", existing=None)
+    assert "- **erased 3 / 3.** Rule `server-metadata`" in text
+    assert "- **erased 1 / 0.** Rule `condition-times`" in text
+    assert "- **erased 0 / 0.** Rule `managed-fields-uid-keys`" in text
+    assert "(`vary`, erased 0 / 0)" in text
+    documented = {normalise.rule_name(rule) for rule in page.RULES}
+    counted = set(re.findall(r'erased\("([a-z-]+)"', Path(normalise.__file__).read_text()))
+    assert counted - {"vary"} <= documented, "a rule counts under a name the page does not list"
