@@ -32,9 +32,21 @@ def differences(sim: Any, real: Any, path: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(sim, real, strict=True)):
             out.extend(differences(a, b, f"{path}.{i}" if path else str(i)))
         return out
-    if sim == real:
+    if same(sim, real):
         return []
     return [f"{path or '(answer)'}: {_short(sim)} != {_short(real)}"]
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality with types compared strictly: Python's `True == 1` and `1 == 1.0` are differences here
+    (`true` and `1`, `1` and `1.0` are different JSON a client decodes differently), at any depth."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def summary(sim: Any, real: Any) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lwsconf.fidelity import compare, normalise, page
+from lwsconf.fidelity import compare, diff, normalise, page
 from lwsconf.fidelity.model import Answer, Scenario, Step, StepRecord
 
 
@@ -73,3 +73,12 @@ def test_the_page_lists_every_rule_with_how_much_it_erased_on_each_side() -> Non
     documented = {normalise.rule_name(rule) for rule in page.RULES}
     counted = set(re.findall(r'erased\("([a-z-]+)"', Path(normalise.__file__).read_text()))
     assert counted - {"vary"} <= documented, "a rule counts under a name the page does not list"
+
+
+def test_json_types_are_compared_strictly_at_any_depth() -> None:
+    """`true` vs `1` and `1` vs `1.0` are different JSON (Python's == says equal): issue 33 item 2."""
+    assert diff.differences({"a": True}, {"a": 1}) == ["a: true != 1"]
+    assert diff.differences({"a": [1, 2]}, {"a": [1.0, 2]}) == ["a.0: 1 != 1.0"]
+    assert diff.differences({"a": [1, {"b": False}]}, {"a": [1, {"b": 0}, 3]}) == \
+        ['a: [1, {"b": false}] != [1, {"b": 0}, 3]']
+    assert diff.differences({"a": [1, {"b": False}]}, {"a": [1, {"b": False}]}) == []
