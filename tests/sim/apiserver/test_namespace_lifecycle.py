@@ -72,3 +72,4 @@ def test_deleting_a_namespace_marks_it_terminating_without_a_grace_period(sim_ap
     meta = reply.json()["metadata"]
     assert meta["deletionTimestamp"] and reply.json()["status"]["phase"] == "Terminating"
     assert "deletionGracePeriodSeconds" not in meta, meta
+

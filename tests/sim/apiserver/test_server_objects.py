@@ -197,3 +197,14 @@ def test_every_builtin_kind_round_trips_through_the_typed_client(sim_api: SimAPI
     assert client.CoordinationV1Api(sim_api.api).list_namespaced_lease("default").items[0].spec.holder_identity == "me"
     assert client.DiscoveryV1Api(sim_api.api).list_namespaced_endpoint_slice("default").items[0].address_type == "IPv4"
     assert {n.metadata.name for n in core.list_namespace().items} >= {"default", "kube-system"}
+
+
+def test_a_long_generate_name_is_cut_so_the_name_has_63_characters(sim_api: SimAPI) -> None:
+    """names.SimpleNameGenerator: the prefix is cut to 58 characters before the 5 random ones (issue 33's probe:
+    the sim answered a 75-character name for a 70-character prefix)."""
+    prefix = "x" * 70
+    reply = sim_api.request("POST", "/api/v1/namespaces/default/configmaps",
+                            json={"metadata": {"generateName": prefix}})
+    assert reply.status_code == 201, reply.text
+    meta = reply.json()["metadata"]
+    assert len(meta["name"]) == 63 and meta["name"].startswith("x" * 58) and meta["generateName"] == prefix

@@ -38,9 +38,15 @@ def new_uid() -> str:
     return str(uuid.uuid4())
 
 
+MAX_GENERATED_PREFIX = 58
+"""apiserver names.SimpleNameGenerator's maxGeneratedNameLength: 63 less the 5 random characters."""
+
+
 def generated_name(prefix: str) -> str:
-    """`generateName` + 5 random characters, as the apiserver's SimpleNameGenerator does."""
-    return prefix + "".join(secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
+    """`generateName` (cut to its first 58 characters, so the name fits 63) + 5 random characters, as the
+    apiserver's SimpleNameGenerator does; a longer prefix made a 64+ character name before (issue 33's probe:
+    a 70-character prefix gave 75 characters, kube-apiserver 63)."""
+    return prefix[:MAX_GENERATED_PREFIX] + "".join(secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
 
 
 def deep_copy(obj: dict[str, Any]) -> dict[str, Any]:
