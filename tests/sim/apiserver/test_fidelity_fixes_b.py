@@ -87,6 +87,14 @@ def test_deletecollection_items_carry_no_type_meta(sim_api: SimAPI) -> None:
     assert [(i["metadata"]["name"], "kind" in i, "apiVersion" in i) for i in answer["items"]] == [("a", False, False)]
 
 
+def test_deletecollection_answers_the_objects_as_listed_before_their_deletion(sim_api: SimAPI) -> None:
+    """apiserver registry Store.DeleteCollection returns the list it deleted from, not each Delete's answer:
+    every item keeps the resourceVersion it had (found by comparing resourceVersions by order, issue 33)."""
+    created = sim_api.request("POST", CMS, json={"metadata": {"name": "a", "labels": {"batch": "1"}}}).json()
+    answer = sim_api.request("DELETE", CMS, params={"labelSelector": "batch=1"}).json()
+    assert [i["metadata"]["resourceVersion"] for i in answer["items"]] == [created["metadata"]["resourceVersion"]]
+
+
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 

