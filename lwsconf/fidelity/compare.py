@@ -38,12 +38,18 @@ def compare(scenarios: Sequence[Scenario], sim: Mapping[str, Sequence[StepRecord
     """One Result per step of every scenario, in corpus order."""
     results = []
     for scenario in scenarios:
+        sim_history, real_history = normalise.History(), normalise.History()
         for i, step in enumerate(scenario.steps):
             a, b = sim[scenario.name][i], real[scenario.name][i]
             with normalise.counting() as sim_erased:
-                sim_view = normalise.normalise(a.answer, step, a.saved)
+                sim_view = normalise.normalise(a.answer, step, a.saved, sim_history)
             with normalise.counting() as real_erased:
-                real_view = normalise.normalise(b.answer, step, b.saved)
+                real_view = normalise.normalise(b.answer, step, b.saved, real_history)
+            if step.until is not None:  # the way there, not only the state reached (issue 33 item 2)
+                sim_view["until-states"], real_view["until-states"] = until_states(a.states, b.states)
+                for erased, states, view in ((sim_erased, a.states, sim_view), (real_erased, b.states, real_view)):
+                    if len(states) > len(view["until-states"]):
+                        erased["until-suffix"] += len(states) - len(view["until-states"])
             lines = diff.summary(sim_view, real_view)
             ident = f"{scenario.topic}/{scenario.name}/{step.name}"
             results.append(Result(ident, step, a.request, sim_view, real_view, lines,
@@ -64,6 +70,19 @@ class Totals:
 
     def line(self, label: str = "fidelity") -> str:
         return f"{label}: {self.interactions} interactions, {self.identical} identical ({self.percent:.1f}%)"
+
+
+def until_states(sim: Sequence[Any], real: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Rule `until-suffix`: a step with `until` is compared by the values its paths went through on each server,
+    each counted once in a row; when one sequence ends the other, both read as the shorter. Why: the first poll
+    of the slower server saw states the faster one had already left (`[1, 2]` and `[2]`); any other pair is
+    compared as it is (a state one server went through and the other did not: `[1, 2]` and `[None, 2]`)."""
+    a, b = list(sim), list(real)
+    shorter = a if len(a) <= len(b) else b
+    longer = b if shorter is a else a
+    if diff.same(longer[len(longer) - len(shorter):], shorter):
+        return list(shorter), list(shorter)
+    return a, b
 
 
 def erasures(results: Sequence[Result]) -> dict[str, tuple[int, int]]:

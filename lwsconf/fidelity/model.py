@@ -107,3 +107,5 @@ class StepRecord:
     request: dict[str, Any]
     answer: Answer
     saved: dict[str, str] = field(default_factory=dict)
+    states: tuple[Any, ...] = ()
+    """For a step with `until`: the distinct successive values its paths took while it was repeated."""

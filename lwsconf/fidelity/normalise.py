@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -83,7 +84,7 @@ def object_metadata(d: dict[str, Any]) -> None:
     if not isinstance(meta, dict) or "kind" not in d and "apiVersion" not in d and "name" not in meta:
         return
     for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
-        if isinstance(meta.get(key), str) and not meta[key].startswith("${"):
+        if isinstance(meta.get(key), str) and not meta[key].startswith(("${", "<")):
             meta[key] = SERVER
             erased("server-metadata")
 
@@ -150,7 +151,7 @@ def generated_name(d: dict[str, Any]) -> None:
     random; that the label is set, and to the object's own name, is still compared."""
     meta = d.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("generateName"), str) and isinstance(meta.get("name"), str):
-        prefix, name = meta["generateName"], meta["name"]
+        prefix, name = meta["generateName"][:58], meta["name"]  # SimpleNameGenerator cuts a prefix to 58
         if name.startswith(prefix) and _GENERATED.match(name[len(prefix):]):
             meta["name"] = prefix + "*****"
             erased("generated-name")
@@ -177,7 +178,7 @@ def list_metadata(d: dict[str, Any]) -> None:
     if isinstance(d.get("items"), list) and isinstance(d.get("metadata"), dict):
         meta = d["metadata"]
         for key in ("resourceVersion", "continue"):
-            if isinstance(meta.get(key), str) and meta[key] and not meta[key].startswith("${"):
+            if isinstance(meta.get(key), str) and meta[key] and not meta[key].startswith(("${", "<")):
                 meta[key] = SERVER
                 erased("list-metadata")
 
@@ -189,7 +190,7 @@ def condition_times(d: dict[str, Any]) -> None:
     """Rule `condition-times`: a condition's lastTransitionTime (and update/probe/heartbeat times)
     is the clock of whoever set it; the condition's type, status, reason and message are kept."""
     for key in _TIME_KEYS:
-        if isinstance(d.get(key), str) and "type" in d:
+        if isinstance(d.get(key), str) and "type" in d and not d[key].startswith("<time:"):
             d[key] = TIME
             erased("condition-times")
 
@@ -348,15 +349,111 @@ def event_reasons(items: list[Any]) -> dict[str, Any]:
     return {"events": lines, "seen": seen}
 
 
-def normalise_body(body: Any, saved: Mapping[str, str]) -> Any:
-    """Every object rule on a copy of `body` (saved values first, so a saved uid reads `${name}`)."""
+class History:
+    """What one server answered before, within one scenario: the rules that judge an answer against the
+    ones before it (`resource-version-order`, `transition-history`) keep it. One per server and scenario,
+    fed every answer in order."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, int] = {}
+        """The last resourceVersion seen of each object, by uid."""
+        self.newest = 0
+        """The highest resourceVersion any answer carried so far."""
+        self.transitions: dict[tuple[str, str], str] = {}
+        """The last lastTransitionTime seen of each (object uid, condition type)."""
+
+    def tag(self, body: Any) -> Any:
+        """`body` (changed in place and returned) with each resourceVersion and condition lastTransitionTime
+        replaced by how it relates to what this server answered before."""
+        before = self.newest
+        seen: list[int] = []
+
+        def visit(d: dict[str, Any]) -> None:
+            meta = d.get("metadata")
+            if not isinstance(meta, dict):
+                return
+            version = meta.get("resourceVersion")
+            number = int(version) if isinstance(version, str) and version.isdigit() else None
+            if number is not None:
+                seen.append(number)
+                uid = meta.get("uid")
+                if isinstance(uid, str) and uid:
+                    meta["resourceVersion"] = _order(self.versions.get(uid), number)
+                    self.versions[uid] = number
+                elif isinstance(d.get("items"), list) or "name" not in meta:  # a list, a bookmark
+                    meta["resourceVersion"] = "<rv:current>" if number >= before else "<rv:stale>"
+                erased("resource-version-order", int(meta["resourceVersion"] != version))
+            uid = meta.get("uid")
+            conditions = (d.get("status") or {}).get("conditions") if isinstance(d.get("status"), dict) else None
+            if isinstance(uid, str) and isinstance(conditions, list):
+                for condition in conditions:
+                    if isinstance(condition, dict) and isinstance(condition.get("lastTransitionTime"), str):
+                        key, when = (uid, str(condition.get("type"))), condition["lastTransitionTime"]
+                        last = self.transitions.get(key)
+                        self.transitions[key] = when
+                        if last is not None:
+                            condition["lastTransitionTime"] = "<time:kept>" if last == when else "<time:changed>"
+                            erased("transition-history")
+
+        walk_dicts(body, visit)
+        self.newest = max([self.newest, *seen])
+        return body
+
+
+def _order(last: int | None, now: int) -> str:
+    if last is None:
+        return SERVER
+    return "<rv:same>" if now == last else "<rv:newer>" if now > last else "<rv:older>"
+
+
+def resource_version_order(body: Any) -> None:
+    """Rule `resource-version-order`: an object's resourceVersion is compared by how it relates to the last one
+    the same server gave for that object in the scenario: `<rv:same>` (a no-op write or a re-read keeps it),
+    `<rv:newer>`, `<rv:older>` (never right), or `<server>` the first time; a list's (or a bookmark's) reads
+    `<rv:current>` when it is at least the highest the server gave before in the scenario, else `<rv:stale>`.
+    Why: the numbers are each storage's counter, their order is behaviour. Applied before `saved-values`."""
+
+
+def transition_history(body: Any) -> None:
+    """Rule `transition-history`: a condition's lastTransitionTime, after the first time the server showed that
+    condition of that object in the scenario, reads `<time:kept>` or `<time:changed>` against the last one
+    shown. Why: the time is the clock, whether a transition happened is behaviour (a status write that keeps
+    a condition's status must keep its time)."""
+
+
+_TOKEN_VOLUME = re.compile(r"\bkube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}\b")
+
+
+def token_volume_name(value: Any) -> Any:
+    """Rule `token-volume-name`: the ServiceAccount admission plugin's `kube-api-access-xxxxx` volume name (in a
+    pod's volumes and mounts, and in a managedFields key naming it) reads `kube-api-access-*****`. Why: its five
+    characters are random on each server (names.SimpleNameGenerator); the volume, its sources and every
+    container's mount of it are compared."""
+    if isinstance(value, str):
+        if "kube-api-access-" not in value:
+            return value
+        value, n = _TOKEN_VOLUME.subn("kube-api-access-*****", value)
+        erased("token-volume-name", n)
+        return value
+    if isinstance(value, list):
+        return [token_volume_name(v) for v in value]
+    if isinstance(value, dict):
+        return {token_volume_name(k): token_volume_name(v) for k, v in value.items()}
+    return value
+
+
+def normalise_body(body: Any, saved: Mapping[str, str], history: History | None = None) -> Any:
+    """Every object rule on a copy of `body` (`history`'s rules first, then saved values, so a saved uid reads
+    `${name}`)."""
+    if history is not None:
+        body = history.tag(copy.deepcopy(body))
     out = saved_values(body, saved)
     def every_rule(d: dict[str, Any]) -> None:
         for rule in OBJECT_RULES:
             rule(d)
 
     walk_dicts(out, every_rule)
-    return embedded_metadata(message_numbers(out))
+    return token_volume_name(embedded_metadata(message_numbers(out)))
 
 
 def bookmarks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -417,17 +514,17 @@ def _drop(node: Any, parts: list[str]) -> None:
         erased("vary")
 
 
-def normalise(answer: Answer, step: Step, saved: Mapping[str, str]) -> View:
+def normalise(answer: Answer, step: Step, saved: Mapping[str, str], history: History | None = None) -> View:
     """The comparable view of one answer: code, normalised body or events, warnings; then the
-    step's own `vary` paths replaced on both sides."""
+    step's own `vary` paths replaced on both sides. `history`: the server's earlier answers in the scenario."""
     view: View = {"code": answer.code}
     if answer.events is not None:
         if step.events == "names":
             view["events"] = event_names(answer.events)
         else:
-            view["events"] = bookmarks([normalise_body(e, saved) for e in answer.events])
+            view["events"] = bookmarks([normalise_body(e, saved, history) for e in answer.events])
     if answer.body is not None and (answer.events is None or answer.code != 200):
-        view["body"] = normalise_body(answer.body, saved)
+        view["body"] = normalise_body(answer.body, saved, history)
         if step.view == "event-reasons" and answer.code == 200 and isinstance(view["body"], dict):
             view["body"] = event_reasons(view["body"].get("items") or [])
     if answer.warnings:

@@ -8,19 +8,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lwsconf.fidelity import normalise
+from lwsconf.fidelity import compare, normalise
 from lwsconf.fidelity.compare import Result, Totals, erasures, totals
 
 MARKER = "<!-- lwsconf fidelity: everything above is generated; everything below this line is kept -->"
 KEPT_HEADING = "## Findings from running on real Kubernetes"
 MAX_ANSWER = 1500
 """Characters of each answer printed under a difference."""
-RULES = (normalise.saved_values, normalise.object_metadata, normalise.status_details_uid,
+RULES = (normalise.resource_version_order, normalise.transition_history, normalise.saved_values,
+         normalise.object_metadata, normalise.status_details_uid,
          normalise.managed_fields_time, normalise.managed_fields_uid_keys, normalise.generated_name,
          normalise.cluster_ip, normalise.list_metadata,
-         normalise.condition_times, normalise.kubelet_generated, normalise.pod_addresses, normalise.message_numbers,
+         normalise.condition_times, normalise.kubelet_generated, normalise.pod_addresses, normalise.token_volume_name,
+         normalise.message_numbers,
          normalise.embedded_metadata,
-         normalise.bookmarks, normalise.event_names, normalise.event_reasons)
+         normalise.bookmarks, normalise.event_names, normalise.event_reasons, compare.until_states)
 
 
 def kept_part(existing: str | None) -> str:

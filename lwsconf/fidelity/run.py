@@ -97,29 +97,36 @@ AFTER_TIMEOUT = 10.0
 """Seconds a step with `after` waits for that object (a controller's pod, ControllerRevision, EndpointSlice)."""
 
 
-def _send(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> tuple[dict[str, Any], Answer]:
+def _send(endpoint: Endpoint, step: Step,
+          variables: dict[str, str]) -> tuple[dict[str, Any], Answer, tuple[Any, ...]]:
+    """Send `step` (repeated while its `until` is not met); the request, the last answer and, for an `until`
+    step, the distinct successive values its conditions' paths took (consecutive repeats counted once)."""
     if step.after:
         _await(endpoint, step, variables)
     request = build_request(step, variables)
     if step.until is None:
-        return request, endpoint.send(request, watch=step.watch)
+        return request, endpoint.send(request, watch=step.watch), ()
     until = step.until
     last: list[Answer] = []
+    states: list[Any] = []
 
     def reached() -> bool:
         last[:] = [endpoint.send(request, watch=step.watch)]
         view = normalise.normalise(last[0], step, variables)
-        for path, value in until.conditions():
-            got = normalise.lookup(view, path)
-            if got != value:
-                raise NotYet(f"{path} is {got!r}, waiting for {value!r}")
+        got = [normalise.lookup(view, path) for path, _ in until.conditions()]
+        state = got[0] if len(got) == 1 else got
+        if not states or states[-1] != state:
+            states.append(state)
+        for (path, value), seen in zip(until.conditions(), got, strict=True):
+            if seen != value:
+                raise NotYet(f"{path} is {seen!r}, waiting for {value!r}")
         return True
 
     # On timeout the last answer is recorded as it stands: the other server's shows what was expected.
     with contextlib.suppress(WaitTimeout):
         wait_until(reached, what=f"{endpoint.name}: {step.name}", timeout=until_timeout(until.timeout),
                    poll=UNTIL_POLL)
-    return request, last[0]
+    return request, last[0], tuple(states)
 
 
 def _save(step: Step, answer: Answer, variables: dict[str, str]) -> None:
@@ -155,9 +162,9 @@ def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, st
     """`steps` in order, each one's saved values available to the next."""
     records = []
     for step in steps:
-        request, answer = _send(endpoint, step, variables)
+        request, answer, states = _send(endpoint, step, variables)
         _save(step, answer, variables)
-        records.append(StepRecord(step, request, answer, variables))
+        records.append(StepRecord(step, request, answer, variables, states))
     return records
 
 

@@ -173,3 +173,57 @@ def test_a_generated_namespace_name_is_masked_in_its_name_label_too() -> None:
                 "metadata": {"generateName": "gen-", "name": name, "labels": {"kubernetes.io/metadata.name": label}}}
     assert view(ns("gen-abcde", "gen-abcde")) == view(ns("gen-vwxyz", "gen-vwxyz"))
     assert diff.differences(view(ns("gen-abcde", "gen-abcde")), view(ns("gen-vwxyz", "other")))
+
+
+def _cm(rv: str, uid: str = "u-1", **status: object) -> dict[str, object]:
+    return {"kind": "ConfigMap", "metadata": {"name": "c", "uid": uid, "resourceVersion": rv}, **status}
+
+
+def test_resource_versions_are_compared_by_their_order_within_a_scenario() -> None:
+    """Issue 33 item 2: a no-op write keeps the resourceVersion, a write moves it on; the numbers differ
+    between servers, the order does not."""
+    history = normalise.History()
+    first, same, newer = (normalise.normalise_body(_cm(rv), {}, history) for rv in ("10", "10", "12"))
+    assert [b["metadata"]["resourceVersion"] for b in (first, same, newer)] == ["<server>", "<rv:same>", "<rv:newer>"]
+    older = normalise.normalise_body(_cm("11"), {}, history)
+    assert older["metadata"]["resourceVersion"] == "<rv:older>"
+    fresh = normalise.normalise_body({"kind": "ConfigMapList", "metadata": {"resourceVersion": "12"},
+                                      "items": [_cm("12", uid="u-2")]}, {}, history)
+    assert fresh["metadata"]["resourceVersion"] == "<rv:current>"
+    assert fresh["items"][0]["metadata"]["resourceVersion"] == "<server>"  # first sight of that object
+    stale = normalise.normalise_body({"kind": "ConfigMapList", "metadata": {"resourceVersion": "9"}, "items": []},
+                                     {}, history)
+    assert stale["metadata"]["resourceVersion"] == "<rv:stale>"
+    bookmark = normalise.normalise_body({"kind": "ConfigMap", "metadata": {"resourceVersion": "15"}}, {}, history)
+    assert bookmark["metadata"]["resourceVersion"] == "<rv:current>"
+
+
+def test_two_servers_with_different_counters_but_the_same_order_compare_equal() -> None:
+    sim, real = normalise.History(), normalise.History()
+    for sim_rv, real_rv in (("3", "1042"), ("3", "1042"), ("8", "1077")):
+        assert normalise.normalise_body(_cm(sim_rv), {}, sim) == normalise.normalise_body(_cm(real_rv), {}, real)
+    no_op_bumped = normalise.normalise_body(_cm("9"), {}, sim)   # the sim bumps where kube-apiserver keeps
+    kept = normalise.normalise_body(_cm("1077"), {}, real)
+    assert no_op_bumped != kept
+
+
+def test_a_conditions_transition_time_is_compared_as_kept_or_changed() -> None:
+    history = normalise.History()
+
+    def ready(status: str, when: str) -> dict[str, object]:
+        return _cm("1", status={"conditions": [{"type": "Ready", "status": status, "lastTransitionTime": when}]})
+
+    views = [normalise.normalise_body(ready(s, t), {}, history)["status"]["conditions"][0]["lastTransitionTime"]
+             for s, t in (("False", "T1"), ("False", "T1"), ("True", "T2"))]
+    assert views == ["<time>", "<time:kept>", "<time:changed>"]
+
+
+def test_the_token_volumes_random_name_is_erased_but_its_use_is_compared() -> None:
+    def pod(suffix: str, path: str = "/var/run/secrets/kubernetes.io/serviceaccount") -> dict[str, object]:
+        name = f"kube-api-access-{suffix}"
+        return {"kind": "Pod", "metadata": {"name": "p"}, "spec": {
+            "volumes": [{"name": name, "projected": {"defaultMode": 420}}],
+            "containers": [{"name": "c", "volumeMounts": [{"name": name, "mountPath": path}]}]}}
+    assert view(pod("vz9vf")) == view(pod("pplxb"))
+    assert view(pod("vz9vf"))["body"]["spec"]["volumes"][0]["name"] == "kube-api-access-*****"
+    assert view(pod("vz9vf")) != view(pod("pplxb", path="/elsewhere"))
