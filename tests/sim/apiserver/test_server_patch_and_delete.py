@@ -161,3 +161,29 @@ def test_patch_carrying_a_stale_resource_version_is_409(sim_api: SimAPI) -> None
                                           "data": {"a": "2"}})
     assert err.value.status == 409
     assert core.read_namespaced_config_map("c", "default").data == {"a": "1"}
+
+
+def test_kubectl_server_side_apply_after_client_side_apply_takes_over_what_the_annotation_recorded(
+        sim_api: SimAPI) -> None:
+    """apimachinery managedfields lastAppliedManager and lastAppliedUpdater (1.37.2): an apply by manager
+    `kubectl` may take over conflicting fields whose live values the client-side last-applied-configuration
+    recorded, and refreshes that annotation; another manager still conflicts (held-out corpus, issue 33:
+    `kubectl apply --server-side` after `kubectl apply` answered 409 on the sim, 200 on kube-apiserver)."""
+    last = '{"apiVersion":"v1","data":{"mode":"fast"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"s"}}\n'
+    created = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"mode": "fast"}, "metadata": {
+        "name": "s", "annotations": {"kubectl.kubernetes.io/last-applied-configuration": last}}}
+    path = "/api/v1/namespaces/default/configmaps"
+    assert sim_api.request("POST", f"{path}?fieldManager=kubectl-client-side-apply", json=created).status_code == 201
+    config = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"data":{"mode":"slow"}}'
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    other = sim_api.request("PATCH", f"{path}/s?fieldManager=someone", data=config, headers=headers)
+    assert other.status_code == 409, other.text
+    reply = sim_api.request("PATCH", f"{path}/s?fieldManager=kubectl", data=config, headers=headers)
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["data"] == {"mode": "slow"}
+    assert body["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] == \
+        '{"apiVersion":"v1","data":{"mode":"slow"},"kind":"ConfigMap","metadata":{"name":"s"}}\n'
+    owners = {m["manager"]: m["fieldsV1"] for m in body["metadata"]["managedFields"]}
+    assert owners["kubectl"] == {"f:data": {"f:mode": {}}}
+    assert owners["kubectl-client-side-apply"]["f:data"] == {}  # the map it made stays its own, not the key

@@ -84,6 +84,9 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
     changed = {p for p in diff.changed if p not in STRIPPED and p != ("f:metadata",)
                and types.endpoint_owns(p, subresource, status_reset)}
     conflicts = [(path, i) for i in sorted(sets) for path in sorted(sets[i] & changed)]
+    if conflicts and not force and manager == KUBECTL:  # kubectl's migration from client-side apply
+        allowed = _allowed_from_last_applied(live, root, api_version)
+        conflicts = [(path, i) for path, i in conflicts if path not in allowed]
     if conflicts and not force:
         raise _conflict_error(conflicts, entries)
     if live is not None and merge_patches.identity(merged) == merge_patches.identity(_without_managed_fields(live)):
@@ -100,7 +103,50 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], *, m
         if left:
             kept.append(e if left == sets[i] else {**e, "fieldsV1": encode(left)})
     _set_entries(merged, [*kept, *([{k: v for k, v in entry.items() if v != ""}] if mine else [])])
+    if manager == KUBECTL and _last_applied(merged):
+        merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = last_applied_of(applied)
     return merged
+
+
+# --- kubectl's move from client-side to server-side apply ------------------------------------------------
+
+KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied(obj: dict[str, Any] | None) -> str:
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations")
+    return str(annotations.get(LAST_APPLIED) or "") if isinstance(annotations, dict) else ""
+
+
+def _allowed_from_last_applied(live: dict[str, Any] | None, root: types.FieldType, api_version: str) -> set[Path]:
+    """The conflicts an apply by manager `kubectl` may take over (apimachinery managedfields
+    `lastAppliedManager.allowedConflictsFromLastApplied`): the fields of the object's client-side
+    last-applied-configuration whose values the live object still has, so `kubectl apply --server-side` after
+    `kubectl apply` succeeds without --force-conflicts. None when the annotation is missing, not JSON, or of
+    another apiVersion."""
+    text = _last_applied(live)
+    try:
+        last = json.loads(text) if text else None
+    except ValueError:
+        return set()
+    if not isinstance(last, dict) or last.get("apiVersion") != api_version or live is None:
+        return set()
+    differ = compare.compare(last, _without_managed_fields(live), root)
+    return owned_fields(_without_nulls(last), root) - differ.changed - differ.removed
+
+
+def last_applied_of(applied: dict[str, Any]) -> str:
+    """The annotation `lastAppliedUpdater` writes after an apply by `kubectl` to an object that has one: the
+    applied configuration without that annotation, as Go's encoding/json writes an unstructured object (keys
+    sorted, no spaces, <, > and & escaped, a newline at the end); an annotations map the configuration gave
+    stays, even when it held only that annotation (`SetAnnotations` drops only a nil map)."""
+    config = copy.deepcopy(applied)
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+        meta["annotations"].pop(LAST_APPLIED, None)
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
