@@ -314,9 +314,44 @@ def _ip_keys(node: Any, names: Mapping[Any, str]) -> Any:
     return out
 
 
+_EVENT_NAME = re.compile(r"^(.+)\.[0-9a-f]{12,20}$")
+_EVENT_TIMES = ("eventTime", "firstTimestamp", "lastTimestamp", "deprecatedFirstTimestamp", "deprecatedLastTimestamp")
+
+
+def event_fields(d: dict[str, Any]) -> None:
+    """Rule `event-fields`: an Event's times (eventTime, first/lastTimestamp and their deprecated forms, a series'
+    lastObservedTime) read `<time>` where set (null stays null), the hex clock suffix of its name
+    (`<object>.<hex nanoseconds>`, how every recorder names one) `<hex time>`, and the uid and resourceVersion of
+    the object it is about `<server>`. Why: the clock and the server's counters; which object, the reason,
+    type, action, message, reporter and count are compared."""
+    if not isinstance(d.get("involvedObject") or d.get("regarding"), dict):
+        return
+    for key in _EVENT_TIMES:
+        if isinstance(d.get(key), str) and d[key]:
+            d[key] = TIME
+            erased("event-fields")
+    series = d.get("series")
+    if isinstance(series, dict) and isinstance(series.get("lastObservedTime"), str):
+        series["lastObservedTime"] = TIME
+        erased("event-fields")
+    meta = d.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+        named = _EVENT_NAME.match(meta["name"])
+        if named:
+            meta["name"] = f"{named.group(1)}.<hex time>"
+            erased("event-fields")
+    for ref_key in ("involvedObject", "regarding", "related"):
+        ref = d.get(ref_key)
+        if isinstance(ref, dict):
+            for key in ("uid", "resourceVersion"):
+                if isinstance(ref.get(key), str) and ref[key] and not ref[key].startswith(("${", "<")):
+                    ref[key] = SERVER
+                    erased("event-fields")
+
+
 OBJECT_RULES: tuple[Callable[[dict[str, Any]], None], ...] = (
     object_metadata, status_details_uid, managed_fields_time, managed_fields_uid_keys, generated_name, cluster_ip,
-    list_metadata, condition_times, kubelet_generated, pod_addresses)
+    list_metadata, condition_times, kubelet_generated, pod_addresses, event_fields)
 
 
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m|h)\b")

@@ -20,6 +20,7 @@ RULES = (normalise.resource_version_order, normalise.transition_history, normali
          normalise.managed_fields_time, normalise.managed_fields_uid_keys, normalise.generated_name,
          normalise.cluster_ip, normalise.list_metadata,
          normalise.condition_times, normalise.kubelet_generated, normalise.pod_addresses, normalise.token_volume_name,
+         normalise.event_fields,
          normalise.message_numbers,
          normalise.embedded_metadata,
          normalise.bookmarks, normalise.event_names, normalise.event_reasons, compare.until_states)

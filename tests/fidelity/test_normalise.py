@@ -227,3 +227,15 @@ def test_the_token_volumes_random_name_is_erased_but_its_use_is_compared() -> No
     assert view(pod("vz9vf")) == view(pod("pplxb"))
     assert view(pod("vz9vf"))["body"]["spec"]["volumes"][0]["name"] == "kube-api-access-*****"
     assert view(pod("vz9vf")) != view(pod("pplxb", path="/elsewhere"))
+
+
+def test_an_events_clock_and_the_regarded_objects_counters_are_erased_its_content_is_not() -> None:
+    def event(name: str, when: str, uid: str, note: str = "no nodes available") -> dict[str, object]:
+        return {"kind": "Event", "metadata": {"name": name}, "eventTime": when, "firstTimestamp": None,
+                "involvedObject": {"kind": "Pod", "name": "p", "uid": uid, "resourceVersion": "7"},
+                "reason": "FailedScheduling", "message": note}
+    one = view(event("p.18eefbd3588ad922", "2026-12-07T13:29:46.1Z", "u-1"))
+    two = view(event("p.18eefc23d18afaa0", "2026-12-07T13:35:32.137003Z", "u-2"))
+    assert one == two and one["body"]["metadata"]["name"] == "p.<hex time>"
+    assert one["body"]["firstTimestamp"] is None
+    assert one != view(event("p.18eefc23d18afaa0", "2026-12-07T13:35:32Z", "u-2", note="other"))

@@ -519,7 +519,7 @@ def test_events_api_applies_the_strict_rules(fields: dict[str, Any], problem: tu
 
 
 def test_events_api_event_note_is_immutable() -> None:
-    old = _new_event(note="first")
+    old = _stored(EVENTS, _new_event(note="first"))  # as stored: defaulted
     assert _fields(_causes(EVENTS, _new_event(note="second"), old)) == ["message"]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from lwsconf.sim.controllers.scheduler import scheduler as sched_mod
 
 Obj = dict[str, Any]
 NS = "default"
-PODS, NODES, EVENTS = kc.PODS, sched_mod.NODES, sched_mod.EVENTS
+PODS, NODES, EVENTS = kc.PODS, sched_mod.NODES, kc.GVR("", "v1", "events")
 GPU = "nvidia.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
 RACK = "example.com/rack"
@@ -147,6 +148,10 @@ def test_pod_wanting_more_gpus_than_any_node_has_stays_pending_with_reason_and_o
             await asyncio.sleep(0.5)  # several retries happen meanwhile; none may add an event
             events = await events_for(client, "greedy", "FailedScheduling")
             assert [(e["type"], e["message"]) for e in events] == [("Warning", message)], events
+            # written through events.k8s.io/v1 as kube-scheduler's recorder does (held-out fidelity corpus, issue 33)
+            [event] = events
+            assert event["eventTime"] and event["firstTimestamp"] is None and "count" not in event, event
+            assert event["reportingInstance"] == f"default-scheduler-{socket.gethostname()}"
             assert (await client.get(PODS, "greedy", namespace=NS))["spec"].get("nodeName") is None
     run(scenario)
 

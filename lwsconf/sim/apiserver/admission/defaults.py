@@ -293,6 +293,16 @@ def _core_event(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             obj[text_field] = ""
 
 
+def _events_v1_event(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The same Go zero values for an events.k8s.io/v1 Event (`deprecatedSource` a struct, the two deprecated
+    times null), so that it reads as core/v1 with `source: {}` and null first/last timestamps, as kube-scheduler's
+    events do on kube-apiserver 1.37.2 (held-out fidelity corpus, issue 33)."""
+    if obj.get("deprecatedSource") is None:
+        obj["deprecatedSource"] = {}
+    for time_field in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp"):
+        obj.setdefault(time_field, None)
+
+
 # --- apiextensions.k8s.io/v1 ----------------------------------------------------------------------
 
 def _crd(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -332,6 +342,7 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("", "persistentvolumeclaims"): _pvc,
     ("", "secrets"): _secret,
     ("", "events"): _core_event,
+    ("events.k8s.io", "events"): _events_v1_event,
     ("apps", "statefulsets"): _statefulset,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replicaset,

@@ -210,6 +210,9 @@ SET_AFTER_DECODING: dict[str, tuple[Path, ...]] = {
             ("spec", "containers", "*", "volumeMounts"), ("spec", "initContainers", "*", "volumeMounts")),
     "Service": (("spec", "ipFamilies"), ("spec", "ipFamilyPolicy"), ("spec", "clusterIP"), ("spec", "clusterIPs")),
     "Namespace": (("spec", "finalizers"),),
+    # events.k8s.io/v1: the Go zero values the sim writes out while defaulting (`defaults._events_v1_event`),
+    # which kube-apiserver's field manager never sees as set (kube-scheduler's events own none of them)
+    "Event": (("deprecatedSource",), ("deprecatedFirstTimestamp",), ("deprecatedLastTimestamp",)),
 }
 """Per kind, JSON paths the sim sets while defaulting that kube-apiserver sets after its field manager."""
 
