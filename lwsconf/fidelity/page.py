@@ -97,9 +97,8 @@ def render(results: Sequence[Result], *, kubernetes: str, seconds: float, when: 
              "## Normalisation rules", "",
              "Only server-generated values and timing are normalised; everything else is compared as sent.", ""]
     counts = erasures(results)
-    lines[-1] += (" Each rule says how many values it erased in this run, on the sim and on kube-apiserver "
+    lines[-2] += (" Each rule says how many values it erased in this run, on the sim and on kube-apiserver "
                   "(a rule that erased much hides much: read it with its count).")
-    lines.append("")
     for rule in RULES:
         doc = (rule.__doc__ or "").strip().split("\n\n")[0]
         sim, real = counts.get(normalise.rule_name(rule), (0, 0))
