@@ -321,7 +321,7 @@ def test_controller_revisions_are_owned_numbered_and_trimmed_to_the_history_limi
             sts = await client.create(STS, statefulset(replicas=1, revisionHistoryLimit=1))
             first = (await status_until(client, "web", {"replicas": 1}))["status"]["updateRevision"]
             rev = await client.get(REVISIONS, first, namespace=NS)
-            hash_ = rev["metadata"]["labels"]["controller-revision-hash"]
+            hash_ = rev["metadata"]["labels"]["controller.kubernetes.io/hash"]  # pkg/controller/history, 1.37.2
             assert first == f"web-{hash_}" and rev["revision"] == 1
             assert rev["metadata"]["ownerReferences"][0]["uid"] == sts["metadata"]["uid"]
             assert rev["data"]["spec"]["template"]["$patch"] == "replace"

@@ -46,6 +46,10 @@ DAEMONSETS = kc.GVR("apps", "v1", "daemonsets")
 CONTROLLERREVISIONS = kc.GVR("apps", "v1", "controllerrevisions")
 
 REVISION_LABEL = "controller-revision-hash"
+"""On a workload's pods: the name of the ControllerRevision (the StatefulSet's) or the template hash (a DaemonSet's)."""
+REVISION_HASH_LABEL = "controller.kubernetes.io/hash"
+"""On a ControllerRevision: the hash of its data (pkg/controller/history `ControllerRevisionHashLabel`, 1.37.2; the
+held-out fidelity corpus saw kube-controller-manager write this key where the sim wrote `controller-revision-hash`)."""
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """`k8s.io/apimachinery/pkg/util/rand` alphanums: no vowels, no confusable digits."""
 

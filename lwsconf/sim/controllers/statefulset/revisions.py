@@ -8,7 +8,7 @@ What upstream does (kubernetes/kubernetes `pkg/controller/statefulset/stateful_s
   32-bit FNV-1 over the data bytes followed by the collision count in decimal, printed as decimal and
   safe-encoded (`HashControllerRevision`; `getStatefulSetRevisions` always passes a non-nil count, so
   "0" is hashed too). It carries the template's labels plus
-  `controller-revision-hash: <hash>`, the set's annotations, a controller reference to the set, and a
+  `controller.kubernetes.io/hash: <hash>`, the set's annotations, a controller reference to the set, and a
   `revision` number one above the highest existing one (`nextRevision`).
 * Each sync computes the would-be revision of the live template: if the newest revision has the
   same data it is the update revision; if an older one does, that one is renumbered to the next
@@ -18,8 +18,8 @@ What upstream does (kubernetes/kubernetes `pkg/controller/statefulset/stateful_s
 * History is trimmed (`truncateHistory`) to `revisionHistoryLimit` non-live revisions, oldest first;
   live = current, update, and every revision a pod still carries in its `controller-revision-hash`.
 
-Pods carry the revision *name* in their `controller-revision-hash` label; the revision object's own
-label of that key holds just the hash. The data is Go's `json.Marshal` of a map (sorted keys, compact),
+Pods carry the revision *name* in their `controller-revision-hash` label; the revision object holds just
+the hash, under `controller.kubernetes.io/hash`. The data is Go's `json.Marshal` of a map (sorted keys, compact),
 which `canonical_json` reproduces, so for the same defaulted template the name is the one
 kube-controller-manager 1.37 gives (lwsconf fidelity controllers/ctl-statefulset: `web-5fbf5f4544`);
 still, nothing may rely on hash values (docs/lws-contract.md trap T6).
@@ -78,7 +78,7 @@ def new_revision(sts: Obj, number: int, collision_count: int) -> Obj:
     data = patch_data(sts)
     hash_ = revision_hash(data, collision_count)
     template_labels = dict(((sts.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
-    template_labels[wl.REVISION_LABEL] = hash_
+    template_labels[wl.REVISION_HASH_LABEL] = hash_
     rev_meta: Obj = {"name": revision_name(m["name"], hash_), "namespace": m["namespace"],
                      "labels": template_labels,
                      "ownerReferences": [wl.new_controller_ref(sts, "apps/v1", "StatefulSet")]}
@@ -136,7 +136,7 @@ async def _create(client: kc.Client, sts: Obj, revision: Obj, collision_count: i
         hash_ = revision_hash(revision["data"], collision_count)
         body = copy.deepcopy(revision)
         body["metadata"]["name"] = revision_name(set_name, hash_)
-        body["metadata"]["labels"][wl.REVISION_LABEL] = hash_
+        body["metadata"]["labels"][wl.REVISION_HASH_LABEL] = hash_
         try:
             return await client.create(REVISIONS, body), collision_count
         except errors.ApiError as exc:
