@@ -32,6 +32,8 @@ def differences(sim: Any, real: Any, path: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(sim, real, strict=True)):
             out.extend(differences(a, b, f"{path}.{i}" if path else str(i)))
         return out
+    if isinstance(sim, list) and isinstance(real, list) and _named(sim) and _named(real):
+        return _named_lists(sim, real, path)
     if same(sim, real):
         return []
     return [f"{path or '(answer)'}: {_short(sim)} != {_short(real)}"]
@@ -47,6 +49,30 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def _name(item: Any) -> str | None:
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    return meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
+
+
+def _named(items: list[Any]) -> bool:
+    names = [_name(i) for i in items]
+    return bool(items) and None not in names and len(set(names)) == len(names)
+
+
+def _named_lists(sim: list[Any], real: list[Any], path: str) -> list[str]:
+    """Lists of objects of different lengths, every object named (a list's items): the names on one side only,
+    then the differences of the objects both have, by name, so a page says which objects a list lacked and
+    whether the others agree (a list read while a controller was still creating is told from one that differs)."""
+    where = path or "(answer)"
+    by_sim = {str(_name(i)): i for i in sim}
+    by_real = {str(_name(i)): i for i in real}
+    out = [f"{where}: names {sorted(n for n in by_sim if n not in by_real)} != "
+           f"{sorted(n for n in by_real if n not in by_sim)} (on one side only)"]
+    for name in (n for n in by_sim if n in by_real):
+        out.extend(differences(by_sim[name], by_real[name], f"{where}[{name}]"))
+    return out
 
 
 def summary(sim: Any, real: Any) -> list[str]:

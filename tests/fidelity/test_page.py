@@ -83,3 +83,12 @@ def test_json_types_are_compared_strictly_at_any_depth() -> None:
     assert diff.differences({"a": [1, {"b": False}]}, {"a": [1, {"b": 0}, 3]}) == \
         ['a: [1, {"b": false}] != [1, {"b": 0}, 3]']
     assert diff.differences({"a": [1, {"b": False}]}, {"a": [1, {"b": False}]}) == []
+
+
+def test_lists_of_named_objects_of_different_lengths_say_which_names_and_compare_the_rest() -> None:
+    def item(name: str, phase: str = "Pending") -> dict[str, object]:
+        return {"metadata": {"name": name}, "status": {"phase": phase}}
+    lines = diff.differences({"items": [item("a"), item("b", "Running")]}, {"items": [item("b")]})
+    assert lines == ["items: names ['a'] != [] (on one side only)",
+                     'items[b].status.phase: "Running" != "Pending"']
+    assert diff.differences([1, 2], [1]) == ["(answer): [1, 2] != [1]"]  # unnamed lists: as before
