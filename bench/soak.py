@@ -88,13 +88,18 @@ def schedule(planned: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return order
 
 
-def commit_of(repo: Path) -> str:
-    """The commit the soak runs, with "+dirty" when the tree has changes (such a soak cannot be resumed)."""
+def commit_of(repo: Path, outputs: tuple[Path, ...] = ()) -> str:
+    """The commit the soak runs, with "+dirty" when the tree has changes (such a soak cannot be resumed).
+
+    `outputs` (the soak's own files, such as docs/soak.md, which is tracked) are left out: a sitting rewrites them,
+    and counting that as a change made every soak stopped by its budget impossible to resume."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False)
     if head.returncode != 0:
         return "unknown"
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True,
-                            text=True, check=False)
+    excluded = [f":(exclude){path.resolve().relative_to(repo.resolve())}" for path in outputs
+                if path.resolve().is_relative_to(repo.resolve())]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
+                            cwd=repo, capture_output=True, text=True, check=False)
     return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
@@ -255,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         planned = parse_runs(args.runs)
     except ValueError as exc:
         parser.error(str(exc))
-    commit = commit_of(REPO)
+    commit = commit_of(REPO, tuple(p for p in (args.out, args.markdown) if p is not None))
     runs: list[dict[str, Any]] = []
     sittings = 1
     if args.resume:

@@ -101,7 +101,7 @@ def test_a_resumed_soak_runs_only_what_is_missing(tmp_path: Path, monkeypatch: p
     both runs, the commit and two sittings. Resuming at another commit is refused with exit code 2."""
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
     monkeypatch.setitem(soak.KINDS, "unit", soak.Kind("unit", (str(tmp_path / "test_ok.py"),), 120.0, False))
-    monkeypatch.setattr(soak, "commit_of", lambda repo: "c0ffee")
+    monkeypatch.setattr(soak, "commit_of", lambda repo, outputs=(): "c0ffee")
     out = tmp_path / "results.json"
     common = ["--out", str(out), "--runs", "unit=2", "--load", "0", "--keep", str(tmp_path / "kept")]
     assert soak.main([*common, "--runs", "unit=1"]) == 0
@@ -112,7 +112,7 @@ def test_a_resumed_soak_runs_only_what_is_missing(tmp_path: Path, monkeypatch: p
     assert [(r["index"], r["commit"]) for r in second["runs"]] == [(1, "c0ffee"), (2, "c0ffee")]
     assert second["sittings"] == 2 and second["complete"] is True
     assert second["summary"]["unit"]["green"] == 2
-    monkeypatch.setattr(soak, "commit_of", lambda repo: "beef")
+    monkeypatch.setattr(soak, "commit_of", lambda repo, outputs=(): "beef")
     assert soak.main([*common, "--resume"]) == 2
 
 
@@ -188,3 +188,24 @@ def test_an_interrupted_soak_keeps_the_runs_it_finished_and_leaves_no_process(tm
     assert [(r["index"], r["green"]) for r in results["runs"]] == [(1, True)], results["runs"]
     assert "interrupted; the runs finished so far are recorded" in output
     assert not _running(hung), f"the interrupted run's pytest {hung} is still running"
+
+
+def test_the_soaks_own_outputs_do_not_make_the_tree_dirty(tmp_path: Path) -> None:
+    """docs/soak.md is tracked and every sitting rewrites it: counted as a change, it made `make soak
+    SOAK_RESUME=1` refuse every soak that a budget had stopped ("it was made with uncommitted changes")."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    git("init", "-q")
+    git("config", "user.email", "soak@example.invalid")
+    git("config", "user.name", "soak")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "soak.md").write_text("old\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("commit", "-qm", "c")
+    (tmp_path / "docs" / "soak.md").write_text("new table\n")
+    outputs = (tmp_path / "docs" / "soak.md", tmp_path / "bench" / "results.json")
+    assert not soak.commit_of(tmp_path, outputs).endswith("+dirty")
+    assert soak.commit_of(tmp_path).endswith("+dirty")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert soak.commit_of(tmp_path, outputs).endswith("+dirty")
