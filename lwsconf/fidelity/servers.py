@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 SIM_CONTROLLERS = ("garbage-collector", "namespace-controller", "statefulset-controller", "deployment-controller",
                    "replicaset-controller", "daemonset-controller", "endpointslice-controller", "endpoints-controller",
-                   "scheduler", "job-controller")
+                   "scheduler", "job-controller", "serviceaccount-controller",
+                   "root-ca-certificate-publisher-controller")
 
 
 @dataclass(frozen=True)

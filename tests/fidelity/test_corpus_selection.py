@@ -117,3 +117,14 @@ def test_the_prelude_runs_on_every_server_and_is_compared_once(folder: Path, mon
                                        "held-out-kubectl/kubectl-002/000-get-configmaps"]
     assert all(r.identical for r in results)
     assert [e.paths[0] for e in echoes] == ["/apis/example.com/v1/things"] * 4  # before any namespace
+
+
+def test_every_controller_the_sim_side_runs_for_controller_scenarios_exists() -> None:
+    """The real side runs all of kube-controller-manager; the sim side the controllers named here, which must be
+    the sim's own names (a misspelt one would silently not run), including the two that fill every namespace
+    (its `default` ServiceAccount and `kube-root-ca.crt`), which kube-controller-manager runs too."""
+    from lwsconf.fidelity import servers
+    from lwsconf.sim import cluster
+    names = {name for name, _ in cluster.default_controllers()}
+    assert set(servers.SIM_CONTROLLERS) <= names, set(servers.SIM_CONTROLLERS) - names
+    assert {"serviceaccount-controller", "root-ca-certificate-publisher-controller"} <= set(servers.SIM_CONTROLLERS)
