@@ -32,7 +32,7 @@ def differences(sim: Any, real: Any, path: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(sim, real, strict=True)):
             out.extend(differences(a, b, f"{path}.{i}" if path else str(i)))
         return out
-    if isinstance(sim, list) and isinstance(real, list) and _named(sim) and _named(real):
+    if isinstance(sim, list) and isinstance(real, list) and (sim or real) and _named(sim) and _named(real):
         return _named_lists(sim, real, path)
     if same(sim, real):
         return []
@@ -58,7 +58,7 @@ def _name(item: Any) -> str | None:
 
 def _named(items: list[Any]) -> bool:
     names = [_name(i) for i in items]
-    return bool(items) and None not in names and len(set(names)) == len(names)
+    return None not in names and len(set(names)) == len(names)
 
 
 def _named_lists(sim: list[Any], real: list[Any], path: str) -> list[str]:

@@ -91,4 +91,5 @@ def test_lists_of_named_objects_of_different_lengths_say_which_names_and_compare
     lines = diff.differences({"items": [item("a"), item("b", "Running")]}, {"items": [item("b")]})
     assert lines == ["items: names ['a'] != [] (on one side only)",
                      'items[b].status.phase: "Running" != "Pending"']
+    assert diff.differences({"items": [item("a")]}, {"items": []}) == ["items: names ['a'] != [] (on one side only)"]
     assert diff.differences([1, 2], [1]) == ["(answer): [1, 2] != [1]"]  # unnamed lists: as before
