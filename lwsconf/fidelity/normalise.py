@@ -405,55 +405,57 @@ class History:
 
         def visit(d: dict[str, Any]) -> None:
             meta = d.get("metadata")
-            if not isinstance(meta, dict):
-                return
-            version = meta.get("resourceVersion")
-            number = int(version) if isinstance(version, str) and version.isdigit() else None
-            if number is not None:
-                seen.append(number)
-                uid = meta.get("uid")
-                if isinstance(uid, str) and uid:
-                    meta["resourceVersion"] = _order(self.versions.get(uid), number)
-                    self.versions[uid] = number
-                elif isinstance(d.get("items"), list) or "name" not in meta:  # a list, a bookmark
-                    meta["resourceVersion"] = "<rv:current>" if number >= before else "<rv:stale>"
-                erased("resource-version-order", int(meta["resourceVersion"] != version))
-            uid = meta.get("uid")
-            conditions = (d.get("status") or {}).get("conditions") if isinstance(d.get("status"), dict) else None
-            if isinstance(uid, str) and isinstance(conditions, list):
-                for condition in conditions:
-                    if isinstance(condition, dict) and isinstance(condition.get("lastTransitionTime"), str):
-                        key, when = (uid, str(condition.get("type"))), condition["lastTransitionTime"]
-                        last = self.transitions.get(key)
-                        self.transitions[key] = when
-                        if last is not None:
-                            condition["lastTransitionTime"] = "<time:kept>" if last == when else "<time:changed>"
-                            erased("transition-history")
+            if isinstance(meta, dict):
+                number = self.order_version(d, meta, before)
+                if number is not None:
+                    seen.append(number)
+                self.mark_transitions(d, meta)
 
         walk_dicts(body, visit)
         self.newest = max([self.newest, *seen])
         return body
 
+    def order_version(self, d: dict[str, Any], meta: dict[str, Any], before: int) -> int | None:
+        """Rule `resource-version-order`: an object's resourceVersion is compared by how it relates to the last one
+        the same server gave for that object in the scenario: `<rv:same>` (a no-op write or a re-read keeps it),
+        `<rv:newer>`, `<rv:older>` (never right), or `<server>` the first time; a list's (or a bookmark's) reads
+        `<rv:current>` when it is at least the highest the server gave before in the scenario (`before`), else
+        `<rv:stale>`. Why: the numbers are each storage's counter, their order is behaviour. Applied before
+        `saved-values`.
 
-def _order(last: int | None, now: int) -> str:
-    if last is None:
-        return SERVER
-    return "<rv:same>" if now == last else "<rv:newer>" if now > last else "<rv:older>"
+        Returns the resourceVersion as a number (None when it is not one)."""
+        version = meta.get("resourceVersion")
+        if not (isinstance(version, str) and version.isdigit()):
+            return None
+        number = int(version)
+        uid = meta.get("uid")
+        if isinstance(uid, str) and uid:
+            last = self.versions.get(uid)
+            self.versions[uid] = number
+            meta["resourceVersion"] = SERVER if last is None else \
+                "<rv:same>" if number == last else "<rv:newer>" if number > last else "<rv:older>"
+        elif isinstance(d.get("items"), list) or "name" not in meta:  # a list, a bookmark
+            meta["resourceVersion"] = "<rv:current>" if number >= before else "<rv:stale>"
+        erased("resource-version-order", int(meta["resourceVersion"] != version))
+        return number
 
-
-def resource_version_order(body: Any) -> None:
-    """Rule `resource-version-order`: an object's resourceVersion is compared by how it relates to the last one
-    the same server gave for that object in the scenario: `<rv:same>` (a no-op write or a re-read keeps it),
-    `<rv:newer>`, `<rv:older>` (never right), or `<server>` the first time; a list's (or a bookmark's) reads
-    `<rv:current>` when it is at least the highest the server gave before in the scenario, else `<rv:stale>`.
-    Why: the numbers are each storage's counter, their order is behaviour. Applied before `saved-values`."""
-
-
-def transition_history(body: Any) -> None:
-    """Rule `transition-history`: a condition's lastTransitionTime, after the first time the server showed that
-    condition of that object in the scenario, reads `<time:kept>` or `<time:changed>` against the last one
-    shown. Why: the time is the clock, whether a transition happened is behaviour (a status write that keeps
-    a condition's status must keep its time)."""
+    def mark_transitions(self, d: dict[str, Any], meta: dict[str, Any]) -> None:
+        """Rule `transition-history`: a condition's lastTransitionTime, after the first time the server showed that
+        condition of that object in the scenario, reads `<time:kept>` or `<time:changed>` against the last one
+        shown. Why: the time is the clock, whether a transition happened is behaviour (a status write that keeps
+        a condition's status must keep its time)."""
+        uid = meta.get("uid")
+        conditions = (d.get("status") or {}).get("conditions") if isinstance(d.get("status"), dict) else None
+        if not (isinstance(uid, str) and isinstance(conditions, list)):
+            return
+        for condition in conditions:
+            if isinstance(condition, dict) and isinstance(condition.get("lastTransitionTime"), str):
+                key, when = (uid, str(condition.get("type"))), condition["lastTransitionTime"]
+                last = self.transitions.get(key)
+                self.transitions[key] = when
+                if last is not None:
+                    condition["lastTransitionTime"] = "<time:kept>" if last == when else "<time:changed>"
+                    erased("transition-history")
 
 
 _TOKEN_VOLUME = re.compile(r"\bkube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}\b")

@@ -15,7 +15,7 @@ MARKER = "<!-- lwsconf fidelity: everything above is generated; everything below
 KEPT_HEADING = "## Findings from running on real Kubernetes"
 MAX_ANSWER = 1500
 """Characters of each answer printed under a difference."""
-RULES = (normalise.resource_version_order, normalise.transition_history, normalise.saved_values,
+RULES = (normalise.History.order_version, normalise.History.mark_transitions, normalise.saved_values,
          normalise.object_metadata, normalise.status_details_uid,
          normalise.managed_fields_time, normalise.managed_fields_uid_keys, normalise.generated_name,
          normalise.cluster_ip, normalise.list_metadata,

@@ -128,9 +128,9 @@ async def pods_stay(client: kc.Client, predicate: Callable[[dict[str, Obj]], boo
         await asyncio.sleep(0.02)
 
 
-async def get_or_none(client: kc.Client, gvr: kc.GVR, name: str) -> Obj | None:
+async def get_or_none(client: kc.Client, gvr: kc.GVR, name: str, *, namespace: str = NS) -> Obj | None:
     try:
-        return await client.get(gvr, name, namespace=NS)
+        return await client.get(gvr, name, namespace=namespace)
     except errors.ApiError as exc:
         if exc.is_not_found:
             return None
@@ -138,13 +138,13 @@ async def get_or_none(client: kc.Client, gvr: kc.GVR, name: str) -> Obj | None:
 
 
 async def object_until(client: kc.Client, gvr: kc.GVR, name: str, predicate: Callable[[Obj | None], bool],
-                       what: str, *, timeout: float = 10.0) -> Obj | None:
+                       what: str, *, timeout: float = 10.0, namespace: str = NS) -> Obj | None:
     """Poll one object (None when absent) until `predicate` holds; fail showing its status."""
     seen: Obj | None = None
 
     async def check() -> bool:
         nonlocal seen
-        seen = await get_or_none(client, gvr, name)
+        seen = await get_or_none(client, gvr, name, namespace=namespace)
         return predicate(seen)
 
     async def describe() -> str:

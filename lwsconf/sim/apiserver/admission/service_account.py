@@ -21,10 +21,9 @@ serviceaccount controller creates `default` as kube-controller-manager does.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.apimachinery import errors, objects
 
 VOLUME_PREFIX = "kube-api-access-"
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -33,8 +32,6 @@ TOKEN_EXPIRATION_SECONDS = 3607
 """serviceaccount.WarnOnlyBoundTokenExpirationSeconds: an hour and 7 s, which the kubelet recognises."""
 DEFAULT_ACCOUNT = "default"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""apimachinery util/rand.String's alphabet (no vowels, no look-alikes), as names.SimpleNameGenerator uses."""
 
 Obj = dict[str, Any]
 
@@ -57,13 +54,13 @@ def should_automount(spec: Obj, account: Obj | None) -> bool:
     return True
 
 
-def mount_token(spec: Obj, *, rng: random.Random | None = None) -> None:
+def mount_token(spec: Obj) -> None:
     """`mountServiceAccountToken`: an existing `kube-api-access-*` volume is reused; each container without a
     mount at MOUNT_PATH gets one; the volume is added last when some container needed it."""
     volumes: list[Any] = spec["volumes"] if isinstance(spec.get("volumes"), list) else []
     existing = next((v.get("name") for v in volumes
                      if isinstance(v, dict) and str(v.get("name") or "").startswith(VOLUME_PREFIX)), None)
-    name = existing or VOLUME_PREFIX + "".join((rng or random).choice(_NAME_ALPHABET) for _ in range(5))
+    name = existing or objects.generated_name(VOLUME_PREFIX)  # names.SimpleNameGenerator, as the plugin's
     needed = False
     for field in ("initContainers", "containers"):
         for container in spec.get(field) or ():
@@ -90,7 +87,7 @@ def admit_pod(pod: Obj, namespace: str, account: Obj | None) -> None:
         return
     name = str(spec.get("serviceAccountName") or DEFAULT_ACCOUNT)
     if account is None and name != DEFAULT_ACCOUNT:
-        raise errors.forbidden("pods", "", meta.get("name") or meta.get("generateName") or "Unknown",
+        raise errors.forbidden("pods", "", objects.admission_name(pod),
                                f"error looking up service account {namespace}/{name}: "
                                f'serviceaccount "{name}" not found')
     if should_automount(spec, account):

@@ -49,6 +49,16 @@ def generated_name(prefix: str) -> str:
     return prefix[:MAX_GENERATED_PREFIX] + "".join(secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
 
 
+def admission_name(obj: dict[str, Any] | None, name: str = "") -> str:
+    """The name an admission refusal gives a request's object (apiserver admission `extractResourceName`): the
+    request's `name`, else the object's, else its generateName (a name has not been generated yet), else
+    "Unknown"."""
+    meta = (obj or {}).get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    given = [v for v in (name, meta.get("name"), meta.get("generateName")) if isinstance(v, str) and v]
+    return given[0] if given else "Unknown"
+
+
 def deep_copy(obj: dict[str, Any]) -> dict[str, Any]:
     """A private copy of a stored object (a JSON round-trip through orjson: lwsconf.jsoncodec)."""
     return jsoncodec.copy(obj)  # type: ignore[no-any-return]

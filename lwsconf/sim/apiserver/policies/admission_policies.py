@@ -340,7 +340,7 @@ def _denial(req: PolicyRequest, policy: str, binding: str | None, decision: Deci
     else:
         cause = f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {decision.message}"
     resource = f"{asked.resource}.{asked.group}" if asked.group else asked.resource
-    name = asked.name or name_of(asked.obj) or "Unknown"
+    name = objects.admission_name(asked.obj, asked.name)
     reason = decision.reason if decision.reason in admission_policy.REASON_CODES else "Invalid"
     return errors.StatusError(admission_policy.REASON_CODES[reason], reason,
                               f'{resource} "{name}" is forbidden: {cause}',

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lwsconf.sim.apiserver.apimachinery import errors
+from lwsconf.sim.apiserver.apimachinery import errors, objects
 from lwsconf.sim.apiserver.policies import admission_policies
 from lwsconf.sim.apiserver.policies.admission_policies import GROUP, Invocation, PolicyCache
 from lwsconf.sim.apiserver.policies.admission_policy_match import PolicyRequest
@@ -165,7 +165,7 @@ def _cel_value(obj: dict[str, Any]) -> Any:
 def _denial(req: PolicyRequest, failures: list[PolicyError]) -> errors.StatusError:
     """`admission.NewForbidden` whose message and reason are the first error's, one cause per error."""
     asked = req.requested
-    name = asked.name or admission_policies.name_of(asked.obj) or "Unknown"
+    name = objects.admission_name(asked.obj, asked.name)
     first = failures[0]
     return errors.StatusError(403, first.reason, first.text(), kind=asked.resource, name=name,
                               group=asked.group or None,

@@ -164,9 +164,7 @@ class Storage:
         if ns is None:
             raise errors.not_found("namespaces", "", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            meta = obj.get("metadata") or {}
-            name = meta.get("name") or meta.get("generateName") or "Unknown"
-            refusal = errors.forbidden(info.plural, info.group, name,
+            refusal = errors.forbidden(info.plural, info.group, objects.admission_name(obj),
                                        f"unable to create new content in namespace {namespace} "
                                        "because it is being terminated")
             refusal.causes.append(errors.Cause("metadata.namespace", f"namespace {namespace} is being terminated",

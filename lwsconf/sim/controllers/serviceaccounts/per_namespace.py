@@ -67,6 +67,10 @@ class PerNamespace:
             self.objects.stop()
             await asyncio.gather(self.namespaces.join(), self.objects.join())
 
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        """Until both caches (namespaces and the kept objects) have listed once."""
+        await asyncio.gather(self.namespaces.wait_synced(timeout), self.objects.wait_synced(timeout))
+
     def _on_namespace(self, event_type: str, obj: Obj, old: Obj | None) -> None:
         if event_type != informer_mod.DELETED:
             self.queue.add(obj["metadata"]["name"])
@@ -78,7 +82,7 @@ class PerNamespace:
 
     async def reconcile(self, namespace: str) -> float | None:
         """Create or repair the object in `namespace`; None when done (failures are raised and retried)."""
-        await asyncio.gather(self.namespaces.wait_synced(), self.objects.wait_synced())
+        await self.wait_synced()
         ns = self.namespaces.get(namespace)
         if ns is None or (self._active_only and (ns.get("status") or {}).get("phase", "Active") != "Active"):
             return None
