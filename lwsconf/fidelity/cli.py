@@ -15,14 +15,18 @@ page, a floor outside 0-100), 1 when a server failed to start.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from lwsconf.controlplane import versions
 from lwsconf.fidelity import accepted, compare, corpus, heldout, page, run, servers
+from lwsconf.fidelity.client import Endpoint
 from lwsconf.fidelity.compare import Result
 from lwsconf.fidelity.model import Scenario, Step, StepRecord
 from lwsconf.waits.core import WaitTimeout
@@ -66,21 +70,43 @@ def run_both(release: versions.Release, scenarios: Sequence[Scenario],
              prelude: Sequence[Step] = ()) -> list[Result]:
     """Run `scenarios` on both servers (API-only ones on bare servers, controller ones with
     controllers, node ones on clusters with nodes) and compare. A `prelude` (the held-out corpus's
-    cluster-scoped setup) runs first on every server; its answers are compared once, from the first group."""
-    sim_records: dict[str, list[StepRecord]] = {}
-    real_records: dict[str, list[StepRecord]] = {}
+    cluster-scoped setup) runs first on every server; its answers are compared once, from the first group.
+
+    The two servers are replayed at the same time, the sim in a second thread: they share nothing, so the wall
+    time is the slower side's, not the sum (the held-out corpus waits on controllers on both). When one side
+    fails or is interrupted, the other stops at its next step, its servers stopped on the way out."""
     first = Scenario(PRELUDE_TOPIC, "prelude", tuple(prelude))
-    for group in ("api", "controllers", "nodes"):
-        chosen = [s for s in scenarios if _group(s) == group]
-        if not chosen:
-            continue
-        with servers.sim(group == "controllers", nodes=group == "nodes") as endpoint:
-            sim_records.setdefault(first.name, run.run_prelude(endpoint, prelude, scenarios))
-            sim_records.update(run.run_corpus(endpoint, chosen))
-        with servers.real_nodes(release) if group == "nodes" else servers.real(release, group == "controllers") \
-                as endpoint:
-            real_records.setdefault(first.name, run.run_prelude(endpoint, prelude, scenarios))
-            real_records.update(run.run_corpus(endpoint, chosen))
+    stop = threading.Event()
+
+    def replay(open_server: Callable[[str], AbstractContextManager[Endpoint]]) -> dict[str, list[StepRecord]]:
+        records: dict[str, list[StepRecord]] = {}
+        try:
+            for group in ("api", "controllers", "nodes"):
+                chosen = [s for s in scenarios if _group(s) == group]
+                if not chosen:
+                    continue
+                with open_server(group) as endpoint:
+                    records.setdefault(first.name, run.run_prelude(endpoint, prelude, scenarios))
+                    records.update(run.run_corpus(endpoint, chosen, stop))
+        except BaseException:
+            stop.set()
+            raise
+        return records
+
+    def sim_server(group: str) -> AbstractContextManager[Endpoint]:
+        return servers.sim(group == "controllers", nodes=group == "nodes")
+
+    def real_server(group: str) -> AbstractContextManager[Endpoint]:
+        return servers.real_nodes(release) if group == "nodes" else servers.real(release, group == "controllers")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-sim") as pool:
+        sim_side = pool.submit(replay, sim_server)
+        try:
+            real_records = replay(real_server)
+        except run.Stopped:
+            sim_side.result()  # the sim side's own failure, which stopped this one
+            raise
+        sim_records = sim_side.result()
     compared = [first, *scenarios] if prelude and first.name in sim_records else list(scenarios)
     return compare.compare(compared, sim_records, real_records, accepted.ACCEPTED)
 

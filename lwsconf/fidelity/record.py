@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         except (StartError, WaitTimeout, subprocess.TimeoutExpired, OSError) as exc:
             print(f"lwsconf fidelity record: {exc}", file=sys.stderr)
             return 1
-    command = f"lwsconf fidelity record --out {args.out} --sources {','.join(sources)}"
+    command = f"lwsconf fidelity record --out {args.out} --sources {','.join(sources)}" + (
+        " --convert-only (from the recordings an earlier record made)" if args.convert_only else "")
     for source in sources:
         path = recordings / f"{source}.jsonl"
         if not path.is_file() or not path.stat().st_size:

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -148,20 +149,27 @@ def setup_namespace(endpoint: Endpoint, namespace: str) -> Answer:
     return Answer(201) if answer.code in (201, 409) else answer
 
 
-def run_scenario(endpoint: Endpoint, scenario: Scenario) -> list[StepRecord]:
+class Stopped(Exception):
+    """The replay was told to stop (the other server's side failed or was interrupted)."""
+
+
+def run_scenario(endpoint: Endpoint, scenario: Scenario, stop: threading.Event | None = None) -> list[StepRecord]:
     """Every step of `scenario` in order; if its namespace cannot be made, every step records why."""
     variables = {"ns": scenario.namespace}
     ready = setup_namespace(endpoint, scenario.namespace)
     if ready.code != 201:
         failed = Answer(0, f"scenario setup failed: namespace {scenario.namespace}: {ready.code} {ready.body}")
         return [StepRecord(step, build_request(step, variables), failed, variables) for step in scenario.steps]
-    return run_steps(endpoint, scenario.steps, variables)
+    return run_steps(endpoint, scenario.steps, variables, stop)
 
 
-def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, str]) -> list[StepRecord]:
-    """`steps` in order, each one's saved values available to the next."""
+def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, str],
+              stop: threading.Event | None = None) -> list[StepRecord]:
+    """`steps` in order, each one's saved values available to the next; Stopped before a step once `stop` is set."""
     records = []
     for step in steps:
+        if stop is not None and stop.is_set():
+            raise Stopped(f"{endpoint.name}: stopped before {step.name}")
         request, answer, states = _send(endpoint, step, variables)
         _save(step, answer, variables)
         records.append(StepRecord(step, request, answer, variables, states))
@@ -224,6 +232,7 @@ def _served(endpoint: Endpoint, probe: Step) -> bool:
     return True
 
 
-def run_corpus(endpoint: Endpoint, scenarios: Iterable[Scenario]) -> dict[str, list[StepRecord]]:
-    """Records by scenario name."""
-    return {scenario.name: run_scenario(endpoint, scenario) for scenario in scenarios}
+def run_corpus(endpoint: Endpoint, scenarios: Iterable[Scenario],
+               stop: threading.Event | None = None) -> dict[str, list[StepRecord]]:
+    """Records by scenario name (Stopped once `stop` is set)."""
+    return {scenario.name: run_scenario(endpoint, scenario, stop) for scenario in scenarios}

@@ -26,7 +26,8 @@ def test_convert_only_writes_generated_files_the_replay_reads(tmp_path: Path,
     assert record.main(["--convert-only", "--recordings", str(raw), "--out", str(out), "--sources", "kubectl"]) == 0
     document = json.loads((out / "kubectl.json").read_text())
     header = document["generated"]
-    assert header["command"] == f"lwsconf fidelity record --out {out} --sources kubectl"
+    assert header["command"] == (f"lwsconf fidelity record --out {out} --sources kubectl --convert-only "
+                                 "(from the recordings an earlier record made)")
     assert header["recording"].startswith("kubectl.jsonl, 21 interactions from 2026-12-07T10:00:00Z")
     assert "never edit by hand" in header["note"]
     held = heldout.load(out)
