@@ -13,9 +13,11 @@ which keeps built-ins as JSON, reproduces them here:
   "spec.template.spec.containers[0].imagePullPolice"` (sigs.k8s.io/json's strictFieldStack: JSON names
   joined by ".", list indexes as "[i]", map keys as ".key"), in document order without repeats.
 
-Values whose Go type has its own UnmarshalJSON (Time, Duration, Quantity, IntOrString, RawExtension, FieldsV1,
-apiextensions' JSON and JSONSchemaProps "or" types) are not checked: their errors are their own, and the
-sim's validation answers them as before. Pure: no I/O.
+A Time or MicroTime string is parsed as its UnmarshalJSON does (`time.Parse` with RFC3339, RFC3339Micro;
+`apimachinery.gotime`), and its error counts as the first decode error like a type error (encoding/json keeps the
+first error an Unmarshaler returns as well). Other values whose Go type has its own UnmarshalJSON (Duration,
+Quantity, IntOrString, RawExtension, FieldsV1, apiextensions' JSON and JSONSchemaProps "or" types) are not checked:
+their errors are their own, and the sim's validation answers them as before. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from google.protobuf import descriptor
 
+from lwsconf.sim.apiserver.apimachinery import gotime
 from lwsconf.sim.apiserver.patch.merge_patches import go_json_kind
 from lwsconf.sim.apiserver.protobuf import codec
 from lwsconf.sim.apiserver.protobuf import schema as schema_mod
@@ -35,6 +38,8 @@ FD = descriptor.FieldDescriptor
 _OPAQUE = frozenset({codec.TIME, codec.MICRO_TIME, codec.DURATION, codec.QUANTITY, codec.INT_OR_STRING,
                      codec.RAW_EXTENSION, codec.FIELDS_V1, codec.EXT_JSON, codec.OR_ARRAY, codec.OR_BOOL,
                      codec.OR_STRING_ARRAY})
+_TIME_LAYOUTS = {codec.TIME: gotime.RFC3339, codec.MICRO_TIME: gotime.RFC3339_MICRO}
+"""The layout each time type's UnmarshalJSON parses a string with (metav1.Time, metav1.MicroTime)."""
 _INTS = {FD.TYPE_INT32: (-(2**31), 2**31 - 1), FD.TYPE_INT64: (-(2**63), 2**63 - 1),
          FD.TYPE_SINT32: (-(2**31), 2**31 - 1), FD.TYPE_SINT64: (-(2**63), 2**63 - 1),
          FD.TYPE_UINT32: (0, 2**32 - 1), FD.TYPE_UINT64: (0, 2**64 - 1),
@@ -52,7 +57,8 @@ class Decoded:
     """The outcome of one typed decode."""
 
     type_error: str | None = None
-    """Go's first UnmarshalTypeError, worded as encoding/json (`json: cannot unmarshal ...`)."""
+    """Go's first decode error: an UnmarshalTypeError worded as encoding/json (`json: cannot unmarshal ...`), or a
+    time that does not parse, worded as `time.Parse` (`parsing time "..." as "...": ...`)."""
     unknown: list[str] = field(default_factory=list)
     """Strict paths of the keys the Go types lack, in document order, each once."""
 
@@ -153,6 +159,8 @@ class _Walk:
             return
         if fd.message_type is not None:
             name = fd.message_type.full_name
+            if name in _TIME_LAYOUTS and isinstance(value, str) and self.out.type_error is None:
+                self.out.type_error = gotime.parse_error(_TIME_LAYOUTS[name], value)
             if name in _OPAQUE:
                 return
             if name in self.schema.lists:  # a named slice (`Verbs`): a JSON list of its items

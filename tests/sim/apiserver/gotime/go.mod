@@ -1,0 +1,2 @@
+module gotime
+go 1.26
