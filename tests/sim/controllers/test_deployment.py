@@ -356,3 +356,22 @@ def test_no_progress_for_progress_deadline_seconds_is_progress_deadline_exceeded
             name = next(iter(await replicasets(client)))
             assert (cond["status"], cond["message"]) == ("False", f'ReplicaSet "{name}" has timed out progressing.')
     ws.run(scenario)
+
+
+def test_the_revision_annotation_is_written_through_status_and_owned_by_the_controllers_status_entry() -> None:
+    """kube-controller-manager sets `deployment.kubernetes.io/revision` with UpdateStatus (sync.go getNewReplicaSet)
+    and the Deployment's status strategy keeps annotations, so managedFields has one controller entry, on the status
+    subresource, owning the annotation and the status (seen on kube-apiserver 1.37.2 by the held-out corpus)."""
+    async def scenario() -> None:
+        async with ws.sim_with(*controllers()) as client:
+            await client.create(DEPLOYMENTS, deployment(replicas=1))
+
+            def revised(obj: Obj | None) -> bool:
+                return ((obj or {}).get("metadata", {}).get("annotations") or {}).get(du.REVISION) == "1"
+            found = await ws.object_until(client, DEPLOYMENTS, "ctl", revised, "revision 1")
+            assert found is not None
+            controller = [m for m in found["metadata"]["managedFields"] if m["manager"] != "test"]
+            assert [m.get("subresource") for m in controller] == ["status"], found["metadata"]["managedFields"]
+            annotations = controller[0]["fieldsV1"]["f:metadata"]["f:annotations"]
+            assert f"f:{du.REVISION}" in annotations
+    ws.run(scenario)

@@ -103,6 +103,38 @@ def _set_template_generation(obj: dict[str, Any], generation: int) -> None:
     annotations[TEMPLATE_GENERATION] = str(generation)
 
 
+
+STATUS_KEEPS_METADATA: dict[str, tuple[str, ...]] = {
+    "namespaces": (), "services": (), "nodes": (), "persistentvolumeclaims": (), "statefulsets": (),
+    "replicasets": (), "daemonsets": (), "jobs": (), "cronjobs": (), "poddisruptionbudgets": (),
+    "customresourcedefinitions": (), "deployments": ("labels",), "pods": ("deletionTimestamp", "ownerReferences"),
+}
+"""Built-in kinds whose status strategy keeps the metadata a status write sends (kube-apiserver 1.37.2
+pkg/registry/*/strategy.go: their `PrepareForUpdate` resets only the spec), with the metadata fields it resets as
+well (and `GetResetFields` names, so no status write owns them): a Deployment's labels, a Pod's deletionTimestamp
+and ownerReferences. So
+kube-controller-manager's Deployment controller writes the revision annotation through `UpdateStatus`, and the
+annotation is stored and owned by its status entry in managedFields (found by the held-out fidelity corpus).
+The CRD's own status strategy calls `ResetObjectMetaForStatus` with the new object on both sides, which resets
+nothing. Every other kind (ValidatingAdmissionPolicy's `ResetObjectMetaForStatus`, custom resources) keeps only
+the status a status write sends."""
+
+
+def _status_write_of_builtin(new: dict[str, Any], old: dict[str, Any], resets: tuple[str, ...]) -> dict[str, Any]:
+    """A status write of a built-in kind as its status strategy prepares it: everything but metadata and status
+    (the spec) from `old`, metadata as sent less `resets` (taken from `old`)."""
+    out = {key: value for key, value in new.items() if key in ("apiVersion", "kind", "metadata", "status")}
+    out.update({key: objects.deep_copy(value) for key, value in old.items()
+                if key not in ("apiVersion", "kind", "metadata", "status")})
+    meta = out.setdefault("metadata", {})
+    for key in resets:
+        if key in old["metadata"]:
+            meta[key] = objects.deep_copy(old["metadata"][key])
+        else:
+            meta.pop(key, None)
+    return out
+
+
 class Storage:
     """Create/update/delete with Kubernetes semantics over one `store.Store`."""
 
@@ -242,18 +274,24 @@ class Storage:
             raise errors.invalid(info.kind, info.group, old_meta["name"], [errors.Cause(
                 "metadata.resourceVersion", "must be specified for an update", "FieldValueInvalid")])
         if subresource == "status":
-            merged = objects.deep_copy(old)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            return merged
+            resets = STATUS_KEEPS_METADATA.get(info.plural) if not info.is_custom else None
+            if resets is None:
+                merged = objects.deep_copy(old)
+                if "status" in new:
+                    merged["status"] = new["status"]
+                else:
+                    merged.pop("status", None)
+                return merged
+            new = _status_write_of_builtin(new, old, resets)
+            meta = new["metadata"]
         for kept in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                      "generation", "namespace", "name"):
             if kept in old_meta:
                 meta[kept] = old_meta[kept]
             else:
                 meta.pop(kept, None)
+        if subresource == "status":
+            return new
         if info.has_status:
             if "status" in old:
                 new["status"] = old["status"]

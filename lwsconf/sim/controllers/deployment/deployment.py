@@ -241,13 +241,16 @@ class DeploymentController:
         return await self._update_rs(body) or rs
 
     async def _set_revision(self, d: Obj, new_rs: Obj) -> None:
-        """`SetDeploymentRevision`: the Deployment shows its new ReplicaSet's revision."""
+        """`SetDeploymentRevision`: the Deployment shows its new ReplicaSet's revision, written as
+        kube-controller-manager writes it, through `UpdateStatus` (sync.go getNewReplicaSet): the Deployment's
+        status strategy keeps annotations, so the annotation is owned by the controller's status entry."""
         wanted = (wl.meta(new_rs).get("annotations") or {}).get(du.REVISION)
         if wanted is None or (wl.meta(d).get("annotations") or {}).get(du.REVISION) == wanted:
             return
-        patch = {"metadata": {"annotations": {du.REVISION: wanted}}}
-        patched = await self.client.patch(wl.DEPLOYMENTS, wl.meta(d)["name"], patch, namespace=wl.meta(d)["namespace"])
-        d["metadata"] = patched["metadata"]
+        body = copy.deepcopy(d)
+        body["metadata"].setdefault("annotations", {})[du.REVISION] = wanted
+        updated = await self.client.replace(wl.DEPLOYMENTS, body, subresource="status")
+        d["metadata"] = updated["metadata"]
 
     async def _scale(self, d: Obj, rs: Obj, count: int) -> Obj:
         """`scaleReplicaSet`: new replica count and replica annotations; a ScalingReplicaSet event."""

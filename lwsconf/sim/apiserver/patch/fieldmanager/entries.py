@@ -61,7 +61,7 @@ def stripped(path: Path) -> bool:
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, api_version: str,
                   subresource: str | None, now: str, kind: str, builtin: bool,
                   custom_schema: dict[str, Any] | None = None, status_reset: bool = False,
-                  sent: dict[str, Any] | None = None) -> None:
+                  sent: dict[str, Any] | None = None, status_keeps: tuple[str, ...] | None = None) -> None:
     """Set `new`'s `metadata.managedFields` for this write (`new` is changed in place).
 
     Args:
@@ -76,6 +76,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
         status_reset: the kind has a status subresource, so a main-resource write owns no status.
         sent: the object as the client sent it, before defaulting: fields kube-apiserver sets only after
             its field manager (`types.SET_AFTER_DECODING`) count only when sent.
+        status_keeps: for a built-in kind whose status strategy keeps metadata (`storage.STATUS_KEEPS_METADATA`),
+            the metadata fields it resets: a status write then owns metadata as well, less those.
     """
     meta = new.setdefault("metadata", {})
     if not isinstance(meta, dict):
@@ -94,8 +96,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
     after = _without_managed_fields(new) if sent is None else types.as_decoded(kind, _without_managed_fields(new), sent)
     diff = compare.compare(before, after,
                            types.of_kind(kind, custom_schema=custom_schema, builtin=builtin))
-    changed = _owned(diff.changed, subresource, status_reset)
-    removed = _owned(diff.removed, subresource, status_reset)
+    changed = _owned(diff.changed, subresource, status_reset, status_keeps)
+    removed = _owned(diff.removed, subresource, status_reset, status_keeps)
     mine_key = (manager, "Update", api_version, subresource or "")
     mine: set[Path] = set()
     kept: list[dict[str, Any]] = []
@@ -131,9 +133,11 @@ def _key(entry: dict[str, Any]) -> tuple[str, str, str, str]:
             str(entry.get("subresource") or ""))
 
 
-def _owned(paths: Iterable[Path], subresource: str | None, status_reset: bool) -> set[Path]:
+def _owned(paths: Iterable[Path], subresource: str | None, status_reset: bool,
+           status_keeps: tuple[str, ...] | None = None) -> set[Path]:
     """The paths a write may own: not stripped, and not reset by the endpoint it came through."""
-    return {p for p in paths if p and not stripped(p) and types.endpoint_owns(p, subresource, status_reset)}
+    return {p for p in paths if p and not stripped(p) and types.endpoint_owns(p, subresource, status_reset,
+                                                                             status_keeps)}
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -188,11 +188,16 @@ def _from_schema(node: Mapping[str, Any]) -> FieldType:
 
 # --- what an endpoint may own -------------------------------------------------------------------------
 
-def endpoint_owns(path: Path, subresource: str | None, status_reset: bool) -> bool:
+def endpoint_owns(path: Path, subresource: str | None, status_reset: bool,
+                  status_keeps: tuple[str, ...] | None = None) -> bool:
     """Whether a write through this endpoint can own `path`: the strategies' reset fields (`GetResetFields`)
-    are the field manager's ignored fields, everything but `status` through `/status`, `status` through
-    the main resource of a kind with a status subresource."""
+    are the field manager's ignored fields, everything but `status` through `/status` (for the built-in kinds of
+    `status_keeps`, everything but `spec` and the metadata fields named there), `status` through the main
+    resource of a kind with a status subresource."""
     in_status = bool(path) and path[0] == "f:status"
+    if subresource == "status" and status_keeps is not None:
+        return in_status or (path[0] == "f:metadata" and (len(path) < 2 or path[1] not in
+                                                           {f"f:{field}" for field in status_keeps}))
     if subresource == "status":
         return in_status
     return not (subresource is None and status_reset and in_status)
