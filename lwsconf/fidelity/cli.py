@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lwsconf fidelity: cannot write {args.out}: {exc.strerror}; pass a writable --out", file=sys.stderr)
             return 2
         print(f"page written to {args.out} ({seconds:.0f} s)")
+    ran_out = compare.waits_ran_out(results)
+    if ran_out is not None:
+        print(ran_out)
     totals = compare.totals(results)
     print(totals.line("held-out" if args.corpus == "held-out" else "fidelity"))
     missed = floor_verdict(totals, args.fail_under)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ class Result:
     sim_erased: Mapping[str, int] = field(default_factory=dict)
     real_erased: Mapping[str, int] = field(default_factory=dict)
     """How many values each normalisation rule erased from each answer (by rule name)."""
+    ran_out: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    """The step's waits whose bound ran out on the sim and on kube-apiserver (`StepRecord.ran_out`)."""
 
     @property
     def identical(self) -> bool:
@@ -53,7 +56,8 @@ def compare(scenarios: Sequence[Scenario], sim: Mapping[str, Sequence[StepRecord
             lines = diff.summary(sim_view, real_view)
             ident = f"{scenario.topic}/{scenario.name}/{step.name}"
             results.append(Result(ident, step, a.request, sim_view, real_view, lines,
-                                  accepted.get(ident) if lines else None, dict(sim_erased), dict(real_erased)))
+                                  accepted.get(ident) if lines else None, dict(sim_erased), dict(real_erased),
+                                  (a.ran_out, b.ran_out)))
     return results
 
 
@@ -93,6 +97,18 @@ def erasures(results: Sequence[Result]) -> dict[str, tuple[int, int]]:
             sim, real = out.get(name, (0, 0))
             out[name] = (sim + r.sim_erased.get(name, 0), real + r.real_erased.get(name, 0))
     return out
+
+
+def waits_ran_out(results: Sequence[Result]) -> str | None:
+    """One line counting, per server and kind, the waits whose bound ran out (None when none did): each is a step
+    compared as the server stood when its wait gave up, so many of them say the bounds are short for this machine
+    (LWSCONF_FIDELITY_UNTIL) or a server never reached what the step waited for."""
+    sides = []
+    for name, index in (("sim", 0), ("kube-apiserver", 1)):
+        counts = Counter(kind for r in results for kind in r.ran_out[index])
+        if counts:
+            sides.append(f"{name}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+    return "waits that ran out: " + "; ".join(sides) if sides else None
 
 
 def totals(results: Sequence[Result]) -> Totals:

@@ -17,6 +17,9 @@ cannot send it as is: its namespaces, uids, resourceVersions and generated names
 * a body goes as it came: JSON as JSON, text as its bytes, a body without Content-Type without one, a Kubernetes
   protobuf body (kubectl's for built-in kinds) as protobuf again, from its JSON form (`recorder.decode`); answers
   are asked for as JSON (a protobuf Accept is rewritten, counted), which is what the comparison reads;
+* a read there that waits for nothing else is marked `settle`: the replay asks until the answer has stopped
+  changing (`run.py`), so that each server is read once its controllers are done with the writes before it, not
+  at whichever moment of their work the request happened to land;
 * a watch is given `timeoutSeconds` of at most WATCH_SECONDS (a replay cannot wait on a client's minutes);
 * a scenario that reads objects kube-controller-manager makes (pods of a StatefulSet, ControllerRevisions,
   EndpointSlices, ReplicaSets) is `controllers: true`; there a request on such an object that the recording found
@@ -184,6 +187,27 @@ class _Variables:
             self.names[value] = name
             steps[index].setdefault("save", {})[name] = path
         return "${" + self.names[value] + "}"
+
+
+_NOT_STATE = ("/log", "/proxy", "/exec", "/attach", "/portforward")
+
+
+def _reads_state(step: dict[str, Any], is_watch: bool) -> bool:
+    """A read of objects or a list (not a log or a proxied answer) in a scenario where controllers write, that waits
+    for nothing else: the replay reads it once it has settled (`settle`)."""
+    return step["method"] == "GET" and not is_watch and "until" not in step \
+        and not any(part in step["path"] for part in _NOT_STATE)
+
+
+def proxied_name(segment: str) -> str:
+    """The object's name in a path segment that may be a proxy target, `[scheme:]name[:port]` (a pod's or a
+    Service's `.../pods/web-0:8080/proxy/...`, kube-apiserver's `net.SplitSchemeNamePort`)."""
+    parts = segment.split(":")
+    if len(parts) == 3:
+        return parts[1]
+    if len(parts) == 2 and parts[0] in ("http", "https"):
+        return parts[1]
+    return parts[0]
 
 
 def _object_key(path: str, name: str | None = None) -> str:
@@ -356,6 +380,8 @@ def _add(scenario: _Scenario, record: dict[str, Any], out: Converted) -> None:
         _controller_marks(step, record, plural, obj, is_watch, out)
         if scenario.deleted:  # the namespace's teardown: a controller's object may be gone already, as may the wait's
             step.pop("after", None)
+        if _reads_state(step, is_watch):
+            step["settle"] = True
     if record["method"] == "DELETE" and plural == "namespaces":
         scenario.deleted = True
     scenario.steps.append(step)
@@ -443,7 +469,7 @@ def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str,
         # (a ReplicaSet's pod, by its answer or its name: no replay makes that random name again)
         # the client acted on an object it had seen a controller make: the replay waits for it to exist too
         collection, _, rest = step["path"].partition(f"/{plural}/")
-        step["after"] = f"{collection}/{plural}/{rest.split('/')[0]}"
+        step["after"] = f"{collection}/{plural}/{proxied_name(rest.split('/')[0])}"
     if record["method"] != "GET":
         return
     answer = record.get("response")

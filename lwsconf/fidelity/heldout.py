@@ -54,6 +54,7 @@ def step_from(data: dict[str, Any]) -> Step:
         content_type=data.get("contentType", JSON), query=dict(data.get("query") or {}),
         headers=dict(data.get("headers") or {}), vary=tuple(data.get("vary") or ()), save=dict(data.get("save") or {}),
         watch=bool(data.get("watch")), events=data.get("events") or "objects", after=data.get("after") or "",
+        settle=bool(data.get("settle")),
         until=Until(until["path"], until["value"], float(until.get("timeout", 20.0))) if until else None)
 
 

@@ -62,6 +62,8 @@ class Step:
     after: str = ""
     """A path that must answer 200 before the step is sent (waited for, not an interaction): the object, made by a
     controller, that a recorded client acted on once it had seen it (held-out controller scenarios)."""
+    settle: bool = False
+    """Read until the answer stops changing (held-out reads of controller-made state, `run.py`), then compare."""
     view: str = ""
     """How a list answer is compared: "" (as normalised) or "event-reasons" (a list of Events read as the
     ordered distinct `type reason component fieldPath` of what happened to one object: node scenarios, whose
@@ -109,3 +111,5 @@ class StepRecord:
     saved: dict[str, str] = field(default_factory=dict)
     states: tuple[Any, ...] = ()
     """For a step with `until`: the distinct successive values its paths took while it was repeated."""
+    ran_out: tuple[str, ...] = ()
+    """The step's waits ("after", "until", "settle") whose bound ran out on this server."""

@@ -8,17 +8,18 @@ recorded as is, so the page shows where the server stopped.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from lwsconf.fidelity import normalise
 from lwsconf.fidelity.client import Endpoint
 from lwsconf.fidelity.model import JSON, Answer, Scenario, Step, StepRecord
+from lwsconf.objwalk import walk_dicts
 from lwsconf.waits.core import NotYet, WaitTimeout, wait_until
 
 UNTIL_TIMEOUT_ENV = "LWSCONF_FIDELITY_UNTIL"
@@ -78,7 +79,16 @@ def build_request(step: Step, variables: dict[str, str]) -> dict[str, Any]:
             "query": substitute(step.query, variables), "headers": headers, "body": data}
 
 
-def _await(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> None:
+def _bounded(check: Callable[[], bool], what: str, timeout: float, ran_out: list[str], kind: str) -> None:
+    """wait_until where running out is an outcome, not an error: the step goes on (its answer shows where the server
+    stopped) and `kind` is noted in `ran_out`, which the run's summary counts per server."""
+    try:
+        wait_until(check, what=what, timeout=timeout, poll=UNTIL_POLL)
+    except WaitTimeout:
+        ran_out.append(kind)
+
+
+def _await(endpoint: Endpoint, step: Step, variables: dict[str, str], ran_out: list[str]) -> None:
     """A step's `after`: the object it acts on, made by a controller, exists (or the bound runs out: then the step is
     sent anyway and its answer shows where the server stopped)."""
     probe = build_request(Step("after", "GET", step.after), variables)
@@ -89,22 +99,71 @@ def _await(endpoint: Endpoint, step: Step, variables: dict[str, str]) -> None:
             raise NotYet(f"{probe['path']} answered {answer.code}")
         return True
 
-    with contextlib.suppress(WaitTimeout):
-        wait_until(exists, what=f"{endpoint.name}: {probe['path']} exists", timeout=until_timeout(AFTER_TIMEOUT),
-                   poll=UNTIL_POLL)
+    _bounded(exists, f"{endpoint.name}: {probe['path']} exists", until_timeout(AFTER_TIMEOUT), ran_out, "after")
 
 
 AFTER_TIMEOUT = 10.0
 """Seconds a step with `after` waits for that object (a controller's pod, ControllerRevision, EndpointSlice)."""
 
 
-def _send(endpoint: Endpoint, step: Step,
-          variables: dict[str, str]) -> tuple[dict[str, Any], Answer, tuple[Any, ...]]:
-    """Send `step` (repeated while its `until` is not met); the request, the last answer and, for an `until`
-    step, the distinct successive values its conditions' paths took (consecutive repeats counted once)."""
+SETTLE_SECONDS = 0.5
+"""How long a `settle` read must keep the same answer before it is compared: longer than kube-controller-manager's
+and the sim's controllers take to act on a write here, so that a controller still at work shows as a change."""
+SETTLE_TIMEOUT = 10.0
+"""Seconds a `settle` read is repeated at most (overridable as every wait, LWSCONF_FIDELITY_UNTIL)."""
+
+
+def settled_view(answer: Answer, step: Step, variables: dict[str, str]) -> tuple[Any, ...]:
+    """What must stay the same for a `settle` read: the normalised answer and every object's own resourceVersion (a
+    write that changes only managed fields or the version is still a write), but not a list's resourceVersion,
+    which moves with any write anywhere (kube-apiserver's Leases every few seconds)."""
+    versions: list[str] = []
+
+    def collect(d: dict[str, Any]) -> None:
+        meta = d.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str) and "resourceVersion" in meta:
+            versions.append(str(meta["resourceVersion"]))
+
+    walk_dicts(answer.body, collect)
+    return json.dumps(normalise.normalise(answer, step, variables), sort_keys=True), tuple(versions)
+
+
+def _settle(endpoint: Endpoint, step: Step, request: dict[str, Any], variables: dict[str, str],
+            ran_out: list[str]) -> Answer:
+    """The answer to `request` once it has read the same for SETTLE_SECONDS (or the last one when SETTLE_TIMEOUT
+    runs out).
+
+    Why: a held-out read of what controllers made lands, on each server, somewhere in their work on the writes before
+    it (two sets of controllers, each at its own pace, and a recording at a third); read once they are done, the
+    two servers are compared on where their controllers take the state, which is behaviour, not on when a request
+    happened to arrive, which is timing."""
+    since: list[Any] = []  # [first time the current view was read, that view, the latest answer]
+
+    def still() -> bool:
+        answer = endpoint.send(request)
+        view, now = settled_view(answer, step, variables), time.monotonic()
+        if not since or since[1] != view:
+            since[:] = [now, view, answer]
+        since[2] = answer
+        if now - since[0] < SETTLE_SECONDS:
+            raise NotYet(f"changed {now - since[0]:.2f} s ago")
+        return True
+
+    _bounded(still, f"{endpoint.name}: {step.name} settled", until_timeout(SETTLE_TIMEOUT), ran_out, "settle")
+    answer: Answer = since[2]
+    return answer
+
+
+def _send(endpoint: Endpoint, step: Step, variables: dict[str, str],
+          ran_out: list[str]) -> tuple[dict[str, Any], Answer, tuple[Any, ...]]:
+    """Send `step` (repeated while its `until` is not met, or until its answer settles); the request, the last
+    answer and, for an `until` step, the distinct successive values its conditions' paths took (consecutive repeats
+    counted once). Each wait that ran out is noted in `ran_out`."""
     if step.after:
-        _await(endpoint, step, variables)
+        _await(endpoint, step, variables, ran_out)
     request = build_request(step, variables)
+    if step.until is None and step.settle and not step.watch:
+        return request, _settle(endpoint, step, request, variables, ran_out), ()
     if step.until is None:
         return request, endpoint.send(request, watch=step.watch), ()
     until = step.until
@@ -124,9 +183,7 @@ def _send(endpoint: Endpoint, step: Step,
         return True
 
     # On timeout the last answer is recorded as it stands: the other server's shows what was expected.
-    with contextlib.suppress(WaitTimeout):
-        wait_until(reached, what=f"{endpoint.name}: {step.name}", timeout=until_timeout(until.timeout),
-                   poll=UNTIL_POLL)
+    _bounded(reached, f"{endpoint.name}: {step.name}", until_timeout(until.timeout), ran_out, "until")
     return request, last[0], tuple(states)
 
 
@@ -170,9 +227,10 @@ def run_steps(endpoint: Endpoint, steps: Iterable[Step], variables: dict[str, st
     for step in steps:
         if stop is not None and stop.is_set():
             raise Stopped(f"{endpoint.name}: stopped before {step.name}")
-        request, answer, states = _send(endpoint, step, variables)
+        ran_out: list[str] = []
+        request, answer, states = _send(endpoint, step, variables, ran_out)
         _save(step, answer, variables)
-        records.append(StepRecord(step, request, answer, variables, states))
+        records.append(StepRecord(step, request, answer, variables, states, tuple(ran_out)))
     return records
 
 

@@ -297,3 +297,16 @@ def test_the_prelude_waits_with_a_valid_object_of_the_new_kind_from_the_scenario
     assert [p.get("spec") for p in server.probes] == [{"size": 2}] * 3
     assert {p["metadata"]["name"] for p in server.probes} == {"lwsconf-served-probe"}
     assert run.first_created([scenario], "example.com/v1", "widgets") is None
+
+
+def test_a_proxied_requests_wait_is_for_the_object_not_its_port() -> None:
+    """`.../pods/web-0:8080/proxy/x` acts on pod web-0: its `after` waits for that pod (waiting for `web-0:8080`
+    ran out on both servers, 10 s each, found by counting the waits that ran out)."""
+    assert [convert.proxied_name(s) for s in ("web-0", "web-0:8080", "https:web-0:8443", "http:web-0")] == \
+        ["web-0"] * 4
+    pod = {"kind": "Pod", "metadata": {"name": "web-0", "ownerReferences": [{"kind": "StatefulSet", "name": "web"}]}}
+    records = [rec(1, "POST", f"{BASE}/statefulsets", body={"metadata": {"name": "web"}}, code=201, answer={}),
+               rec(2, "GET", f"{BASE}/pods/web-0", answer=pod),
+               rec(3, "GET", f"{BASE}/pods/web-0:8080/proxy/healthz", answer={"ok": True})]
+    proxied = convert.convert(records, source="suite").scenarios[0]["steps"][2]
+    assert proxied["after"] == "/api/v1/namespaces/${ns}/pods/web-0"
