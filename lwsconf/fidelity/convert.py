@@ -24,10 +24,11 @@ cannot send it as is: its namespaces, uids, resourceVersions and generated names
 * a scenario that reads objects kube-controller-manager makes (pods of a StatefulSet, ControllerRevisions,
   EndpointSlices, ReplicaSets) is `controllers: true`; there a request on such an object that the recording found
   waits for it to exist (`after`), a read whose answers changed while the client polled waits (`until`) for the
-  code it ended with, a list of pods for the last pod the recording listed, and their `status` is left out of the
-  comparison (`vary`): no node runs pods in a replay, and when a controller writes is timing. A watch there
-  compares event names (`events: names`), and an update of an object a controller also writes is sent without
-  its resourceVersion (counted in `rewritten`), since whether it conflicts would be timing too.
+  code it ended with, a create the recording saw succeed is sent again while refused (an old object of that name
+  may still await the garbage collector), a list of pods for the last pod the recording listed, and their `status`
+  is left out of the comparison (`vary`): no node runs pods in a replay, and when a controller writes is timing.
+  A watch there compares event names (`events: names`), and an update of an object a controller also writes is
+  sent without its resourceVersion (counted in `rewritten`), since whether it conflicts would be timing too.
 
 Dropped (counted): discovery and OpenAPI documents (which APIs a server serves is configuration, and the
 in-sample corpus compares the documents it claims), health endpoints, cluster-scoped reads (nodes, every
@@ -380,6 +381,8 @@ def _add(scenario: _Scenario, record: dict[str, Any], out: Converted) -> None:
         _controller_marks(step, record, plural, obj, is_watch, out)
         if scenario.deleted:  # the namespace's teardown: a controller's object may be gone already, as may the wait's
             step.pop("after", None)
+            if record["method"] == "POST":  # and a create may be refused for good (NamespaceTerminating)
+                step.pop("until", None)
         if _reads_state(step, is_watch):
             step["settle"] = True
     if record["method"] == "DELETE" and plural == "namespaces":
@@ -462,6 +465,11 @@ def _controller_marks(step: dict[str, Any], record: dict[str, Any], plural: str,
     codes = record.get("_codes") or []
     if record["method"] == "GET" and len(set(codes)) > 1:  # a client waited for a change (a deletion, a creation)
         step["until"] = {"path": "code", "value": record["code"], "timeout": UNTIL_SECONDS}
+    if record["method"] == "POST" and record["code"] == 201 and not step.get("query", {}).get("dryRun"):
+        # the recorded client created it once it had seen the way clear (the old object of that name collected by
+        # the garbage collector, its namespace's quota...): a refused create changes nothing, so the replay sends
+        # it again until it is created as recorded, or the bound runs out and the refusal is compared
+        step["until"] = {"path": "code", "value": 201, "timeout": UNTIL_SECONDS}
     if plural not in CONTROLLER_KINDS:
         return
     if obj is not None and record["code"] != 404 and not (record["method"] == "GET" and len(set(codes)) > 1) \

@@ -94,3 +94,37 @@ def test_a_read_that_never_settles_is_compared_as_it_stands_when_the_bound_runs_
     results = compare.compare([scenario], {"s": [record]}, {"s": [settled]}, {})
     assert compare.waits_ran_out(results) == "waits that ran out: sim: settle 1"
     assert compare.waits_ran_out(compare.compare([scenario], {"s": [settled]}, {"s": [settled]}, {})) is None
+
+
+def test_a_create_the_recording_saw_succeed_is_sent_again_while_refused() -> None:
+    """The recorded reconciler created its worker StatefulSet once the garbage collector had removed the old one;
+    replayed at once, the sim answered 409 AlreadyExists while kube-apiserver's collector had been quicker."""
+    records = [rec(1, "POST", f"{BASE}/statefulsets", body={"metadata": {"name": "web"}}, code=201,
+                   answer={"kind": "StatefulSet", "metadata": {"name": "web", "uid": UID}}),
+               rec(2, "GET", f"{BASE}/pods/web-0", answer=pod("r1")),
+               rec(3, "POST", f"{BASE}/configmaps", body={"metadata": {"name": "c"}}, code=409, answer={}),
+               rec(4, "DELETE", "/api/v1/namespaces/" + BASE.rsplit("/", 1)[-1], answer={}),
+               rec(5, "POST", f"{BASE}/events", body={"metadata": {"name": "e"}}, code=201, answer={})]
+    create, _, refused, _, teardown = convert.convert(records, source="suite").scenarios[0]["steps"]
+    assert create["until"] == {"path": "code", "value": 201, "timeout": convert.UNTIL_SECONDS}
+    assert "until" not in refused and "until" not in teardown  # recorded refused; in a namespace being deleted
+    _, [scenario] = heldout.scenarios_from({"source": "suite", "scenarios": [
+        {"name": "s", "controllers": True, "steps": [create]}]})
+    server = Refusing(2)
+    [record] = run.run_steps(server, scenario.steps, {"ns": "fid-x"})
+    assert record.answer.code == 201 and server.posts == 3 and record.states == (409, 201)
+
+
+class Refusing:
+    """A server that answers a create 409 AlreadyExists `times` times, then 201."""
+
+    name = "refusing"
+
+    def __init__(self, times: int) -> None:
+        self.times, self.posts = times, 0
+
+    def send(self, request: dict[str, Any], *, watch: bool = False) -> Answer:
+        self.posts += 1
+        if self.posts <= self.times:
+            return Answer(409, {"kind": "Status", "reason": "AlreadyExists"})
+        return Answer(201, {"kind": "StatefulSet", "metadata": {"name": "web"}})
