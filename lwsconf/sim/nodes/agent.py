@@ -33,6 +33,7 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
 from lwsconf.sim.nodes import (
     agentlogs,
+    aio,
     dns,
     events,
     ipam,
@@ -160,7 +161,7 @@ class NodeAgent:
                                           kc.PODS, watch_timeout=60.0)
             self.pods.add_handler(self._on_pod)
             self.pods.start()
-            await nodectx.until_any(stop, self.node_gone)
+            await aio.until_any(stop, self.node_gone)
             if not stop.is_set():
                 log.warning("node %s: its Node object was deleted; stopping its pods until the agent stops",
                             self.name)

@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
-from lwsconf.sim.nodes import nodectx, podnet
+from lwsconf.sim.nodes import aio, podnet
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class SharedClusterDNS:
 
     async def run(self, client: kc.Client, stop: asyncio.Event) -> None:
         """Serve until `stop`: start the informers once wanted, stop and join them on the way out."""
-        await nodectx.until_any(stop, self._wanted)
+        await aio.until_any(stop, self._wanted)
         if stop.is_set():
             return
         pods = informer_mod.Informer(client, kc.PODS, watch_timeout=60.0)

@@ -8,7 +8,6 @@ device manager extended resources come from the node layout with fake device IDs
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -131,14 +130,3 @@ class NodeContext:
         """A random source for one pod's jitter, stable across runs for the same seed and pod name."""
         meta = pod.get("metadata") or {}
         return random.Random(f"{self.seed}/{self.node_name}/{meta.get('namespace')}/{meta.get('name')}")
-
-
-async def until_any(*events: asyncio.Event) -> None:
-    """Until any of `events` is set (a stop, or the node going away: what node parts wait on)."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
