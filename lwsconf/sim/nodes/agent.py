@@ -39,15 +39,14 @@ from lwsconf.sim.nodes import (
     ipam,
     layout,
     lease,
-    lifecycle,
     nodechaos,
     nodectx,
     nodeobj,
     podnet,
     podworker,
     prober,
-    settings,
 )
+from lwsconf.sim.nodes.stages import lifecycle, settings
 
 log = logging.getLogger(__name__)
 NODES = kc.GVR("", "v1", "nodes", namespaced=False)

@@ -11,4 +11,4 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/sim/nodes/golden/**/*.output.yaml from the current stages")
+                     help="rewrite tests/sim/nodes/stages/golden/**/*.output.yaml from the current stages")

@@ -3,7 +3,7 @@
 Each `golden/<set>/<case>.input.yaml` holds the object a stage looks at (a pod view or a container
 view, as the agent builds them), the stage sets to load and a seed; `<case>.output.yaml` holds the
 stage that matched, its delay and its resolved steps. Regenerate the outputs after changing stages
-with `LWSCONF_UPDATE_GOLDEN=1 pytest tests/sim/nodes/test_lifecycle.py` (or `--update-golden` when
+with `LWSCONF_UPDATE_GOLDEN=1 pytest tests/sim/nodes/stages/test_lifecycle.py` (or `--update-golden` when
 running this folder) and review the diff.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lwsconf.sim.nodes import lifecycle, paths, settings
+from lwsconf.sim.nodes.stages import lifecycle, paths, settings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(GOLDEN.glob("*/*.input.yaml"))

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.sim.nodes import lifecycle
+from lwsconf.sim.nodes.stages import lifecycle
 
 _FIELDS = {
     "restartBackoffInitialMilliseconds": "restart_backoff_initial",

@@ -2,7 +2,7 @@
 
 A pod's life in the simulated kubelet is data (KWOK's idea: its Stage resources, kubernetes-sigs/kwok): YAML
 `Stage` objects in `stages/<set>/`, each with a selector over the object, a delay and ordered
-steps. This module only decides; `podworker` performs the resulting actions. Two kinds of object
+steps. This module only decides; the kubelet's `podworker` performs the resulting actions. Two kinds of object
 are looked at:
 
 * `Pod`: the pod as the agent sees it (its spec and the status the agent would write), plus a
@@ -11,7 +11,7 @@ are looked at:
   containerStatus>, "sim": {"emulated", "init", "sidecar", "state", "probes", "startAttempt"}}`, where `.sim.state`
   is the agent's container state (`pending`, `created`, `running`, `exited`, `backoff`, `done`).
 
-Stage file fields (see stages/README.md for the full reference):
+Stage file fields (see README.md beside this module for the full reference):
 
     kind: Stage
     metadata: {name: container-start}
@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.sim.nodes import paths
+from lwsconf.sim.nodes.stages import paths
 
 OVERRIDE_PREFIX = "stage.lwsconf.dev"
 KINDS = ("Pod", "Container")
@@ -254,7 +254,8 @@ class Lifecycle:
 
 # --- loading ------------------------------------------------------------------------------------
 
-STAGES_DIR = Path(__file__).parent / "stages"
+STAGES_DIR = Path(__file__).parent
+"""The stage sets: one folder per set, beside this module."""
 
 
 def available_sets() -> list[str]:
