@@ -15,7 +15,7 @@ The `kubernetes` Service has no endpoints: `--endpoint-reconciler-type=none` (1.
 advertise address for them, kubernetes/kubernetes#138102), and writing them ourselves is refused too:
 Endpoints and EndpointSlices reject loopback addresses (422 "may not be in the loopback range").
 `lwsconf.localcluster` hands that endpoint (127.0.0.1:<port>) to its kube-proxy directly instead (its pods get
-198.18 API addresses for the same reason, `lwsconf.sim.nodes.podnet`). With `cluster_egress`, kube-apiserver's
+198.18 API addresses for the same reason, `lwsconf.sim.nodes.network.podnet`). With `cluster_egress`, kube-apiserver's
 `cluster` traffic goes through the caller's CONNECT proxy (`flags.egress_selector_configuration`).
 
 There are no nodes here: `lwsconf.localcluster` adds the simulated ones (it may import the simulator;

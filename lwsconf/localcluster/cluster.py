@@ -35,7 +35,8 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.localcluster import egress
 from lwsconf.sim import supervisor
 from lwsconf.sim.nodes import fleet as fleet_mod
-from lwsconf.sim.nodes import ipam, layout, podnet
+from lwsconf.sim.nodes import layout
+from lwsconf.sim.nodes.network import ipam, podnet
 from lwsconf.waits.core import NotYet, wait_until
 
 STOP_GRACE = 30.0

@@ -1,6 +1,6 @@
 """kube-apiserver's `cluster` egress on `--cluster=local`: an HTTP CONNECT proxy that dials loopback only.
 
-Why: on a `LocalCluster` the API shows each pod under a 198.18 address (`lwsconf.sim.nodes.podnet`), so
+Why: on a `LocalCluster` the API shows each pod under a 198.18 address (`lwsconf.sim.nodes.network.podnet`), so
 that Services can list our pods as endpoints. kube-apiserver would then dial those addresses itself for
 `pods/<pod>/proxy`, `services/<svc>:<port>/proxy` and webhooks, and nothing of ours is there: the project
 allows loopback traffic only. kube-apiserver's egress selector sends all such traffic through a proxy
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lwsconf.sim.controllers.kubeproxy import forward as fwd
-from lwsconf.sim.nodes import podnet
+from lwsconf.sim.nodes.network import podnet
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from lwsconf import _loopthread, kubeclient, shutdown
 from lwsconf.sim import supervisor
 from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.nodes import fleet as fleet_mod
-from lwsconf.sim.nodes import ipam, layout
+from lwsconf.sim.nodes import layout
+from lwsconf.sim.nodes.network import ipam
 
 log = logging.getLogger("lwsconf.sim")
 

@@ -3,9 +3,9 @@
 Why: kube-apiserver refuses `pods/NAME:PORT/proxy` to a pod whose IP is not a global unicast address
 (400 "address not allowed", `pkg/registry/core/pod/strategy.go` ResourceLocation), as a cluster whose pod
 IPs are loopback addresses would show them (on `--cluster=local` the API shows 198.18 stand-ins instead,
-`lwsconf.sim.nodes.podnet`, so the proxy answers there and this is the fallback). Port-forwarding goes the other way
-round: the API server hands the stream to the node's kubelet API (our node agent), which connects to the
-pod on the node itself, so it works with loopback pod IPs and is still only the Kubernetes API. The
+`lwsconf.sim.nodes.network.podnet`, so the proxy answers there and this is the fallback). Port-forwarding goes
+the other way round: the API server hands the stream to the node's kubelet API (our node agent), which connects
+to the pod on the node itself, so it works with loopback pod IPs and is still only the Kubernetes API. The
 request is written by hand (HTTP/1.1, `Connection: close`) on the forwarded socket and the answer
 parsed with `http.client`, so the reply has the same shape as a proxied one.
 """

@@ -73,7 +73,7 @@ def pod_get(api: client.ApiClient, namespace: str, pod: str, port: int, path: st
     kube-apiserver refuses to proxy to a pod IP that is not global unicast (400 "address not allowed"), as
     loopback pod IPs are; on that answer the same GET goes through port-forwarding instead (`portforward`):
     the API server hands it to the node's kubelet API. (On `--cluster=local` the API shows our pods under
-    198.18 stand-ins, `lwsconf.sim.nodes.podnet`, so the proxy itself answers there.)
+    198.18 stand-ins, `lwsconf.sim.nodes.network.podnet`, so the proxy itself answers there.)
     """
     target = quote(f"{pod}:{port}", safe=":")
     reply = _get(api, f"/api/v1/namespaces/{namespace}/pods/{target}/proxy/{path.lstrip('/')}", query, timeout)

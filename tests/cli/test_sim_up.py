@@ -64,7 +64,7 @@ def test_sim_up_serves_clients_and_stops_cleanly(tmp_path: Path, sig: signal.Sig
     assert proc.returncode == 0, out
     assert not kubeconfig.exists(), "sim up removes its kubeconfig when it stops"
     # lwsconf-podnet/ holds the machine-wide advisory locks that keep parallel clusters on different pod
-    # networks (lwsconf/sim/nodes/ipam.py); it is shared by design, like /tmp/.X11-unix. Nothing else may stay.
+    # networks (lwsconf/sim/nodes/network/ipam.py); it is shared by design, like /tmp/.X11-unix. Nothing else may stay.
     leftovers = sorted(p.name for p in (tmp_path / "tmpdir").iterdir() if p.name != "lwsconf-podnet")
     assert leftovers == [], f"temp files left behind: {leftovers}"
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout

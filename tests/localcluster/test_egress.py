@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lwsconf.localcluster import egress
-from lwsconf.sim.nodes import podnet
+from lwsconf.sim.nodes.network import podnet
 
 ADDRESSES = podnet.PodAddressMap.for_network("127.0.0.0/16")
 """127.0.a.b <-> 198.18.a.b, so 198.18.0.1 stands for 127.0.0.1, where the test's listener is."""

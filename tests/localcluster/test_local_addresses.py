@@ -20,7 +20,7 @@ from kubernetes import client, config
 from lwsconf import workloads
 from lwsconf.controlplane import versions
 from lwsconf.localcluster.cluster import LocalCluster
-from lwsconf.sim.nodes import podnet
+from lwsconf.sim.nodes.network import podnet
 from lwsconf.waits import proxy
 from lwsconf.waits.core import NotYet, wait_until
 from tests.controlplane.test_local import _binaries_or_skip

@@ -11,7 +11,7 @@ from typing import Any
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim import cluster as cluster_mod
 from lwsconf.sim.controllers.kubeproxy import kubeproxy
-from lwsconf.sim.nodes import ipam
+from lwsconf.sim.nodes.network import ipam
 from tests.sim.controllers import kubeproxy_sim as kps
 
 Obj = dict[str, Any]

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lwsconf.kubeclient import client as kc
     from lwsconf.sim.nodes import fleet as fleet_mod
-    from lwsconf.sim.nodes import ipam, layout
+    from lwsconf.sim.nodes import layout
+    from lwsconf.sim.nodes.network import ipam
 
 
 @dataclass

@@ -31,21 +31,8 @@ from typing import Any, cast
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
-from lwsconf.sim.nodes import (
-    agentlogs,
-    aio,
-    dns,
-    events,
-    ipam,
-    layout,
-    lease,
-    nodechaos,
-    nodectx,
-    nodeobj,
-    podnet,
-    podworker,
-    prober,
-)
+from lwsconf.sim.nodes import agentlogs, aio, events, layout, lease, nodechaos, nodectx, nodeobj, podworker, prober
+from lwsconf.sim.nodes.network import dns, ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,8 @@ from typing import Any
 from lwsconf import shutdown
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim.nodes import agent as agent_mod
-from lwsconf.sim.nodes import dns, ipam, layout, nodectx, podnet
+from lwsconf.sim.nodes import layout, nodectx
+from lwsconf.sim.nodes.network import dns, ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 
 log = logging.getLogger(__name__)

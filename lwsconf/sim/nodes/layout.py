@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from lwsconf.sim.nodes import ipam
+from lwsconf.sim.nodes.network import ipam
 
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"

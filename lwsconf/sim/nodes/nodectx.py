@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import events, ipam, podnet
+from lwsconf.sim.nodes import events
+from lwsconf.sim.nodes.network import ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 
 Obj = dict[str, Any]

@@ -24,8 +24,9 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import admission, containers, ipam, nodectx, status
+from lwsconf.sim.nodes import admission, containers, nodectx, status
 from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.network import ipam
 from lwsconf.sim.nodes.stages import lifecycle
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import dns, env, nodectx, podnet, runtime, satoken, termination, volumes
+from lwsconf.sim.nodes import env, nodectx, runtime, satoken, termination, volumes
+from lwsconf.sim.nodes.network import dns, podnet
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

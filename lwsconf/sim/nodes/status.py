@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.nodes import podnet
 from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.network import podnet
 
 Obj = dict[str, Any]
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")

@@ -22,7 +22,7 @@ from lwsconf.kubeclient import errors
 from lwsconf.sim.apiserver.http import app
 from lwsconf.sim.controllers.endpoints import service_endpoints as se
 from lwsconf.sim.controllers.kubeproxy import kubeproxy
-from lwsconf.sim.nodes import ipam
+from lwsconf.sim.nodes.network import ipam
 
 Obj = dict[str, Any]
 NS = "default"

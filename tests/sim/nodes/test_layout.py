@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lwsconf.sim.nodes import ipam, layout
+from lwsconf.sim.nodes import layout
+from lwsconf.sim.nodes.network import ipam
 
 
 def test_default_layout_has_four_gpu_nodes_in_two_zones_and_two_cpu_nodes() -> None:

@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import dns, env, runtime
+from lwsconf.sim.nodes import env, runtime
+from lwsconf.sim.nodes.network import dns
 
 HELLO = Path(runtime.__file__).parent / "testdata" / "hello_http.py"
 MODES = [pytest.param(runtime.MODE_NAMESPACES, marks=pytest.mark.skipif(

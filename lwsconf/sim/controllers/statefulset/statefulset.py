@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 COMPONENT = "statefulset-controller"
 MAX_SIMULATED_REPLICAS = 127 * 253
-"""Every pod a sim cluster can run: at most 127 nodes, 253 pod addresses each (`lwsconf.sim.nodes.ipam`).
+"""Every pod a sim cluster can run: at most 127 nodes, 253 pod addresses each (`lwsconf.sim.nodes.network.ipam`).
 Above it the controller does nothing for the set: against upstream LWS v0.9.0, which admits
 spec.replicas 1000001 (conformance/divergences.yaml, V3), its leader StatefulSet of 1000001 replicas
 blocked the shared event loop (~14 s to build the pods of a bare template, then a million coroutines),

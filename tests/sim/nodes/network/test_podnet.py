@@ -6,7 +6,8 @@ import ipaddress
 
 import pytest
 
-from lwsconf.sim.nodes import dns, ipam, podnet, state, status
+from lwsconf.sim.nodes import state, status
+from lwsconf.sim.nodes.network import dns, ipam, podnet
 
 
 def test_pod_and_node_addresses_map_one_to_one_and_back() -> None:

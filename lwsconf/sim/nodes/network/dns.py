@@ -43,7 +43,8 @@ from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
-from lwsconf.sim.nodes import aio, podnet
+from lwsconf.sim.nodes import aio
+from lwsconf.sim.nodes.network import podnet
 
 log = logging.getLogger(__name__)
 
