@@ -5,7 +5,7 @@ must advertise fake GPUs the same way real ones are advertised: a device plugin 
 kubelet over gRPC on a unix socket, streams its device list (ListAndWatch) and answers Allocate with
 the env a container needs. `plugin.FakeGPUPlugin` is such a plugin; it runs against a real kubelet
 (the kind backend deploys it as a DaemonSet, `manifests/deviceplugin/daemonset.yaml`) and against the
-simulator's kubelet side (`lwsconf.sim.nodes.devicemanager`).
+simulator's kubelet side (`lwsconf.sim.nodes.devices.devicemanager`).
 
 Contents:
   * `v1beta1.proto` — our own definition of the wire API, matching upstream's package, services,

@@ -38,7 +38,7 @@ from lwsconf.deviceplugin import pluginregistration_pb2 as reg_pb
 from lwsconf.deviceplugin import pluginregistration_pb2_grpc as reg_grpc
 from lwsconf.deviceplugin import v1beta1_pb2 as pb
 from lwsconf.deviceplugin import v1beta1_pb2_grpc as pb_grpc
-from lwsconf.sim.nodes.devicemanager import DeviceManager
+from lwsconf.sim.nodes.devices.devicemanager import DeviceManager
 
 GPU = "nvidia.com/gpu"
 REPO = Path(__file__).resolve().parents[2]

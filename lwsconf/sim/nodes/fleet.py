@@ -170,7 +170,8 @@ class NodeFleet:
         return runtime
 
     def _with_devices(self, spec: layout.NodeSpec) -> bool:
-        return self.device_plugins and bool(spec.devices) and _optional("lwsconf.sim.nodes.devicemanager") is not None \
+        return self.device_plugins and bool(spec.devices) \
+            and _optional("lwsconf.sim.nodes.devices.devicemanager") is not None \
             and _optional("lwsconf.deviceplugin.plugin") is not None
 
     def socket_dir(self, spec: layout.NodeSpec) -> Path:
@@ -189,7 +190,7 @@ class NodeFleet:
     def _device_manager(self, spec: layout.NodeSpec) -> nodectx.DeviceManager | None:
         if not self._with_devices(spec):
             return None
-        module = importlib.import_module("lwsconf.sim.nodes.devicemanager")
+        module = importlib.import_module("lwsconf.sim.nodes.devices.devicemanager")
         manager: nodectx.DeviceManager = module.DeviceManager(self.socket_dir(spec))
         return manager
 

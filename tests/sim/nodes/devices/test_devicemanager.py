@@ -27,7 +27,7 @@ from lwsconf import deviceplugin as dp
 from lwsconf.deviceplugin import plugin as plugin_mod
 from lwsconf.deviceplugin import v1beta1_pb2 as pb
 from lwsconf.deviceplugin import v1beta1_pb2_grpc as pb_grpc
-from lwsconf.sim.nodes import devicemanager as dm
+from lwsconf.sim.nodes.devices import devicemanager as dm
 
 GPU = "nvidia.com/gpu"
 
