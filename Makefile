@@ -57,7 +57,7 @@ test-extended: test-releases conformance-upstream conformance-local conformance-
 test-releases: $(STAMP)
 	$(MAKE) controlplane nodes KUBERNETES_VERSIONS="$(ALL_KUBERNETES_VERSIONS)" UPSTREAM_VERSIONS="$(ALL_UPSTREAM_VERSIONS)"
 	LWSCONF_KUBERNETES_VERSIONS="$(ALL_KUBERNETES_VERSIONS)" $(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
-	  tests/controlplane tests/localcluster tests/sim/nodes/test_kubectl_streams.py
+	  tests/controlplane tests/localcluster tests/sim/nodes/streams/test_kubectl_streams.py
 
 ## fidelity: the differential corpus (lwsconf fidelity: the sim API server against the real kube-apiserver) into
 ## reports/fidelity.md; fails when the share of identical answers drops below FIDELITY_FLOOR percent

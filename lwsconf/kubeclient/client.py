@@ -174,7 +174,7 @@ class Client:
         self._unix_socket = unix_socket
         self.ca_pem = ca_pem.encode() if isinstance(ca_pem, str) else ca_pem
         """The CA this client trusts for the API server (None: the system store); a node agent's kubelet port takes
-        it as its client CA when given none (`lwsconf.sim.nodes.kubeletauth`), as kubeadm's kubelets do."""
+        it as its client CA when given none (`lwsconf.sim.nodes.streams.kubeletauth`), as kubeadm's kubelets do."""
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"

@@ -24,8 +24,8 @@ from kubernetes import client, config
 from lwsconf.controlplane import build, versions
 from lwsconf.localcluster.cluster import LocalCluster
 from lwsconf.waits.core import NotYet, wait_until
-from tests.sim.nodes.test_kubectl_streams import TICKER, _port_forward, attach_sees_ticks, kubectl
-from tests.sim.nodes.test_streams import HTTP_SERVER, python_pod
+from tests.sim.nodes.streams.test_kubectl_streams import TICKER, _port_forward, attach_sees_ticks, kubectl
+from tests.sim.nodes.streams.test_streams import HTTP_SERVER, python_pod
 
 from .test_local import _binaries_or_skip
 
@@ -122,7 +122,7 @@ def _kubelet_get(url: str, context: ssl.SSLContext, token: str = "") -> tuple[in
 
 
 def _only_authorised_callers_reach_the_kubelet(cluster: LocalCluster, core: client.CoreV1Api, node: str) -> None:
-    """The node's kubelet port called directly (`lwsconf.sim.nodes.kubeletauth`): no credentials 401; a
+    """The node's kubelet port called directly (`lwsconf.sim.nodes.streams.kubeletauth`): no credentials 401; a
     ServiceAccount token kube-apiserver authenticates (TokenReview) but RBAC does not allow on nodes/proxy
     (SubjectAccessReview) 403; the admin certificate, signed by the cluster CA (the kubelets' client CA), 200."""
     assert cluster.fleet is not None and cluster.controlplane is not None and cluster.controlplane.admin is not None

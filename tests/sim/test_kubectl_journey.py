@@ -28,7 +28,7 @@ from lwsconf.sim import cluster as cluster_mod
 from lwsconf.sim.nodes import layout
 from tests.controlplane.test_local import _binaries_or_skip
 from tests.sim import kubectl_journey as journey
-from tests.sim.nodes.test_kubectl_streams import built_kubectl
+from tests.sim.nodes.streams.test_kubectl_streams import built_kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 

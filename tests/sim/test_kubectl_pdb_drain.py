@@ -20,7 +20,7 @@ import pytest
 from lwsconf.controlplane import versions
 from lwsconf.sim import cluster as cluster_mod
 from lwsconf.sim.nodes import layout
-from tests.sim.nodes.test_kubectl_streams import KUBECTL_TIMEOUT, built_kubectl
+from tests.sim.nodes.streams.test_kubectl_streams import KUBECTL_TIMEOUT, built_kubectl
 
 pytestmark = pytest.mark.kubectl
 DRAIN_REFUSED_TIMEOUT = "8s"

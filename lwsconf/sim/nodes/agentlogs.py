@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lwsconf.sim.nodes import agentstreams, kubeletauth, kubelettls, logserver, streamserver
+from lwsconf.sim.nodes import agentstreams
+from lwsconf.sim.nodes.streams import kubeletauth, kubelettls, logserver, streamserver
 
 if TYPE_CHECKING:
     from lwsconf.kubeclient import client as kc

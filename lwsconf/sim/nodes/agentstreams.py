@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lwsconf.sim.nodes import runtime
-from lwsconf.sim.nodes.streamserver import AttachTarget, ExecTarget, StreamNotAvailable
+from lwsconf.sim.nodes.streams.streamserver import AttachTarget, ExecTarget, StreamNotAvailable
 
 if TYPE_CHECKING:
     from lwsconf.sim.nodes import podworker, state

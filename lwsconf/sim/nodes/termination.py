@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import logserver
+from lwsconf.sim.nodes.streams import logserver
 
 DEFAULT_PATH = "/dev/termination-log"
 """The API's default terminationMessagePath (core/v1 defaults), for a container spec read before defaulting."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lwsconf.sim.nodes import runtime
-from lwsconf.sim.nodes.execsession import ExecSession
+from lwsconf.sim.nodes.streams.execsession import ExecSession
 from tests.sim.nodes.test_runtime import Pod, get, run, until
 
 NAMESPACES_ONLY = pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES,

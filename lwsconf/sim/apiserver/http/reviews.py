@@ -12,7 +12,7 @@ statement about a real cluster's roles: the access review's `reason`, the rules 
 sends none, and the fidelity corpus holds these answers to its shape. Pure: no I/O.
 
 TokenReview and SubjectAccessReview are what a kubelet with webhook authentication and authorization
-(`lwsconf.sim.nodes.kubeletauth`) sends about whoever called its port (pkg/registry/authentication/
+(`lwsconf.sim.nodes.streams.kubeletauth`) sends about whoever called its port (pkg/registry/authentication/
 tokenreview/storage.go, pkg/registry/authorization/subjectaccessreview/rest.go). A TokenReview authenticates
 the sim's one token as that one user and no other token. A SubjectAccessReview allows the group
 `system:masters` (kube-apiserver's privileged group, allowed before any authorizer runs) and denies everyone

@@ -9,7 +9,7 @@ fresh self-signed certificate for 127.0.0.1 and localhost (ECDSA P-256, valid on
 The same certificate is the CA of the server's kubelet client certificate (`kubelet_client`), as a kubeadm
 cluster's one CA signs both kube-apiserver's serving certificate and its `apiserver-kubelet-client`
 certificate: the node agents trust their API server's CA as the kubelet's client CA
-(`lwsconf.sim.nodes.kubeletauth`), and the server presents that certificate to every kubelet it calls.
+(`lwsconf.sim.nodes.streams.kubeletauth`), and the server presents that certificate to every kubelet it calls.
 """
 
 from __future__ import annotations

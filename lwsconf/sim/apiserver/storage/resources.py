@@ -146,7 +146,7 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        verbs=("create",)),
     _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False,
        verbs=("create",)),
-    # what a kubelet with webhook authn/authz asks about its callers (`reviews`, lwsconf.sim.nodes.kubeletauth)
+    # what a kubelet with webhook authn/authz asks about its callers (`reviews`, lwsconf.sim.nodes.streams.kubeletauth)
     _r("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False, verbs=("create",)),
     _r("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False,
        verbs=("create",)),

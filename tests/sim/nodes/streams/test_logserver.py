@@ -8,7 +8,8 @@ from pathlib import Path
 
 import aiohttp
 
-from lwsconf.sim.nodes import containers, logserver
+from lwsconf.sim.nodes import containers
+from lwsconf.sim.nodes.streams import logserver
 from tests.sim.nodes import kubelet_sim as ks
 
 

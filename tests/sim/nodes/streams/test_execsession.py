@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Awaitable
 
-from lwsconf.sim.nodes.execsession import ExecSession
+from lwsconf.sim.nodes.streams.execsession import ExecSession
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 

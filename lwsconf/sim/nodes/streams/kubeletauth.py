@@ -46,7 +46,7 @@ from aiohttp import web
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
 
-log = logging.getLogger("lwsconf.sim.nodes.kubeletauth")
+log = logging.getLogger("lwsconf.sim.nodes.streams.kubeletauth")
 
 TOKEN_CACHE_TTL = 120.0
 """Seconds a TokenReview's answer is reused (kubelet's authentication.webhook.cacheTTL default)."""

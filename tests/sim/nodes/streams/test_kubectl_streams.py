@@ -17,7 +17,7 @@ import pytest
 
 from lwsconf.controlplane import build, versions
 from tests.sim.nodes import kubelet_sim as ks
-from tests.sim.nodes.test_streams import HTTP_SERVER, python_pod, start_pod
+from tests.sim.nodes.streams.test_streams import HTTP_SERVER, python_pod, start_pod
 
 REQUIRE_ENV = "LWSCONF_REQUIRE_GO"
 KUBECTL_TIMEOUT = 60.0

@@ -1,4 +1,5 @@
-"""The kubelet port answers only authorised callers (`lwsconf.sim.nodes.kubeletauth`), and the API server is one.
+"""The kubelet port answers only authorised callers (`lwsconf.sim.nodes.streams.kubeletauth`), and the API server
+is one.
 
 Direct calls to a node agent's kubelet port, as anyone on the host could make them: no credentials (401), a
 token the API server does not vouch for (401), a client certificate of an identity the API server's
@@ -19,9 +20,9 @@ import pytest
 
 from lwsconf.kubeclient import errors
 from lwsconf.sim.apiserver.http import tls
-from lwsconf.sim.nodes import kubeletauth
+from lwsconf.sim.nodes.streams import kubeletauth
 from tests.sim.nodes import kubelet_sim as ks
-from tests.sim.nodes.test_streams import HTTP_SERVER, python_pod, start_pod
+from tests.sim.nodes.streams.test_streams import HTTP_SERVER, python_pod, start_pod
 
 
 def _client_context(identity: tls.Identity | None) -> ssl.SSLContext:

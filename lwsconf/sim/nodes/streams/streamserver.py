@@ -29,7 +29,7 @@ from typing import Protocol
 
 from aiohttp import WSMsgType, web
 
-from lwsconf.sim.nodes.execsession import ExecSession
+from lwsconf.sim.nodes.streams.execsession import ExecSession
 from lwsconf.streaming import channels, options, portforward, portforward_channels
 from lwsconf.streaming.spdy.session import Session
 
