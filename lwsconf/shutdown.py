@@ -1,7 +1,7 @@
 """One orderly shutdown for every way a run can end: normal exit, an exception, SIGINT, SIGTERM, SIGHUP.
 
 Why: a run starts things that outlive a careless exit: a simulated cluster's temp folders, container
-processes in sessions of their own (`sim/nodes/runtime.py`), xdist workers, namespaces on a real
+processes in sessions of their own (`sim/nodes/runtime/runtime.py`), xdist workers, namespaces on a real
 cluster. Python turns SIGINT into KeyboardInterrupt, so `finally` blocks and pytest's fixture
 finalizers run; SIGTERM (CI cancellation, `kill`, `make` passing it on) kills the process at once by
 default, and a second Ctrl-C during teardown aborts whichever finalizer it lands in. This module

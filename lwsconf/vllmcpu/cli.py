@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lwsconf.sim.nodes import imageruntimes
+from lwsconf.sim.nodes.runtime import imageruntimes
 from lwsconf.vllmcpu import build, image
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lwsconf import serving, workloads
-from lwsconf.sim.nodes import runtime
+from lwsconf.sim.nodes.runtime import runtime
 
 Obj = dict[str, Any]
 

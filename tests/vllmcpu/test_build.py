@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lwsconf.sim.nodes import imageruntimes
+from lwsconf.sim.nodes.runtime import imageruntimes
 from lwsconf.vllmcpu import build, image
 
 METADATA = """Metadata-Version: 2.4

@@ -4,7 +4,7 @@ Both sides run the same two nodes (`servers.NODES`: `fid-cpu`, and `fid-gpu` wit
 same fake device plugin); every pod names its node through a nodeSelector, so placement is never the
 schedulers' scoring. Every container runs `python:3.12-slim`'s interpreter on `-c` code: the one image both
 sides have (the real nodes' catalogue, `lwsconf.realnodes.catalog`) and the one command the sim runs as a real
-process (`lwsconf.sim.nodes.runtime`). What a container saw is read through the API only: its logs
+process (`lwsconf.sim.nodes.runtime.runtime`). What a container saw is read through the API only: its logs
 subresource, or its termination message (`terminationMessagePath` / `terminationMessagePolicy`).
 
 Every wait is an `until` on the state a kubelet must reach (a restart count together with the waiting reason

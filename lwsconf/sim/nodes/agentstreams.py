@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lwsconf.sim.nodes import runtime
+from lwsconf.sim.nodes.runtime import runtime
 from lwsconf.sim.nodes.streams.streamserver import AttachTarget, ExecTarget, StreamNotAvailable
 
 if TYPE_CHECKING:

@@ -100,7 +100,7 @@ class NodeFleet:
         """(name, factory) pairs in SimCluster's format: the cluster DNS (when containers may run as processes),
         one kubelet per node, one plugin per device resource of a node."""
         out: list[tuple[str, ControllerFactory]] = []
-        if self.processes and _optional("lwsconf.sim.nodes.runtime") is not None:
+        if self.processes and _optional("lwsconf.sim.nodes.runtime.runtime") is not None:
             out.append((DNS_CONTROLLER, self._dns_factory))
         for index, spec in enumerate(self.specs):
             out.append((f"kubelet/{spec.name}", self._agent_factory(index)))
@@ -163,7 +163,7 @@ class NodeFleet:
     def _runtime(self, node_dir: Path) -> nodectx.Runtime | None:
         if not self.processes:
             return None
-        module = _optional("lwsconf.sim.nodes.runtime")
+        module = _optional("lwsconf.sim.nodes.runtime.runtime")
         if module is None:
             return None
         runtime: nodectx.Runtime = module.ProcessRuntime(node_dir / "runtime")

@@ -23,8 +23,9 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import env, nodectx, runtime, satoken, termination, volumes
+from lwsconf.sim.nodes import env, nodectx, satoken, termination, volumes
 from lwsconf.sim.nodes.network import dns, podnet
+from lwsconf.sim.nodes.runtime import runtime
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import probes, runtime
+from lwsconf.sim.nodes import probes
+from lwsconf.sim.nodes.runtime import runtime
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body
 
-HELLO = Path(runtime.__file__).parent / "testdata" / "hello_http.py"
+HELLO = Path(runtime.__file__).parents[1] / "testdata" / "hello_http.py"
 
 
 def hello_pod(name: str, **extra: object) -> dict[str, object]:

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from lwsconf.sim.apiserver.http import app
-from lwsconf.sim.nodes import probes, runtime
+from lwsconf.sim.nodes import probes
+from lwsconf.sim.nodes.runtime import runtime
 
 
 def loopback_ip() -> str:

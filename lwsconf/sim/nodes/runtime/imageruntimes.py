@@ -88,7 +88,7 @@ def parse(doc: object, *, where: str) -> dict[str, ImageRuntime]:
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("imageRuntimes"), list):
         raise ImageRuntimeError(f"{where}: expected a mapping with an 'imageRuntimes' list (see "
-                                f"lwsconf/sim/nodes/imageruntimes.py)")
+                                f"lwsconf/sim/nodes/runtime/imageruntimes.py)")
     found: dict[str, ImageRuntime] = {}
     for index, entry in enumerate(doc["imageRuntimes"]):
         at = f"{where}: imageRuntimes[{index}]"

@@ -1,4 +1,5 @@
-/* lwsconf's network interposer, preloaded into containers of mapped images (lwsconf/sim/nodes/imageruntimes.py).
+/* lwsconf's network interposer, preloaded into containers of mapped images
+ * (lwsconf/sim/nodes/runtime/imageruntimes.py).
  *
  * Every sim pod shares the host's network stack, its pod IP one address of 127.0.0.0/8. A real pod has a network
  * namespace of its own, and on lwsconf's real nodes no route out of the cluster. Native code (a C++ rendezvous

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from lwsconf.sim.nodes import runtime
+from lwsconf.sim.nodes.runtime import runtime
 from lwsconf.sim.nodes.streams.execsession import ExecSession
-from tests.sim.nodes.test_runtime import Pod, get, run, until
+from tests.sim.nodes.runtime.test_runtime import Pod, get, run, until
 
 NAMESPACES_ONLY = pytest.mark.skipif(runtime.detect_mode() != runtime.MODE_NAMESPACES,
                                      reason="tar runs only in namespaces mode (root and a working unshare)")

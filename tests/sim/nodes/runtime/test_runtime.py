@@ -26,10 +26,11 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import env, runtime
+from lwsconf.sim.nodes import env
 from lwsconf.sim.nodes.network import dns
+from lwsconf.sim.nodes.runtime import runtime
 
-HELLO = Path(runtime.__file__).parent / "testdata" / "hello_http.py"
+HELLO = Path(runtime.__file__).parents[1] / "testdata" / "hello_http.py"
 MODES = [pytest.param(runtime.MODE_NAMESPACES, marks=pytest.mark.skipif(
     runtime.detect_mode() != runtime.MODE_NAMESPACES, reason="namespaces mode needs root and a working unshare")),
     runtime.MODE_SHIM]
@@ -502,7 +503,7 @@ def test_start_refuses_anything_but_the_python_interpreter(tmp_path: Path) -> No
 ORPHAN_SCRIPT = """
 import asyncio, os, sys
 from pathlib import Path
-from lwsconf.sim.nodes import runtime
+from lwsconf.sim.nodes.runtime import runtime
 
 async def main():
     rt = runtime.ProcessRuntime(Path(sys.argv[1]), mode=sys.argv[2])
@@ -521,7 +522,7 @@ asyncio.run(main())
 def test_processes_die_when_the_sim_process_is_killed(tmp_path: Path, mode: str) -> None:
     async def scenario() -> None:
         marker = f"lwsconf-orphan-{uuid.uuid4().hex}"
-        repo = Path(runtime.__file__).resolve().parents[3]
+        repo = Path(runtime.__file__).resolve().parents[4]
         sim = await asyncio.create_subprocess_exec(
             sys.executable, "-c", ORPHAN_SCRIPT.format(), str(tmp_path), mode, stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(repo), "MARKER": marker})

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lwsconf.sim.nodes import imageruntimes, netshim, runtime
+from lwsconf.sim.nodes.runtime import imageruntimes, netshim, runtime
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body
-from tests.sim.nodes.test_runtime import MODES, Pod, free_port, get, pod_ip, run, until
+from tests.sim.nodes.runtime.test_runtime import MODES, Pod, free_port, get, pod_ip, run, until
 
 IMAGE = "registry.example/tools:1.0"
 SERVE = """#!{python} -IS

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lwsconf import shutdown
-from lwsconf.sim.nodes import imageruntimes, launcher, netshim
+from lwsconf.sim.nodes.runtime import imageruntimes, launcher, netshim
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ def _host_paths_under_tmp() -> list[tuple[str, str, bool]]:
     Containers get a private /tmp, which would hide a virtualenv or checkout placed there (CI clones
     into temporary folders), so the interpreter could not even start.
     """
-    here = str(Path(__file__).resolve().parents[3])
+    here = str(Path(__file__).resolve().parents[4])
     wanted = {sys.prefix, sys.exec_prefix, sys.base_prefix, here}
     return [(p, p, True) for p in sorted(wanted) if p == "/tmp" or p.startswith("/tmp/")]
 
