@@ -8,7 +8,7 @@ DefaultStorageClass admission plugin gives it to claims without a class, such as
 volumeClaimTemplates), binds `Immediate`, and every Pending claim of it gets a PersistentVolume made
 for it, pre-bound through `claimRef`; kube-controller-manager's PV controller then binds both. The
 volume is a `hostPath` under the node agents' own folders in name only: our agents give every claim
-volume a folder of the pod's (`sim.nodes.volumes`), as they always did. Beside real nodes
+volume a folder of the pod's (`sim.nodes.kubelet.volumes`), as they always did. Beside real nodes
 (`lwsconf.realnodes`) the real kubelet makes the `hostPath` folder, so there `volume_root` is a folder of the run's,
 which goes with it. Reclaim policy Delete: when the
 claim goes, the PV controller marks a provisioned volume Released and leaves its deletion to the

@@ -28,8 +28,9 @@ from typing import Any
 
 from lwsconf import shutdown
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import agent as agent_mod
-from lwsconf.sim.nodes import layout, nodectx
+from lwsconf.sim.nodes import layout
+from lwsconf.sim.nodes.kubelet import agent as agent_mod
+from lwsconf.sim.nodes.kubelet import nodectx
 from lwsconf.sim.nodes.network import dns, ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 

@@ -22,7 +22,7 @@ from typing import Any
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import informer as informer_mod
 from lwsconf.sim.apiserver.http import app
-from lwsconf.sim.nodes import processes
+from lwsconf.sim.nodes.kubelet import processes
 from lwsconf.sim.nodes.network import dns
 
 Obj = dict[str, Any]

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from lwsconf.sim.nodes import state, status
+from lwsconf.sim.nodes.kubelet import state, status
 from lwsconf.sim.nodes.network import dns, ipam, podnet
 
 

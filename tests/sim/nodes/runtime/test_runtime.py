@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import env
+from lwsconf.sim.nodes.kubelet import env
 from lwsconf.sim.nodes.network import dns
 from lwsconf.sim.nodes.runtime import runtime
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from lwsconf.sim.nodes import containers
+from lwsconf.sim.nodes.kubelet import containers
 from lwsconf.sim.nodes.streams import logserver
 from tests.sim.nodes import kubelet_sim as ks
 

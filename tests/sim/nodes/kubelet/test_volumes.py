@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import volumes
+from lwsconf.sim.nodes.kubelet import volumes
 
 Obj = dict[str, Any]
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import probes
+from lwsconf.sim.nodes.kubelet import probes
 from lwsconf.sim.nodes.runtime import runtime
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body

@@ -20,7 +20,7 @@ import contextlib
 import time
 from typing import Any
 
-from lwsconf.sim.nodes import probes
+from lwsconf.sim.nodes.kubelet import probes
 
 MINIMUM_GRACE_SECONDS = 2.0
 """The kubelet's floor for SIGTERM -> SIGKILL after a preStop hook (minimumGracePeriodInSeconds)."""

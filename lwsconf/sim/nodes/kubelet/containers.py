@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import hooks, nodectx, prober, status, termination
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import hooks, nodectx, prober, status, termination
+from lwsconf.sim.nodes.kubelet import state as st
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import state as st
 from lwsconf.sim.nodes.network import podnet
 
 Obj = dict[str, Any]

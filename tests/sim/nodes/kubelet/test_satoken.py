@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import satoken
+from lwsconf.sim.nodes.kubelet import satoken
 
 POD: dict[str, Any] = {
     "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"},

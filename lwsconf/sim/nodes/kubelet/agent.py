@@ -31,7 +31,8 @@ from typing import Any, cast
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors, informer
-from lwsconf.sim.nodes import agentlogs, aio, events, layout, lease, nodechaos, nodectx, nodeobj, podworker, prober
+from lwsconf.sim.nodes import aio, layout
+from lwsconf.sim.nodes.kubelet import agentlogs, events, lease, nodechaos, nodectx, nodeobj, podworker, prober
 from lwsconf.sim.nodes.network import dns, ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 
@@ -344,7 +345,7 @@ def _ready_status(node: Obj) -> str | None:
 def _default_launcher(agent: NodeAgent) -> nodectx.Launcher | None:
     """The process launcher (env, volumes, DNS), if the runtime modules are installed."""
     try:
-        processes = importlib.import_module("lwsconf.sim.nodes.processes")
+        processes = importlib.import_module("lwsconf.sim.nodes.kubelet.processes")
     except ImportError as exc:
         log.warning("node %s: process containers disabled, cannot import the launcher: %s", agent.name, exc)
         return None

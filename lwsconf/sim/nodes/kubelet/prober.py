@@ -42,8 +42,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from lwsconf import _loopthread
-from lwsconf.sim.nodes import nodectx
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import nodectx
+from lwsconf.sim.nodes.kubelet import state as st
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -190,7 +190,7 @@ async def _check(ctx: nodectx.NodeContext, pod: Callable[[], Obj], rec: st.Conta
         ok = forced != "failure"
         return ok, "" if ok else f"lwsconf chaos: {kind} probe forced to fail", started
     try:
-        probes = importlib.import_module("lwsconf.sim.nodes.probes")
+        probes = importlib.import_module("lwsconf.sim.nodes.kubelet.probes")
     except ImportError:
         return True, "", (await _at(when, _nothing))[0]
     exec_runner = getattr(rec.process, "exec", None)

@@ -20,7 +20,7 @@ import pytest
 from lwsconf.kubeclient import client as kc
 from lwsconf.sim import nodes
 from lwsconf.sim.nodes import layout
-from lwsconf.sim.nodes import lease as lease_mod
+from lwsconf.sim.nodes.kubelet import lease as lease_mod
 from lwsconf.sim.nodes.network import ipam
 from tests.sim.nodes import kubelet_sim as ks
 from tests.sim.nodes.kubelet_sim import NS, pod_body

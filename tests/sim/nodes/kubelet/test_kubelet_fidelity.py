@@ -8,8 +8,8 @@ import errno
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import events, probes, status, termination
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import events, probes, status, termination
+from lwsconf.sim.nodes.kubelet import state as st
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -17,7 +17,7 @@ from lwsconf.sim.nodes.runtime import runtime
 from lwsconf.sim.nodes.streams.streamserver import AttachTarget, ExecTarget, StreamNotAvailable
 
 if TYPE_CHECKING:
-    from lwsconf.sim.nodes import podworker, state
+    from lwsconf.sim.nodes.kubelet import podworker, state
 
 FOLLOW_POLL = 0.05
 """Seconds between looks at a followed log file (as `logserver` follows logs)."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lwsconf.sim.nodes import hooks
+from lwsconf.sim.nodes.kubelet import hooks
 from tests.sim.nodes import kubelet_sim as ks
+from tests.sim.nodes.kubelet.test_agent_processes import create_script, hello_pod, proxy_get
 from tests.sim.nodes.kubelet_sim import NS
-from tests.sim.nodes.test_agent_processes import create_script, hello_pod, proxy_get
 
 
 def test_sleep_hook_is_cut_at_the_grace_period_and_leaves_the_kubelet_minimum() -> None:

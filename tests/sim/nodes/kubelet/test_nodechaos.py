@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lwsconf.sim.nodes import nodechaos
+from lwsconf.sim.nodes.kubelet import nodechaos
 
 
 def node(**annotations: str) -> dict[str, object]:

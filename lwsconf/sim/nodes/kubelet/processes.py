@@ -23,7 +23,7 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import env, nodectx, satoken, termination, volumes
+from lwsconf.sim.nodes.kubelet import env, nodectx, satoken, termination, volumes
 from lwsconf.sim.nodes.network import dns, podnet
 from lwsconf.sim.nodes.runtime import runtime
 

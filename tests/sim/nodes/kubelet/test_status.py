@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import admission, status
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import admission, status
+from lwsconf.sim.nodes.kubelet import state as st
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lwsconf.sim.nodes import agentstreams
+from lwsconf.sim.nodes.kubelet import agentstreams
 from lwsconf.sim.nodes.streams import kubeletauth, kubelettls, logserver, streamserver
 
 if TYPE_CHECKING:
     from lwsconf.kubeclient import client as kc
-    from lwsconf.sim.nodes import podworker
+    from lwsconf.sim.nodes.kubelet import podworker
 
 
 class AgentLogs:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf.sim.nodes import env
+from lwsconf.sim.nodes.kubelet import env
 
 Obj = dict[str, Any]
 

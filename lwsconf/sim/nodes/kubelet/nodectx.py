@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lwsconf.kubeclient import client as kc
-from lwsconf.sim.nodes import events
+from lwsconf.sim.nodes.kubelet import events
 from lwsconf.sim.nodes.network import ipam, podnet
 from lwsconf.sim.nodes.stages import lifecycle, settings
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lwsconf.sim.apiserver.http import app
-from lwsconf.sim.nodes import probes
+from lwsconf.sim.nodes.kubelet import probes
 from lwsconf.sim.nodes.runtime import runtime
 
 

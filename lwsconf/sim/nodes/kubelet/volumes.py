@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lwsconf.sim.nodes import env as env_mod
+from lwsconf.sim.nodes.kubelet import env as env_mod
 
 Obj = dict[str, Any]
 Payload = dict[str, tuple[bytes, int]]

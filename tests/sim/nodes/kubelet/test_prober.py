@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from lwsconf.sim.nodes import prober
+from lwsconf.sim.nodes.kubelet import prober
 
 
 @pytest.mark.parametrize(("started", "now", "want"), [

@@ -24,8 +24,8 @@ from typing import Any
 
 from lwsconf.kubeclient import client as kc
 from lwsconf.kubeclient import errors
-from lwsconf.sim.nodes import admission, containers, nodectx, status
-from lwsconf.sim.nodes import state as st
+from lwsconf.sim.nodes.kubelet import admission, containers, nodectx, status
+from lwsconf.sim.nodes.kubelet import state as st
 from lwsconf.sim.nodes.network import ipam
 from lwsconf.sim.nodes.stages import lifecycle
 
