@@ -4,23 +4,30 @@ Why: LWS behaviour is about pods (leaders, workers, restarts, readiness, address
 simulated cluster needs kubelets that move pods through their life the way real ones do, with a
 fake GPU inventory to schedule against. Each node agent registers its Node and Lease, watches the
 pods bound to it and drives them: emulated containers through data-driven stages (KWOK's model,
-`stages/<set>/*.yaml`, interpreted by `lifecycle`), runnable ones as real processes on the node's
-loopback addresses (`runtime`, `env`, `volumes`, `dns`, `probes`). Nothing here imports the API server.
+`stages/<set>/*.yaml`, interpreted by `stages.lifecycle`), runnable ones as real processes on the node's
+loopback addresses (`runtime`). Nothing here imports the API server.
 
-Parts (each module's docstring says more):
+One package per concept, in layers (`.importlinter`'s `nodes-layers`: a package imports only those below it,
+and those side by side on one line import neither each other); each `__init__.py` says more:
 
-* `layout` - which nodes exist (`NodeSpec`, `default_layout`, `load_layout`);
-* `ipam` - the 127.X.0.0/16 pod network, node IPs, pod IPs;
-* `lifecycle`, `paths`, `settings`, `stages/` - the stage interpreter and the stage sets;
-* `agent` (`NodeAgent`), `podworker`, `containers`, `prober`, `status`, `state`, `admission`,
-  `nodeobj`, `lease`, `events`, `logserver`, `agentlogs` - the kubelet itself;
-* `streamserver`, `agentstreams`, `execsession`, `kubelettls` - the kubelet port's exec, attach and
-  port-forward over WebSocket (protocols in `lwsconf.streaming`), served over HTTPS with logs;
-* `kubeletauth` - who may call the kubelet port: a client certificate of the API server's CA or a token the
-  API server vouches for (TokenReview), then a SubjectAccessReview on `nodes/proxy` and friends (401/403
-  otherwise), as a kubelet with webhook authentication and authorization;
-* `nodechaos` - node faults switched on by annotations on the Node (cut off, NotReady, slow);
-* `fleet` (`NodeFleet`) - every agent of a cluster, in the shape `SimCluster` runs controllers.
+* `fleet` (`NodeFleet`) - every agent of a cluster, with the cluster DNS and the fake device plugins, in the
+  shape `SimCluster` runs controllers;
+* `kubelet/` - the kubelet itself: `agent` (`NodeAgent`), the Node and its Lease, one `podworker` per pod
+  (admission, containers, probes, hooks, status), what a process container gets before it starts (`processes`,
+  `env`, `volumes`, `satoken`), node chaos, and the agent's answers on the kubelet port;
+* side by side below the kubelet:
+  `runtime/` - the container runtime: processes in namespaces or shimmed, the launcher, image runtimes, the
+  Python and native interposers (`pyshim/`, `netshim/`);
+  `streams/` - the kubelet port over HTTPS: `/containerLogs`, `/exec`, `/attach`, `/portForward` (protocols in
+  `lwsconf.streaming`), exec'd commands, and who may call it (`kubeletauth`: webhook authn/authz, 401/403);
+  `stages/` - the stage sets and their interpreter (`lifecycle`, `paths`, `settings`);
+  `devices/` - the device manager that device plugins register with;
+  `layout` - which nodes exist (`NodeSpec`, `default_layout`, `load_layout`);
+* `network/` - the cluster's 127.X.0.0/16 (`ipam`), pod addresses as the API shows them (`podnet`), the
+  cluster DNS (`dns`);
+* `aio` - the asyncio helper every layer may use.
+
+`testdata/` holds a workload for the node tests (`hello_http.py`), run by file path.
 
 `start_nodes` runs a whole fleet on the current event loop (tests, tools); `SimCluster` instead
 takes `NodeFleet(...).controllers()`.

@@ -16,5 +16,6 @@ and `agentstreams` (which process an exec or attach enters), the agent's answers
 
 May import `stages`, `runtime`, `streams`, `network`, and the top-level `layout` and `aio`; never `fleet`. The
 runtime, the launcher and the device manager are handed to it (built by the fleet or, for the launcher, by name)
-and driven through `nodectx`'s protocols, so the kubelet runs without them, every container then emulated.
+and driven through `nodectx`'s protocols, so the kubelet runs without them (without a runtime, every container is
+emulated by the stages).
 """

@@ -7,6 +7,6 @@ two interposers that give a process its pod's view: `pyshim/` (a `sitecustomize`
 PYTHONPATH: binds, hosts file, hostname, paths) and `netshim/` (an LD_PRELOAD library for native code: binds, no
 route off the loopback).
 
-Imports no other node package. The kubelet hands it a `runtime.ContainerLaunch` (built by `kubelet.processes`)
+It may import no other node package. The kubelet hands it a `runtime.ContainerLaunch` (built by `kubelet.processes`)
 and drives it through `kubelet.nodectx.Runtime`; the fleet builds it by name (importlib).
 """

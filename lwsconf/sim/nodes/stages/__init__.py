@@ -5,5 +5,5 @@ The sets are the folders here (`fast/`, `general/`, `chaos/`: one YAML file per 
 container view, after how long and with which steps (no I/O), `paths` reads the fields a stage selects on, and
 `settings` holds the kubelet timings a set carries (restart back-off, lease and node-status intervals).
 
-Imports no other node package: the kubelet builds the views and performs what these decide.
+It may import no other node package: the kubelet builds the views and performs what these decide.
 """

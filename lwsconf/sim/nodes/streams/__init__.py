@@ -6,6 +6,6 @@
 authorization of every caller, as a kubelet with `--anonymous-auth=false`), `kubelettls` (the port's self-signed
 serving certificate).
 
-Imports no other node package: the servers ask their owner through small interfaces (the log server's resolver,
+It may import no other node package: the servers ask their owner through small interfaces (the log server's resolver,
 the stream server's targets), which the kubelet answers (`kubelet.agentlogs`, `kubelet.agentstreams`).
 """

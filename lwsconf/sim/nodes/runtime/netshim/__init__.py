@@ -5,7 +5,7 @@ Why a C library: native code calls libc directly, past the Python shim; LD_PRELO
 without changing the program. The build is one `cc -shared` call (about 0.1 s), keyed by the source's hash, so
 an edited source is rebuilt and concurrent builds never see a half-written file (write, then rename).
 
-Imports no other node package: the runtime preloads it (`runtime.ProcessRuntime`), for mapped images only
+It may import no other node package: the runtime preloads it (`runtime.ProcessRuntime`), for mapped images only
 (`imageruntimes`); of lwsconf only `lwsconf.controlplane.build`'s cache folder.
 """
 
