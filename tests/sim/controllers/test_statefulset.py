@@ -418,3 +418,21 @@ def test_parallel_rollout_replaces_a_broken_old_pod_instead_of_stalling() -> Non
                                         "the broken web-1 replaced on the new revision")
             assert revision_of(found["web-0"]) == old, "web-0 waits: one slot of maxUnavailable was used"
     ws.run(scenario)
+
+
+def test_parallel_rollout_replaces_every_unavailable_old_pod_at_once_as_kubernetes_1_37_does() -> None:
+    """stateful_set_control.go 1.37.2, updateStatefulSetAfterInvariantEstablished phase 1: with Parallel pod
+    management every unavailable pod still on an old revision is deleted in one pass (no maxUnavailable slot
+    each), so a set whose pods never became ready rolls all of them; seen on kube-controller-manager by the
+    held-out fidelity corpus (the replay has no nodes, so no pod is ever ready), where the sim replaced one."""
+    async def scenario() -> None:
+        async with ws.sim_with(controller) as client:
+            sts = statefulset(replicas=3, podManagementPolicy="Parallel",
+                              updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}})
+            await client.create(STS, sts)
+            await ws.pods_until(client, lambda p: len(p) == 3, "3 pods")
+            old = (await status_until(client, "web", {"replicas": 3}))["status"]["updateRevision"]
+            await set_image(client, "web", "img:2")
+            await ws.pods_until(client, lambda p: len(live(p)) == 3 and all(
+                revision_of(x) not in (None, old) for x in live(p).values()), "all three on the new revision")
+    ws.run(scenario)

@@ -14,10 +14,11 @@ with the MaxUnavailableStatefulSet feature on, as it is by default since Kuberne
 3. Condemned pods get their claims' owner references fixed for `whenScaled: Delete`, then are
    deleted: with `OrderedReady` one per sync, and only while every other pod is healthy; with
    `Parallel` all at once.
-4. `OnDelete` stops here. `RollingUpdate` counts unavailable replicas; if there are no more than
-   `maxUnavailable` (default 1), it deletes up to `maxUnavailable - unavailable` pods whose revision
-   is not the update revision, from the highest ordinal down to `start + partition`. A deleted pod is
-   recreated from the update revision by a later sync once it is gone.
+4. `OnDelete` stops here. `RollingUpdate` counts unavailable replicas against `maxUnavailable` (default 1)
+   and, from the highest ordinal down to `start + partition`, deletes pods whose revision is not the update
+   revision: with `Parallel` every unavailable one, then available ones while the budget allows; with
+   `OrderedReady` up to `maxUnavailable - unavailable` (`_rolling_update`). A deleted pod is recreated from the
+   update revision by a later sync once it is gone.
 
 Pods are deleted with a uid precondition (a stale cache never deletes a newer pod of the same name);
 a create that finds the name taken waits for the informer instead of failing. Events are those of
@@ -281,31 +282,50 @@ class StatefulSetSync:
         return True
 
     async def _rolling_update(self) -> None:
-        """`updateStatefulSetAfterInvariantEstablished`: replace up to maxUnavailable pods, highest first.
+        """`updateStatefulSetAfterInvariantEstablished` of Kubernetes 1.37.2 (stateful_set_control.go).
 
-        With Parallel pod management, unavailable pods still on an old revision are not counted as
-        unavailable when the budget is computed (they are what the update replaces): without that a
-        broken revision can never be rolled forward (kubernetes#137409, fixed by kubernetes#137666 after
-        the 1.35 regression). Each deletion still takes one slot of the budget, highest ordinal first.
+        Every replica that is unavailable counts against `maxUnavailable`, and so, with Parallel pod management,
+        does each unavailable one still on an old revision (`unavailablePodsNeedingUpdate`). With unavailable
+        replicas at the budget and none of them outdated, nothing is replaced. Otherwise, with Parallel:
+        every unavailable outdated replica from the partition up is replaced at once (phase 1: waiting for it
+        would keep a broken revision forever, kubernetes#137409), then available outdated ones, highest first,
+        while `maxUnavailable - unavailable` allows (phase 2). With OrderedReady: outdated replicas from the
+        highest down, `maxUnavailable - unavailable` of them. The held-out fidelity corpus found the sim's
+        earlier version replacing one unavailable outdated pod per pass where kube-controller-manager replaced
+        them all.
         """
         max_unavailable = sp.max_unavailable(self.sts)
         update_min = sp.partition(self.sts)
         parallel = sp.is_parallel(self.sts)
 
-        def broken_and_outdated(index: int, pod: Obj) -> bool:
-            return (parallel and index >= update_min and self._unavailable(pod)
-                    and sp.revision_of(pod) != self.revs.update_name and not wl.is_terminating(pod))
+        def outdated(pod: Obj) -> bool:
+            return sp.revision_of(pod) != self.revs.update_name
 
-        unavailable = sum(1 for i, pod in enumerate(self.replicas)
-                          if self._unavailable(pod) and not broken_and_outdated(i, pod))
-        if unavailable > max_unavailable:
+        unavailable = sum(1 for pod in self.replicas if self._unavailable(pod))
+        needing_update = sum(1 for pod in self.replicas if parallel and self._unavailable(pod) and outdated(pod)
+                             and not wl.is_terminating(pod))
+        if unavailable >= max_unavailable and needing_update == 0:
+            return
+        targets = [self.replicas[i] for i in range(len(self.replicas) - 1, update_min - 1, -1)]
+        if parallel:
+            for pod in targets:
+                if outdated(pod) and not self._available(pod) and not wl.is_terminating(pod):
+                    await self.control.delete_pod(self.sts, pod)
+                    self.replaced += 1
+            budget = max_unavailable - unavailable
+            for pod in targets:
+                if budget <= 0:
+                    return
+                if outdated(pod) and not self._unavailable(pod):
+                    await self.control.delete_pod(self.sts, pod)
+                    budget -= 1
+                    self.replaced += 1
             return
         budget = max_unavailable - unavailable
-        for index in range(len(self.replicas) - 1, update_min - 1, -1):
-            pod = self.replicas[index]
+        for pod in targets:
             if budget <= 0:
                 return
-            if sp.revision_of(pod) != self.revs.update_name and not wl.is_terminating(pod):
+            if outdated(pod) and not wl.is_terminating(pod):
                 await self.control.delete_pod(self.sts, pod)
                 budget -= 1
                 self.replaced += 1
