@@ -2,9 +2,12 @@
 
 Claiming a profile claims its core features. Its extended features are claimed one by one (or with
 --all-features); the report lists the supported and unsupported extended features per profile, as
-Gateway API's ConformanceProfile does. GPU-SMOKE is never part of conformance, as Kubernetes keeps
-GPUs out of its own conformance program. No I/O here.
-"""
+Gateway API's ConformanceProfile does. A profile stands on its own: its tests may need features of
+another profile (a serving test restarts a group, an extended one rolls out), and the profile
+`implies` them, as Gateway API's profiles include the core features their tests use. Claiming it
+claims the implied features that are core where they belong; --all-features adds the implied extended
+ones with its own (`Profile.claimed`). tests/test_profiles.py keeps `implies` complete. GPU-SMOKE is
+never part of conformance, as Kubernetes keeps GPUs out of its own conformance program. No I/O here."""
 
 from __future__ import annotations
 
@@ -19,10 +22,23 @@ class Profile:
     description: str
     core: frozenset[Feature]
     extended: frozenset[Feature] = frozenset()
+    implies: frozenset[Feature] = frozenset()
+    """Features of other profiles that this profile's tests need; claimed with it (see `claimed`)."""
 
     @property
     def features(self) -> frozenset[Feature]:
+        """The profile's own features (not those it implies: each feature belongs to one profile)."""
         return self.core | self.extended
+
+    def claimed(self, *, all_features: bool) -> frozenset[Feature]:
+        """What claiming this profile claims: its core features and the implied features that are core in
+        their own profile; with --all-features also its extended features and every implied one. So an
+        implied feature keeps the standing it has where it belongs: a test needing an extended feature of
+        another profile is no core test of this one either (lwsconf/report/build.py `is_core`)."""
+        implied_core = frozenset(f for f in self.implies if f in profile_of(f).core)
+        if all_features:
+            return self.features | self.implies
+        return self.core | implied_core
 
 
 LWS_CORE = Profile(
@@ -44,6 +60,10 @@ LWS_EXTENDED = Profile(
     "upgrade, Events with the documented reasons, upstream's exclusive-placement affinity terms, Volcano PodGroups "
     "per group, TPU env vars.",
     core=frozenset(),
+    implies=frozenset({
+        Feature.DELETION, Feature.GROUP_RESTART, Feature.RESTART_POLICY_NONE, Feature.ROLLING_UPDATE,
+        Feature.ROLLING_UPDATE_MAX_UNAVAILABLE, Feature.SCALING, Feature.STATUS_CONDITIONS, Feature.VALIDATION,
+    }),
     extended=frozenset({
         Feature.ROLLING_UPDATE_MAX_SURGE, Feature.ROLLING_UPDATE_PARTITION, Feature.STARTUP_LEADER_READY,
         Feature.EXCLUSIVE_PLACEMENT, Feature.SUBGROUPS, Feature.SUBDOMAIN_UNIQUE_PER_REPLICA,
@@ -58,6 +78,8 @@ LWS_SERVING = Profile(
     "Serving traffic: a multi-node server's groups rendezvous, a leader-only Service reaches leaders of every "
     "group, and requests keep being answered through a member failure, a rollout and a scale-out.",
     core=frozenset({Feature.LEADER_SERVICE, Feature.SERVING_RENDEZVOUS, Feature.SERVING_UNDER_LOAD}),
+    implies=frozenset({Feature.GROUP_RESTART, Feature.ROLLING_UPDATE, Feature.ROLLING_UPDATE_MAX_SURGE,
+                       Feature.SCALING}),
 )
 
 GPU_SMOKE = Profile(
@@ -75,6 +97,10 @@ VLLM_CPU = Profile(
 
 ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, GPU_SMOKE, VLLM_CPU)}
 DEFAULT = ("LWS-CORE", "LWS-EXTENDED", "LWS-SERVING")
+CONFORMANCE = DEFAULT
+"""The conformance profiles: --all-features claims every one of their features whatever --profiles says.
+GPU-SMOKE and VLLM-CPU are not conformance and need GPU nodes or vLLM's CPU image (gigabytes a real
+cluster pulls), so their features are claimed only by naming them in --profiles (or --supported-features)."""
 
 
 def parse(names: str, *, where: str) -> tuple[Profile, ...]:
