@@ -1,4 +1,4 @@
-"""An asyncio event loop in a background thread, for sync callers (pytest fixtures, the CLI).
+"""An asyncio event loop in a background thread, for sync callers (the sim and local clusters, the reference).
 
 The simulator and the reference reconciler are asyncio programs, while conformance tests are sync
 (the official client). Rather than doubling every API into sync and async twins, sync callers run
