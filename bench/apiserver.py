@@ -26,6 +26,8 @@ from typing import Any
 import requests
 from kubernetes import client, watch
 
+from lwsconf import lwsapi
+
 SERVER = """
 import asyncio, sys
 from lwsconf.sim.apiserver.http import app
@@ -45,10 +47,8 @@ def pod_body(i: int) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": f"bench-{group}-{i % 4}", "labels": {
-            "leaderworkerset.sigs.k8s.io/name": "bench", "leaderworkerset.sigs.k8s.io/group-index": str(group),
-            "leaderworkerset.sigs.k8s.io/worker-index": str(i % 4), "app": "bench"},
-            "annotations": {"leaderworkerset.sigs.k8s.io/size": "4",
-                            "leaderworkerset.sigs.k8s.io/leader-name": f"bench-{group}"}},
+            lwsapi.NAME: "bench", lwsapi.GROUP_INDEX: str(group), lwsapi.WORKER_INDEX: str(i % 4), "app": "bench"},
+            "annotations": {lwsapi.SIZE: "4", lwsapi.LEADER_NAME: f"bench-{group}"}},
         "spec": {"containers": [{"name": "worker", "image": "vllm/vllm-openai:v0.8.5",
                                  "command": ["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server"],
                                  "env": [{"name": "LWS_LEADER_ADDRESS", "value": f"bench-{group}.bench.default"},
@@ -147,7 +147,7 @@ def main() -> int:
             2000), 1)
         results["list_by_label_typed_per_s"] = round(rate(
             lambda i: core.list_namespaced_pod("default", label_selector=(
-                f"leaderworkerset.sigs.k8s.io/name=bench,leaderworkerset.sigs.k8s.io/group-index={(i * 13) % groups}")),
+                f"{lwsapi.NAME}=bench,{lwsapi.GROUP_INDEX}={(i * 13) % groups}")),
             500), 1)
         results["watch_events_per_s"] = round(watch_rate(core, url, token, 2000), 1)
         results["rss_mb_after"] = round(rss_mb(proc.pid), 1)

@@ -49,11 +49,11 @@ from bench._simproc import (
 )
 from bench.cluster import EMULATED_IMAGE  # one emulated image for every bench
 from fixtures import implementations
-from lwsconf import timeouts, workloads
+from lwsconf import lwsapi, timeouts, workloads
 from lwsconf.waits import observe, proxy
 
-NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+NAME_LABEL = lwsapi.NAME
+GROUP_LABEL = lwsapi.GROUP_INDEX
 CRASH_ANNOTATION = "chaos.lwsconf.dev/crash-container"
 RESTART_POLICY = "RecreateGroupOnPodRestart"
 

@@ -30,6 +30,7 @@ from kubernetes import client
 from kubernetes.stream import stream
 
 from conformance.harness import NAME, LWSHarness
+from lwsconf import lwsapi
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 from lwsconf.vllmcpu import manifest
@@ -181,7 +182,7 @@ def test_vllm_cpu_rolling_update_serves_the_new_revision(lws: LWSHarness) -> Non
     _tiny_model_script(lws)
     svc = _deploy(lws, "pp", size=SIZE, revision="rev-1")
     _serving(lws, "pp", size=SIZE)
-    old = {p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/template-revision-hash"]
+    old = {p["metadata"]["labels"][lwsapi.TEMPLATE_REVISION_HASH]
            for p in observe.pods(lws.api, lws.namespace, f"{NAME}=pp")}
     updated = manifest.lws("pp", size=SIZE, revision="rev-2")
     lws.patch("pp", {"spec": {"leaderWorkerTemplate": updated["spec"]["leaderWorkerTemplate"]}},

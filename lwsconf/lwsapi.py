@@ -14,6 +14,8 @@ VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "LeaderWorkerSet"
 PLURAL = "leaderworkersets"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+"""The LeaderWorkerSet CustomResourceDefinition's name."""
 
 PREFIX = "leaderworkerset.sigs.k8s.io/"
 """Every LWS label and annotation key starts with this."""
@@ -72,6 +74,7 @@ __all__ = [
     "API_VERSION",
     "KIND",
     "PLURAL",
+    "CRD_NAME",
     "PREFIX",
     "NAME",
     "TEMPLATE_REVISION_HASH",

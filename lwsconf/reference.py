@@ -20,7 +20,7 @@ from typing import IO, Any
 import yaml
 from kubernetes import client
 
-from lwsconf import crds, project_files
+from lwsconf import crds, lwsapi, project_files
 from lwsconf.features import Feature
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core
@@ -28,7 +28,7 @@ from lwsconf.waits import lws as waits_lws
 
 MANIFESTS = project_files.project_dir("manifests")
 CRD_FILE = MANIFESTS / "crd" / "leaderworkersets.yaml"
-CRD_NAME = "leaderworkersets.leaderworkerset.x-k8s.io"
+CRD_NAME = lwsapi.CRD_NAME
 VAP_FILE = MANIFESTS / "crd" / "validating-admission-policy.yaml"
 MAP_FILE = MANIFESTS / "crd" / "mutating-admission-policy.yaml"
 GANG_MAP_FILE = MANIFESTS / "crd" / "gang-admission-policy.yaml"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lwsconf import lwsapi
 from lwsconf.implcompare.model import Difference
 
 
@@ -50,8 +51,8 @@ VERDICTS = ("tested", "divergence", "freedom")
 ALL = ("basic", "rollout", "scale", "worker-deleted", "unique-subdomain", "subgroups", "claims", "leader-ready",
        "exclusive", "leader-only-rollout", "surge-rollout", "restart-none", "unique-size-one")
 
-_SUBGROUP_TYPE = "[leaderworkerset.sigs.k8s.io/subgroup-policy-type]"
-_EXCLUSIVE = "[leaderworkerset.sigs.k8s.io/exclusive-topology]"
+_SUBGROUP_TYPE = f"[{lwsapi.SUBGROUP_POLICY_TYPE}]"
+_EXCLUSIVE = f"[{lwsapi.EXCLUSIVE_TOPOLOGY}]"
 _TEMPLATE_ENV = ("spec.template.spec.containers[*].env", "spec.template.spec.containers[*].env[LWS_GROUP_SIZE]",
                  "spec.template.spec.containers[*].env[LWS_LEADER_ADDRESS]",
                  "spec.template.spec.containers[*].env[LWS_WORKER_INDEX]")

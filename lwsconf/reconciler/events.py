@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lwsconf import lwsapi
+
 NORMAL = "Normal"
 WARNING = "Warning"
 
@@ -76,7 +78,7 @@ def failed_worker_statefulset(leader_pod_name: str, error: str) -> Event:
 def leader_name_misuse(namespace: str, pod_name: str) -> Event:
     """The safety check of section 4.1: a leader pod carrying a `leader-name` annotation."""
     note = (f"leader pod {namespace}/{pod_name} contains mistake annotation "
-            f"'leaderworkerset.sigs.k8s.io/leader-name': requires Kubernetes ≥v1.27 or v1.26 with "
+            f"'{lwsapi.LEADER_NAME}': requires Kubernetes ≥v1.27 or v1.26 with "
             f"StatefulSetStartOrdinal feature")
     return Event(WARNING, FAILED_CREATE, note, CREATE)
 

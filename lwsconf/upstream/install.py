@@ -21,7 +21,7 @@ from lwsconf import lwsapi
 from lwsconf.waits import core, observe
 
 FIELD_MANAGER = "lwsconf"
-LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
+LWS_CRD = lwsapi.CRD_NAME
 
 
 class InstallError(Exception):
@@ -138,7 +138,7 @@ def remove_crds(api: client.ApiClient, crds: list[dict[str, Any]], timeout: floa
 def probe_lws() -> dict[str, Any]:
     """A minimal valid LeaderWorkerSet: what the dry-run create sends through the webhooks."""
     container = {"name": "pause", "image": "registry.k8s.io/pause:3.10"}
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+    return {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND,
             "metadata": {"name": "lwsconf-webhook-check"},
             "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 1, "workerTemplate": {"spec": {
                 "containers": [container]}}}}}

@@ -21,6 +21,8 @@ from typing import Any
 import jsonpatch
 import yaml
 
+from lwsconf import lwsapi
+
 NAME_PREFIX = "lws-"
 """config/default/kustomization.yaml's namePrefix."""
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
@@ -43,7 +45,7 @@ def crds(module_dir: Path) -> list[dict[str, Any]]:
     folder = module_dir / "config" / "crd" / "bases"
     found = [d for path in sorted(folder.glob("*.yaml")) for d in _load_all(path)
              if d.get("kind") == "CustomResourceDefinition"]
-    if not any(d["metadata"]["name"] == "leaderworkersets.leaderworkerset.x-k8s.io" for d in found):
+    if not any(d["metadata"]["name"] == lwsapi.CRD_NAME for d in found):
         raise ManifestError(f"no LeaderWorkerSet CRD in {folder}: is {module_dir} an LWS source tree?")
     return found
 

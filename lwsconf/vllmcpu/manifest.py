@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwsconf import lwsapi
 from lwsconf.vllmcpu.image import IMAGE
 
 Obj = dict[str, Any]
@@ -72,13 +73,13 @@ def lws(name: str, *, size: int, revision: str, replicas: int = 1, image: str = 
                                         "spec": _pod_spec(size=size, revision=revision, leader=True, image=image)}}
     # required by the CRD even for size 1, where no worker is ever made
     template["workerTemplate"] = {"spec": _pod_spec(size=size, revision=revision, leader=False, image=image)}
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": name},
+    return {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND, "metadata": {"name": name},
             "spec": {"replicas": replicas, "leaderWorkerTemplate": template}}
 
 
 def leader_service(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-leader"},
-            "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
+            "spec": {"selector": {lwsapi.NAME: name, "role": "leader"},
                      "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}}
 
 

@@ -174,7 +174,7 @@ def lws_kind_must_accept_writes(api: client.ApiClient, *, timeout: float, poll: 
     (a 422 from validation, even a 201) shows the write path is open. Nothing is stored (dryRun=All).
     """
     custom = client.CustomObjectsApi(api)
-    probe = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+    probe = {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND,
              "metadata": {"generateName": "lwsconf-write-probe-"}, "spec": {}}
     last: list[str] = ["not tried yet"]
 

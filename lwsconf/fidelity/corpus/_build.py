@@ -16,7 +16,7 @@ APPS = f"/apis/apps/v1/namespaces/{NS}"
 LWS = f"/apis/{lwsapi.API_VERSION}/namespaces/{NS}/{lwsapi.PLURAL}"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-LWS_CRD_NAME = "leaderworkersets.leaderworkerset.x-k8s.io"
+LWS_CRD_NAME = lwsapi.CRD_NAME
 
 
 def meta(name: str, labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def lease(name: str) -> dict[str, Any]:
 
 
 def lws(name: str, replicas: int = 1, size: int = 2, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta(name),
+    return {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND, "metadata": meta(name),
             "spec": {"replicas": replicas,
                      "leaderWorkerTemplate": {"size": size, "workerTemplate": template({"role": "worker"})}, **spec}}
 

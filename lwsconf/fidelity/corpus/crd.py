@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwsconf import lwsapi
 from lwsconf.fidelity.corpus._build import (
     CRDS,
     LWS,
@@ -38,7 +39,7 @@ INSTALL = Scenario("crd", "crd-install", (
     create("create-crd", CRDS, lws_crd(), vary=("body.status",)),
     Step("crd-established", "GET", f"{CRDS}/{LWS_CRD_NAME}",
          until=Until("body.status.conditions.1.status", "True", 60.0)),
-    get("discovery-group", "/apis/leaderworkerset.x-k8s.io/v1"),
+    get("discovery-group", f"/apis/{lwsapi.API_VERSION}"),
     # Discovery of the new group may lag behind Established by a moment on kube-apiserver.
     Step("list-empty", "GET", LWS, until=Until("code", 200, 30.0)),
     create("create-crd-again", CRDS, lws_crd()),
@@ -63,9 +64,9 @@ VALIDATION = Scenario("crd", "lws-validation", (
     create("replicas-negative", LWS, _with({"replicas": -1})),
     create("replicas-string", LWS, _with({"replicas": "two"})),
     create("size-zero", LWS, _template(size=0)),
-    create("size-missing-template", LWS, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+    create("size-missing-template", LWS, {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND,
                                           "metadata": {"name": "bad"}, "spec": {"replicas": 1}}),
-    create("spec-missing", LWS, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+    create("spec-missing", LWS, {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND,
                                  "metadata": {"name": "bad"}}),
     create("startup-policy-enum", LWS, _with({"startupPolicy": "Sometimes"})),
     create("restart-policy-enum", LWS, _template(restartPolicy="Always")),
@@ -83,14 +84,14 @@ VALIDATION = Scenario("crd", "lws-validation", (
                                          "spec": {"replicas": 1000000, "leaderWorkerTemplate": {
                                              "size": 1000000, "workerTemplate": lws("x")["spec"][
                                                  "leaderWorkerTemplate"]["workerTemplate"]}}}),
-    create("defaults-applied", LWS, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+    create("defaults-applied", LWS, {"apiVersion": lwsapi.API_VERSION, "kind": lwsapi.KIND,
                                      "metadata": {"name": "defaults"}, "spec": {"leaderWorkerTemplate": {
                                          "workerTemplate":
                                              lws("x")["spec"]["leaderWorkerTemplate"]["workerTemplate"]}}}),
     patch("cel-on-update", f"{LWS}/defaults", {"spec": {"leaderWorkerTemplate": {"size": 0}}}, MERGE),
     create("wrong-kind", LWS, {**lws("wk"), "kind": "LeaderWorkerSetX"}),
-    create("wrong-api-version", LWS, {**lws("wv"), "apiVersion": "leaderworkerset.x-k8s.io/v2"}),
-    get("unknown-version-path", "/apis/leaderworkerset.x-k8s.io/v2/namespaces/${ns}/leaderworkersets"),
+    create("wrong-api-version", LWS, {**lws("wv"), "apiVersion": f"{lwsapi.GROUP}/v2"}),
+    get("unknown-version-path", f"/apis/{lwsapi.GROUP}/v2/namespaces/${{ns}}/{lwsapi.PLURAL}"),
 ))
 
 SCENARIOS: tuple[Scenario, ...] = (INSTALL, CRUD, VALIDATION)
