@@ -93,8 +93,10 @@ def _summary(result: schema.Result, stats: schema.Statistics, unrun_core: int, s
     if result is schema.Result.NOT_RUN:
         if total == 0:
             return "Not run: no test of this profile was selected (check -k, --run-test and the test paths)."
-        return (f"Not run: none of its tests executed, so the claim is unverified; {detail}. Claim its features "
-                "(--supported-features, --all-features) or drop the profile from --profiles.")
+        # The report does not know the run's flags, so it points at each test's reason, which says what would
+        # claim the missing features without naming a flag the run already has (fixtures/selection.claim_hint).
+        return (f"Not run: none of its tests executed, so the claim is unverified; {detail}. Each test's reason "
+                "says what it lacks; claim that, or drop the profile from --profiles.")
     if result is schema.Result.PARTIAL:
         why = f"{unrun_core} core test(s) did not run" if unrun_core else "some claimed tests did not run"
         return f"Partial: no test failed, but {why}; {detail}."
