@@ -9,6 +9,7 @@ import pytest
 
 from lwsconf.fidelity import compare, convert, heldout, run
 from lwsconf.fidelity.model import Answer, Scenario, Step
+from tests.fidelity.fake_servers import Changing
 from tests.fidelity.test_convert import BASE, rec
 
 UID = "0a1b2c3d-1111-2222-3333-444455556666"
@@ -35,21 +36,6 @@ def test_reads_of_controller_state_settle_and_logs_waits_and_writes_do_not() -> 
     assert not any("settle" in step for step in (create, log, proxy))
     _, [loaded] = heldout.scenarios_from({"source": "suite", "scenarios": [scenario]})
     assert [s.settle for s in loaded.steps] == [False, True, False, False, False, True]
-
-
-class Changing:
-    """A server whose answers go through `bodies`, one per read (the last one repeats)."""
-
-    name = "changing"
-
-    def __init__(self, bodies: list[dict[str, Any]]) -> None:
-        self.bodies = bodies
-        self.reads = 0
-
-    def send(self, request: dict[str, Any], *, watch: bool = False) -> Answer:
-        body = self.bodies[min(self.reads, len(self.bodies) - 1)]
-        self.reads += 1
-        return Answer(200, body)
 
 
 READ = Step("read", "GET", "/api/v1/namespaces/${ns}/pods/web-0", settle=True)

@@ -2,43 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lwsconf.fidelity import compare, run
-from lwsconf.fidelity.model import Answer, Scenario, Step, Until
+from lwsconf.fidelity.model import Scenario, Step, Until
+from tests.fidelity.fake_servers import Changing
 
 
-class Counting:
+def counting(values: list[int]) -> Changing:
     """A server whose `status.ready` goes through `values`, one per read (the last one repeats)."""
-
-    name = "counting"
-
-    def __init__(self, values: list[int]) -> None:
-        self.values = values
-        self.reads = 0
-
-    def send(self, request: dict[str, Any], *, watch: bool = False) -> Answer:
-        value = self.values[min(self.reads, len(self.values) - 1)]
-        self.reads += 1
-        return Answer(200, {"kind": "Thing", "status": {"ready": value}})
+    return Changing([{"kind": "Thing", "status": {"ready": value}} for value in values])
 
 
 STEP = Step("wait", "GET", "/x", until=Until("body.status.ready", 2, timeout=5))
 
 
 def test_the_values_an_until_step_went_through_are_recorded_once_each() -> None:
-    [record] = run.run_steps(Counting([0, 0, 1, 1, 2]), [STEP], {})
+    [record] = run.run_steps(counting([0, 0, 1, 1, 2]), [STEP], {})
     assert record.states == (0, 1, 2)
     assert record.answer.body == {"kind": "Thing", "status": {"ready": 2}}
 
 
 def test_the_same_end_reached_another_way_is_a_difference() -> None:
     scenario = Scenario("t", "s", (STEP,))
-    sim = run.run_steps(Counting([0, 2]), [STEP], {})
-    real = run.run_steps(Counting([0, 1, 2]), [STEP], {})
+    sim = run.run_steps(counting([0, 2]), [STEP], {})
+    real = run.run_steps(counting([0, 1, 2]), [STEP], {})
     [result] = compare.compare([scenario], {"s": sim}, {"s": real}, {})
     assert result.lines == ["until-states: [0, 2] != [0, 1, 2]"]
-    same = run.run_steps(Counting([0, 0, 0, 1, 2]), [STEP], {})
+    same = run.run_steps(counting([0, 0, 0, 1, 2]), [STEP], {})
     [result] = compare.compare([scenario], {"s": same}, {"s": real}, {})
     assert result.identical
 

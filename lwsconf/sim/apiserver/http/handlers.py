@@ -26,7 +26,7 @@ from lwsconf.sim.apiserver.patch.fieldmanager import entries as managed_fields
 from lwsconf.sim.apiserver.policies import admission_policies
 from lwsconf.sim.apiserver.protobuf import godecode, negotiation
 from lwsconf.sim.apiserver.storage import conversion, resources
-from lwsconf.sim.apiserver.storage.storage import STATUS_KEEPS_METADATA, DeleteOptions
+from lwsconf.sim.apiserver.storage.storage import DeleteOptions
 from lwsconf.sim.apiserver.tables import tables
 
 WEBHOOK_RETRIES = 5
@@ -108,9 +108,7 @@ def managed_fields_recorder(request: web.Request, target: routing.Target,
         managed_fields.record_update(old, obj, manager=manager, api_version=info.api_version,
                                      subresource=target.subresource or None, now=now, kind=info.kind,
                                      builtin=not info.is_custom, custom_schema=info.schema,
-                                     status_reset=info.has_status, sent=sent,
-                                     status_keeps=None if info.is_custom else STATUS_KEEPS_METADATA.get(
-                                         info.plural))
+                                     status_reset=info.has_status, sent=sent, status_keeps=info.status_write_resets)
     return record
 
 

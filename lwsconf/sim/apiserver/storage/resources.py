@@ -22,6 +22,24 @@ class ScaleSpec:
     label_selector_path: str | None = None
 
 
+STATUS_KEEPS_METADATA: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "namespaces"): (), ("", "services"): (), ("", "nodes"): (), ("", "persistentvolumeclaims"): (),
+    ("", "pods"): ("deletionTimestamp", "ownerReferences"),
+    ("apps", "statefulsets"): (), ("apps", "replicasets"): (), ("apps", "daemonsets"): (),
+    ("apps", "deployments"): ("labels",),
+    ("batch", "jobs"): (), ("batch", "cronjobs"): (), ("policy", "poddisruptionbudgets"): (),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (),
+}
+"""Built-in kinds whose status strategy keeps the metadata a status write sends (kube-apiserver 1.37.2
+pkg/registry/*/strategy.go: their `PrepareForUpdate` resets only the spec), with the metadata fields it resets as
+well, which `GetResetFields` names too, so no status write owns them: a Deployment's labels, a Pod's
+deletionTimestamp and ownerReferences. So kube-controller-manager's Deployment controller writes the revision
+annotation through `UpdateStatus`, and the annotation is stored and owned by its status entry in managedFields
+(found by the held-out fidelity corpus). The CRD's own status strategy calls `ResetObjectMetaForStatus` with the new
+object on both sides, which resets nothing. Every other kind (ValidatingAdmissionPolicy's
+`ResetObjectMetaForStatus`, custom resources) keeps only the status a status write sends."""
+
+
 @dataclass(frozen=True)
 class ResourceInfo:
     """One served resource type (`pods`, `statefulsets.apps`, `leaderworkersets.leaderworkerset.x-k8s.io`)."""
@@ -50,6 +68,12 @@ class ResourceInfo:
     stored_as: tuple[str, str, str] | None = None
     """(group, version, plural) of the resource whose stored objects this one serves through a
     `conversion.Converter` (events.k8s.io/v1 events are core v1 events); None: stored as served."""
+
+    @property
+    def status_write_resets(self) -> tuple[str, ...] | None:
+        """For a built-in kind whose status strategy keeps the metadata a status write sends, the metadata fields it
+        resets (`STATUS_KEEPS_METADATA`); None where a status write keeps only the status."""
+        return None if self.is_custom else STATUS_KEEPS_METADATA.get(self.key)
 
     @property
     def group_version(self) -> str:

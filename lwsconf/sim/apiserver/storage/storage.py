@@ -103,23 +103,6 @@ def _set_template_generation(obj: dict[str, Any], generation: int) -> None:
     annotations[TEMPLATE_GENERATION] = str(generation)
 
 
-
-STATUS_KEEPS_METADATA: dict[str, tuple[str, ...]] = {
-    "namespaces": (), "services": (), "nodes": (), "persistentvolumeclaims": (), "statefulsets": (),
-    "replicasets": (), "daemonsets": (), "jobs": (), "cronjobs": (), "poddisruptionbudgets": (),
-    "customresourcedefinitions": (), "deployments": ("labels",), "pods": ("deletionTimestamp", "ownerReferences"),
-}
-"""Built-in kinds whose status strategy keeps the metadata a status write sends (kube-apiserver 1.37.2
-pkg/registry/*/strategy.go: their `PrepareForUpdate` resets only the spec), with the metadata fields it resets as
-well (and `GetResetFields` names, so no status write owns them): a Deployment's labels, a Pod's deletionTimestamp
-and ownerReferences. So
-kube-controller-manager's Deployment controller writes the revision annotation through `UpdateStatus`, and the
-annotation is stored and owned by its status entry in managedFields (found by the held-out fidelity corpus).
-The CRD's own status strategy calls `ResetObjectMetaForStatus` with the new object on both sides, which resets
-nothing. Every other kind (ValidatingAdmissionPolicy's `ResetObjectMetaForStatus`, custom resources) keeps only
-the status a status write sends."""
-
-
 def _status_write_of_builtin(new: dict[str, Any], old: dict[str, Any], resets: tuple[str, ...]) -> dict[str, Any]:
     """A status write of a built-in kind as its status strategy prepares it: everything but metadata and status
     (the spec) from `old`, metadata as sent less `resets` (taken from `old`)."""
@@ -274,7 +257,7 @@ class Storage:
             raise errors.invalid(info.kind, info.group, old_meta["name"], [errors.Cause(
                 "metadata.resourceVersion", "must be specified for an update", "FieldValueInvalid")])
         if subresource == "status":
-            resets = STATUS_KEEPS_METADATA.get(info.plural) if not info.is_custom else None
+            resets = info.status_write_resets
             if resets is None:
                 merged = objects.deep_copy(old)
                 if "status" in new:

@@ -50,7 +50,12 @@ def replicas(obj: Obj) -> int:
 
 
 def status_count(rs: Obj, field: str) -> int:
-    return int((rs.get("status") or {}).get(field) or 0)
+    return counter(rs.get("status") or {}, field)
+
+
+def counter(status: Obj, field: str) -> int:
+    """A status counter as a Go client reads it: absent (omitempty at 0) is 0."""
+    return int(status.get(field) or 0)
 
 
 def revision(rs: Obj) -> int:
@@ -215,18 +220,15 @@ def calculate_status(deployment: Obj, all_rss: list[Obj], new_rs: Obj | None, no
 def complete(deployment: Obj, status: Obj) -> bool:
     """`DeploymentComplete`: every replica updated and available, and this generation observed."""
     want = replicas(deployment)
-    return (status_count({"status": status}, "updatedReplicas") == want
-            and status_count({"status": status}, "replicas") == want
-            and status_count({"status": status}, "availableReplicas") == want
+    return (counter(status, "updatedReplicas") == want and counter(status, "replicas") == want
+            and counter(status, "availableReplicas") == want
             and (status.get("observedGeneration") or 0) >= (wl.meta(deployment).get("generation") or 0))
 
 
 def progressing(deployment: Obj, status: Obj) -> bool:
     """`DeploymentProgressing`: more updated, ready or available replicas, or fewer old ones, than before."""
     old = deployment.get("status") or {}
-
-    def n(s: Obj, k: str) -> int:
-        return int(s.get(k) or 0)
+    n = counter
     return (n(status, "updatedReplicas") > n(old, "updatedReplicas")
             or n(status, "replicas") - n(status, "updatedReplicas") < n(old, "replicas") - n(old, "updatedReplicas")
             or n(status, "readyReplicas") > n(old, "readyReplicas")

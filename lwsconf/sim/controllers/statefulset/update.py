@@ -307,28 +307,23 @@ class StatefulSetSync:
         if unavailable >= max_unavailable and needing_update == 0:
             return
         targets = [self.replicas[i] for i in range(len(self.replicas) - 1, update_min - 1, -1)]
-        if parallel:
-            for pod in targets:
-                if outdated(pod) and not self._available(pod) and not wl.is_terminating(pod):
-                    await self.control.delete_pod(self.sts, pod)
-                    self.replaced += 1
-            budget = max_unavailable - unavailable
-            for pod in targets:
-                if budget <= 0:
-                    return
-                if outdated(pod) and not self._unavailable(pod):
-                    await self.control.delete_pod(self.sts, pod)
-                    budget -= 1
-                    self.replaced += 1
-            return
         budget = max_unavailable - unavailable
-        for pod in targets:
-            if budget <= 0:
+        if parallel:
+            await self._replace(targets, lambda p: outdated(p) and not self._available(p) and not wl.is_terminating(p))
+            await self._replace(targets, lambda p: outdated(p) and not self._unavailable(p), budget)
+        else:
+            await self._replace(targets, lambda p: outdated(p) and not wl.is_terminating(p), budget)
+
+    async def _replace(self, pods: list[Obj], eligible: Callable[[Obj], bool], budget: int | None = None) -> None:
+        """Delete, in order, each of `pods` that `eligible` admits, at most `budget` of them (None: every one); a
+        later sync recreates each from the update revision."""
+        for pod in pods:
+            if budget is not None and budget <= 0:
                 return
-            if outdated(pod) and not wl.is_terminating(pod):
+            if eligible(pod):
                 await self.control.delete_pod(self.sts, pod)
-                budget -= 1
                 self.replaced += 1
+                budget = None if budget is None else budget - 1
 
     # --- status ------------------------------------------------------------------------------------
 

@@ -76,7 +76,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
         status_reset: the kind has a status subresource, so a main-resource write owns no status.
         sent: the object as the client sent it, before defaulting: fields kube-apiserver sets only after
             its field manager (`types.SET_AFTER_DECODING`) count only when sent.
-        status_keeps: for a built-in kind whose status strategy keeps metadata (`storage.STATUS_KEEPS_METADATA`),
+        status_keeps: for a built-in kind whose status strategy keeps metadata (`ResourceInfo.status_write_resets`),
             the metadata fields it resets: a status write then owns metadata as well, less those.
     """
     meta = new.setdefault("metadata", {})
