@@ -48,7 +48,7 @@ from bench._simproc import (
     write_results,
 )
 from bench.cluster import EMULATED_IMAGE  # one emulated image for every bench
-from fixtures import implementations
+from fixtures.implementations import bundled
 from lwsconf import lwsapi, timeouts, workloads
 from lwsconf.waits import observe, proxy
 
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "load_average_before": load_average()}
     with SimProcess(gpu_nodes=0, cpu_nodes=args.cpu_nodes) as sim:
         assert sim.api is not None, "SimProcess opens its client on entry"
-        implementations.install_crd(sim.api, timeouts.Timeouts())
+        bundled.install_crd(sim.api, timeouts.Timeouts())
         reconciler = ReconcilerProcess(sim.kubeconfig)
         try:
             results["command"] = shlex.join(["python", "-m", "bench.reconciler",

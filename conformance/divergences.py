@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fixtures import implementations
 from lwsconf import divergences as model
-from lwsconf.upstream import versions
 
 TABLE = Path(__file__).with_name("divergences.yaml")
 TABLE_ENV = "LWSCONF_DIVERGENCES"
@@ -30,20 +30,9 @@ def load(path: Path | None = None) -> list[Divergence]:
 
 def implementation_version(lws_impl: str) -> tuple[str, str] | None:
     """(implementation, version) that --lws-impl names a release or pinned snapshot of, or None (reference,
-    installed, a checkout: nothing to place in version order)."""
-    kind, _, rest = lws_impl.strip().partition(":")
-    rest = rest.strip()
-    if kind == "upstream-local":
-        try:
-            source = versions.parse(rest or None)
-        except versions.BadSource:
-            return None
-        if isinstance(source, versions.Checkout):
-            return None
-        return "upstream", source.version
-    if kind == "upstream" and rest:
-        return "upstream", rest if rest.startswith("v") else f"v{rest}"
-    return None
+    installed, a checkout: nothing to place in version order). Each implementation says where its rows are
+    recorded (`fixtures.implementations`, `ImplementationKind.divergence_key`)."""
+    return implementations.divergence_key(lws_impl)
 
 
 def expected(table: list[Divergence], implementation: str, version: str) -> dict[str, Divergence]:

@@ -5,7 +5,7 @@ PodGroup per group; it cannot do so unless the cluster serves that kind. The sui
 installs its own PodGroup CRD (`manifests/volcano/podgroups.yaml`, written from Volcano's published API
 types) so the objects can be created and read through the API, while pods keep the default scheduler.
 A cluster that already serves PodGroups (Volcano installed) is left alone. Used by the pytest plugin
-(`fixtures/implementations.py`) and by upstream's manager set-up (`lwsconf/upstream/manager.py`), which
+(`fixtures/implementations/`) and by upstream's manager set-up (`lwsconf/upstream/manager.py`), which
 turns gang scheduling on only when the kind is served: upstream's pod reconciler creates the PodGroup
 before a group's worker StatefulSet, so without the CRD no group would ever get its workers.
 """

@@ -1,6 +1,6 @@
 """Installing and running the reference implementation against any cluster, for every caller.
 
-The pytest plugin (`fixtures/implementations.py`, `fixtures/controller_restart.py`) and `lwsconf
+The pytest plugin (`fixtures/implementations/`, `fixtures/controller_restart.py`) and `lwsconf
 diff-impls` (`lwsconf/implcompare/`) both need the reference's CRD and admission policies installed and its
 reconciler run as a child process; they live here, below both (lwsconf never imports the plugin). Errors
 are `InstallError`s saying what to do; the plugin turns them into `pytest.UsageError`.

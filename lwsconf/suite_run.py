@@ -18,6 +18,7 @@ this process waits for it instead of exiting first and leaving it behind.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import subprocess
 import sys
@@ -36,7 +37,7 @@ Runs the LeaderWorkerSet conformance suite (pytest conformance/) and exits with 
 Suite options (see conformance/README.md; every other pytest option works too):
   --cluster=sim|local|kind|kubeconfig where to run (default sim: an embedded cluster for this run)
   --kubeconfig=PATH --context=NAME
-  --lws-impl=reference|reference-process|upstream:VERSION|installed
+  --lws-impl={implementations}
   --controller-deployment=NS/NAME  --allow-controller-restart   (LWSControllerRestart tests)
   --profiles=LWS-CORE,LWS-EXTENDED,LWS-SERVING  --supported-features=...  --exempt-features=...
   --all-features  --skip-tests=A,B  --run-test=NAME  --fail-fast  --keep-namespaces
@@ -81,11 +82,29 @@ def pytest_command(root: Path, args: Sequence[str], python: str = sys.executable
     return [python, "-m", "pytest", str(root / "conformance"), "--rootdir", str(root), *installed, *workers, *args]
 
 
+def implementation_usages(root: Path | None) -> list[str]:
+    """Every way to write --lws-impl, read from the suite's registry (`fixtures/implementations`) so that the
+    usage never forgets one; imported from the suite's folder, as pytest will import it. lwsconf itself never
+    imports the suite: this is the one place it reads it, for -h."""
+    if root is None:
+        return ["IMPLEMENTATION (the suite is not installed with this lwsconf)"]
+    sys.path.insert(0, str(root))
+    try:
+        registry = importlib.import_module("fixtures.implementations")
+        return list(registry.usages())
+    finally:
+        sys.path.remove(str(root))
+
+
+def usage(root: Path | None) -> str:
+    return USAGE.replace("{implementations}", "|".join(implementation_usages(root)))
+
+
 def main(args: Sequence[str]) -> int:
-    if list(args[:1]) in (["-h"], ["--help"]):
-        print(USAGE, end="")
-        return 0
     root = suite_root()
+    if list(args[:1]) in (["-h"], ["--help"]):
+        print(usage(root), end="")
+        return 0
     if root is None:
         print("lwsconf run: the conformance suite is not installed with this lwsconf (no lwsconf/_suite/ beside "
               "the package and no source checkout around it): reinstall from a wheel built by `python -m build` "

@@ -90,7 +90,8 @@ class BadSource(ValueError):
     """An `upstream-local:` value that names neither a release tag nor an LWS checkout."""
 
 
-def _looks_like_path(text: str) -> bool:
+def looks_like_path(text: str) -> bool:
+    """Whether `text` names a checkout rather than a version (no file is read: `parse` checks the checkout)."""
     return text.startswith(("/", ".", "~")) or os.sep in text
 
 
@@ -99,7 +100,7 @@ def parse(text: str | None) -> Source:
     value = (text or "").strip()
     if not value:
         return DEFAULT
-    if _looks_like_path(value):
+    if looks_like_path(value):
         return _checkout(Path(value).expanduser())
     for snapshot in SNAPSHOTS:
         if value in (snapshot.version, *snapshot.aliases):

@@ -46,15 +46,6 @@ def test_every_fixed_row_names_the_fix() -> None:
             assert row.fixed.pr > 0 and row.fixed.version in versions.known_versions(), row.id
 
 
-@pytest.mark.parametrize(("value", "which"), [
-    ("upstream-local", ("upstream", "v0.9.0")), ("upstream-local:0.9.0", ("upstream", "v0.9.0")),
-    ("upstream-local:v0.10", ("upstream", "v0.10.0")), ("upstream-local:main", ("upstream", "main-060ab4d")),
-    ("upstream:v0.8.0", ("upstream", "v0.8.0")), ("upstream-local:/src/lws", None), ("reference", None),
-    ("installed", None)])
-def test_which_implementation_version_a_run_names(value: str, which: tuple[str, str] | None) -> None:
-    assert divergences.implementation_version(value) == which
-
-
 ROWS = """divergences:
 - id: fixed-in-010
   implementation: upstream

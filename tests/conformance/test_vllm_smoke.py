@@ -22,7 +22,7 @@ from kubernetes import client
 
 from conformance import gpu_serving
 from conformance.harness import LWSHarness
-from fixtures import implementations
+from fixtures.implementations import bundled
 from lwsconf import workloads
 from lwsconf.reconciler import run as reconciler_run
 from lwsconf.serving import servers, vllm
@@ -98,7 +98,7 @@ def test_an_unknown_serving_server_is_a_usage_error(run: Any) -> None:
 @pytest.fixture(scope="module")
 def sim() -> Iterator[sim_e2e.Sim]:
     with sim_e2e.running_cluster() as running:
-        implementations.install_crd(running.api, running.t)
+        bundled.install_crd(running.api, running.t)
         yield running
 
 

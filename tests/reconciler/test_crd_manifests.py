@@ -4,7 +4,7 @@ Upstream's example manifests (unmodified, read from upstream's Go module in the 
 shared/ beside the checkout: `upstream_examples`) must be accepted and read back with their pod
 templates intact; `kubectl apply -f manifests/crd/leaderworkersets.yaml` must work
 with plain client-side apply; and the ValidatingAdmissionPolicy that carries rule V19, installed by the
-harness (`fixtures.implementations.install_admission_policy`), must make the API server refuse the
+harness (`fixtures.implementations.bundled.install_admission_policy`), must make the API server refuse the
 annotation without subgroups, on the sim as on a real cluster.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fixtures import implementations
+from fixtures.implementations import bundled
 from tests.conftest import SimAPI, start_sim_api
 from tests.reconciler import upstream_examples
 from tests.reconciler.lws_api import CRD_FILE, VAP_FILE, LwsAPI, describe, edit, lws
@@ -53,7 +53,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LwsAPI]:
     wrapped = LwsAPI(sim)
     reply = wrapped.install_crd()
     assert reply.status_code == 201, describe(reply)
-    implementations.install_admission_policy(sim.api)
+    bundled.install_admission_policy(sim.api)
     yield wrapped
     sim.api.close()
     loop.run(sim.server.stop())
@@ -195,7 +195,7 @@ def test_server_enforces_v19_when_the_annotation_is_added_later(api: LwsAPI) -> 
 
 
 def test_installing_the_policy_again_replaces_it(api: LwsAPI) -> None:
-    implementations.install_admission_policy(api.sim.api)  # 409 on create -> read, replace
+    bundled.install_admission_policy(api.sim.api)  # 409 on create -> read, replace
     reply = api.sim.request("GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/"
                             "leaderworkerset-subgroup-exclusive-topology")
     assert reply.status_code == 200, describe(reply)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from fixtures import implementations
+from fixtures.implementations import bundled
 from lwsconf import workloads
 from lwsconf.reconciler import run
 from lwsconf.timeline import analysis
@@ -46,7 +46,7 @@ Obj = dict[str, Any]
 @pytest.fixture(scope="module")
 def sim() -> Iterator[sim_e2e.Sim]:
     with sim_e2e.running_cluster() as running:
-        implementations.install_crd(running.api, running.t)
+        bundled.install_crd(running.api, running.t)
         yield running
 
 

@@ -7,7 +7,7 @@ upstream's LWS webhook that CRD defaults cannot (contract 1.3 step 2): `restartP
 v0.9.0 does at admission (checked on kube-apiserver 1.37.2, conformance/README.md). Pods are built from the
 reference's own leader template (`desired.leader_statefulset`) as the StatefulSet controller stamps them
 (name `N-i`, subdomain = serviceName `N`), so the test also pins the labels and annotation the policy
-keys on. Installed through the harness (`fixtures.implementations.install_mutating_policy`).
+keys on. Installed through the harness (`fixtures.implementations.bundled.install_mutating_policy`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fixtures import implementations
+from fixtures.implementations import bundled
 from lwsconf.features import Feature
 from lwsconf.reconciler import desired
 from lwsconf.sim.apiserver.storage import resources
@@ -42,7 +42,7 @@ def sim(tmp_path: Path) -> Iterator[SimAPI]:
 
 @pytest.fixture
 def installed(sim: SimAPI) -> SimAPI:
-    assert implementations.install_mutating_policy(sim.api) == {}
+    assert bundled.install_mutating_policy(sim.api) == {}
     return sim
 
 
@@ -76,7 +76,7 @@ def test_manifest_holds_three_policies_each_with_its_binding() -> None:
     """The pod policies act on CREATE only (a pod's subdomain and env are immutable); the LWS one on CREATE and
     UPDATE, as upstream's LWS webhook, and never on subresources (status and scale writes are the controller's).
     The TPU env policy is tested in test_tpu.py."""
-    docs = list(yaml.safe_load_all(implementations.MAP_FILE.read_text()))
+    docs = list(yaml.safe_load_all(bundled.MAP_FILE.read_text()))
     policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "MutatingAdmissionPolicy"}
     bound = {d["spec"]["policyName"] for d in docs if d["kind"] == "MutatingAdmissionPolicyBinding"}
     assert bound == set(policies), (bound, set(policies))
@@ -113,14 +113,14 @@ def test_installing_again_replaces_the_policy(installed: SimAPI) -> None:
     edited = installed.request("PATCH", path, data='{"spec": {"failurePolicy": "Ignore"}}',
                                headers={"Content-Type": "application/merge-patch+json"})
     assert edited.status_code == 200, describe(edited)
-    assert implementations.install_mutating_policy(installed.api) == {}  # 409 on create -> read, replace
+    assert bundled.install_mutating_policy(installed.api) == {}  # 409 on create -> read, replace
     assert installed.request("GET", path).json()["spec"]["failurePolicy"] == "Fail"
 
 
 def test_a_cluster_without_the_api_withdraws_the_unique_subdomain_feature(sim: SimAPI) -> None:
     older = tuple(i for i in resources.BUILTINS if not i.plural.startswith("mutatingadmissionpolic"))
     sim.server.ctx.registry = resources.Registry(older)  # as a Kubernetes 1.35 API server
-    cannot = implementations.install_mutating_policy(sim.api)
+    cannot = bundled.install_mutating_policy(sim.api)
     assert list(cannot) == [Feature.SUBDOMAIN_UNIQUE_PER_REPLICA, Feature.TPU_ENV_INJECTION], cannot
     assert "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy" in cannot[
         Feature.SUBDOMAIN_UNIQUE_PER_REPLICA], cannot

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fixtures import implementations
+from fixtures.implementations import bundled
 from lwsconf.reconciler import desired, labels, revision, tpu
 from tests.conftest import SimAPI, start_sim_api
 from tests.reconciler import factories as f
@@ -212,7 +212,7 @@ def sim(tmp_path: Path) -> Iterator[SimAPI]:
 
 
 def test_policy_gives_each_worker_its_row_at_create(sim: SimAPI) -> None:
-    assert implementations.install_mutating_policy(sim.api) == {}
+    assert bundled.install_mutating_policy(sim.api) == {}
     obj = _lws(5, leader_tpus=False, subgroup=2)
     rev = revision.new_revision(obj, [])
     leader = f.leader_pod(obj, 1, key=revision.key_of(rev))

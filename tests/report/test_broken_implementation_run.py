@@ -19,14 +19,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 CONFTEST = '''
 import pytest
-from fixtures import implementations
+from fixtures.implementations import bundled
 pytest_plugins = ["fixtures.plugin"]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def crd_without_a_controller(cluster, api_client, timeout_config):
     """Serve the LWS API with nothing reconciling it: the broken implementation under test."""
-    implementations.install_crd(api_client, timeout_config)
+    bundled.install_crd(api_client, timeout_config)
 '''
 
 
