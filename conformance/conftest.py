@@ -15,7 +15,7 @@ from kubernetes import client
 
 from conformance import divergences
 from conformance.harness import LWSHarness
-from fixtures.plugin import option
+from fixtures import settings
 from lwsconf.conformance import spec_of
 from lwsconf.timeouts import Timeouts
 
@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests conformance/divergences.yaml lists for the implementation version under test: strict xfail,
     the evidence as the reason (reported as KNOWN_DIVERGENCE); the row rides on the item so that a pass
     (XPASS) fails naming it (pytest_runtest_makereport)."""
-    which = divergences.implementation_version(str(option(config, "lws_impl")))
+    which = divergences.implementation_version(str(settings.of(config).implementation))
     if which is None:
         return
     try:

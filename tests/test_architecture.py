@@ -159,13 +159,13 @@ def test_every_path_architecture_md_names_exists() -> None:
 def test_the_check_finds_a_wrong_path_module_and_name() -> None:
     if not (REPO / ".git").exists():
         pytest.skip("needs the git checkout")
-    text = ("`Implementation` (`fixtures/implementations.py`), not `fixtures/nowhere.py`; nodes: "
+    text = ("`Implementation` (`fixtures/implementations/bundled.py`), not `fixtures/nowhere.py`; nodes: "
             "`lwsconf.sim.nodes.fleet`, `lwsconf.sim.nodes.nofleet`, `lwsconf.sim.nodes.fleet.NoSuchName`; "
             "relative: `http/reviews.py`, `http/noreviews.py`, `storage/resources.BUILTINS`, "
             "`storage/resources.NOPE`; [link](docs/nosuch.md); not paths: `make test`, `pods/binding`, "
             "`/etc/hosts`, `reports/<run-id>/`, `127.X.0.0/16`")
     assert problems(REPO, text) == [
-        "Implementation is not defined in fixtures/implementations.py (fixtures/implementations.py)",
+        "Implementation is not defined in fixtures/implementations/bundled.py (fixtures/implementations/bundled.py)",
         "docs/nosuch.md: no such file or folder",
         "fixtures/nowhere.py: no such file or folder",
         "http/noreviews.py: no such file or folder",
