@@ -2,7 +2,7 @@
 
 Why LWS exists: a leader and its workers rendezvous through LWS_LEADER_ADDRESS/LWS_GROUP_SIZE, one
 server answers through a leader-only Service, and a member failure takes the whole group down and
-back. The server is the emulator by default (`lwsconf/serving/emulator.py`: it rendezvouses, refuses
+back. The server is the emulator by default (`lwsconf/emulator/emulator.py`: it rendezvouses, refuses
 requests until its group is complete, names the pod and revision of every answer and fails its group
 when a member goes away), so these scenarios run on every cluster; `--serving-server=vllm` runs them
 against real vLLM on GPU nodes (checks that need the answering pod's name are then skipped, as vLLM

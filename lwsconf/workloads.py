@@ -6,7 +6,7 @@ One way to build workloads: `probe_lws(...)` returns an LWS manifest (a dict) wh
 process), kind and real clusters. Pods learn their identity through the downward API (POD_NAME,
 POD_NAMESPACE, POD_IP, NODE_NAME), and readiness follows the probe's /readyz, which tests can flip.
 `emulator_lws(...)` is the serving counterpart: its pods run the emulated multi-node inference
-server (`lwsconf/serving/emulator.py`) from the ConfigMap `emulator_configmap()` builds, the same way.
+server (`lwsconf/emulator/emulator.py`) from the ConfigMap `emulator_configmap()` builds, the same way.
 No I/O here.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lwsconf import lwsapi, probe, serving
+from lwsconf import emulator, lwsapi, probe
 
 GROUP, VERSION, PLURAL = lwsapi.GROUP, lwsapi.VERSION, lwsapi.PLURAL
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -203,7 +203,7 @@ REVISION_LABEL = lwsapi.TEMPLATE_REVISION_HASH
 
 def emulator_configmap(name: str = EMULATOR_CONFIGMAP) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-            "data": {"emulator.py": serving.source()}}
+            "data": {"emulator.py": emulator.source()}}
 
 
 def emulator_container(name: str, *, leader: bool, drain_seconds: int, extra_env: list[Obj] | None = None) -> Obj:

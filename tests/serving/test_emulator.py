@@ -1,4 +1,4 @@
-"""The emulated inference server (lwsconf/serving/emulator.py) as real leader and worker processes.
+"""The emulated inference server (lwsconf/emulator/emulator.py) as real leader and worker processes.
 
 Why real processes on 127.0.0.1: the emulator's job is process behaviour (who listens, who exits with
 which code, what the log says) that only a real rendezvous over TCP shows; no cluster is involved.
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf import serving
+from lwsconf import emulator
 from lwsconf.ports import reserve_port
 from lwsconf.waits.core import NotYet, wait_until
 
@@ -100,7 +100,7 @@ class Group:
         full_env = {**os.environ, **HEARTBEAT, "LWSCONF_BIND": HOST, "POD_NAME": pod, "LWS_LEADER_ADDRESS": HOST,
                     "LWS_WORKER_INDEX": str(index), "LWS_GROUP_SIZE": str(size or self.size), **(env or {})}
         with log.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, str(serving.PROGRAM), "--port", str(port),
+            proc = subprocess.Popen([sys.executable, str(emulator.PROGRAM), "--port", str(port),
                                      "--rendezvous-port", str(self.rendezvous_port)],
                                     env=full_env, stdout=out, stderr=subprocess.STDOUT)
         member = Member(proc, f"http://{HOST}:{port}", log)
@@ -419,7 +419,7 @@ def test_a_terminated_worker_stays_in_the_group_until_its_drain_timeout(group_of
 
 def test_program_imports_only_the_standard_library() -> None:
     """It is mounted alone into arbitrary python images: a third-party or lwsconf import would fail there."""
-    tree = ast.parse(serving.PROGRAM.read_text())
+    tree = ast.parse(emulator.PROGRAM.read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)

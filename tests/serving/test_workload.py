@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lwsconf import serving, workloads
+from lwsconf import emulator, workloads
 from lwsconf.sim.nodes.runtime import runtime
 
 Obj = dict[str, Any]
@@ -29,7 +29,7 @@ def env_of(container: Obj) -> dict[str, Any]:
 def test_configmap_carries_the_emulator_program_under_the_mounted_name() -> None:
     cm = workloads.emulator_configmap()
     assert (cm["kind"], cm["metadata"]["name"]) == ("ConfigMap", workloads.EMULATOR_CONFIGMAP)
-    assert cm["data"] == {"emulator.py": serving.source()}
+    assert cm["data"] == {"emulator.py": emulator.source()}
     container = containers(workloads.emulator_lws("x"))["leader"]
     assert container["command"][1] == f"{workloads.EMULATOR_MOUNT}/emulator.py"
 
