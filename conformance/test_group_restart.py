@@ -11,6 +11,9 @@ groups' timeline from the fault to the recovery (`lws.timeline`) for the report'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from conformance.harness import LWSHarness, Obj
 from lwsconf import lwsapi, workloads
 from lwsconf.conformance import conformance
@@ -41,37 +44,59 @@ def _untouched(lws: LWSHarness, name: str, index: int, uids: set[str]) -> None:
     assert now is not None and now.uids == uids, f"group {index} was disturbed: {lws.describe(name)}"
 
 
+@dataclass(frozen=True)
+class GroupFault:
+    """A fault to one pod of an LWS, and the group it must replace (the cases below differ only in this data, as
+    Gateway API's table-driven cases do)."""
+
+    name: str
+    replicas: int
+    size: int
+    pod: str
+    group: int
+    fault: Callable[[LWSHarness, str], None]
+    restart_policy: str | None = None
+    """None: the server's default (RecreateGroupOnPodRestart)."""
+
+
+def _crash(lws: LWSHarness, pod: str) -> None:
+    lws.crash(pod)
+
+
+def _delete(lws: LWSHarness, pod: str) -> None:
+    lws.delete_pod(pod)
+
+
+def _fault_replaces_its_group(lws: LWSHarness, case: GroupFault) -> None:
+    """The faulted pod's group is replaced and re-forms around its new leader; every other group keeps its pods."""
+    lws.create(workloads.probe_lws(case.name, replicas=case.replicas, size=case.size,
+                                   restart_policy=case.restart_policy))
+    before = lws.ready(case.name, replicas=case.replicas, size=case.size)
+    with lws.timeline(case.name):
+        case.fault(lws, case.pod)
+        _recreated_and_reformed(lws, case.name, case.group, before[case.group].uids, case.size)
+    for index in range(case.replicas):
+        if index != case.group:
+            _untouched(lws, case.name, index, before[index].uids)
+
+
 @conformance(short_name="GroupRecreatedOnWorkerCrash", features={Feature.GROUP_RESTART},
              description="A worker container crash replaces its whole group, which re-forms; other groups stay (4.2).")
 def test_group_recreated_on_worker_crash(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("crash", replicas=2, size=3))
-    before = lws.ready("crash", replicas=2, size=3)
-    with lws.timeline("crash"):
-        lws.crash("crash-0-1")
-        _recreated_and_reformed(lws, "crash", 0, before[0].uids, 3)
-    _untouched(lws, "crash", 1, before[1].uids)
+    _fault_replaces_its_group(lws, GroupFault("crash", replicas=2, size=3, pod="crash-0-1", group=0, fault=_crash))
 
 
 @conformance(short_name="GroupRecreatedOnWorkerDeletion", features={Feature.GROUP_RESTART},
              description="Deleting a worker pod replaces its whole group (upstream e2e: same pod count, no original "
                          "UID) (4.2).")
 def test_group_recreated_on_worker_deletion(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("wdel", replicas=1, size=3))
-    before = lws.ready("wdel", replicas=1, size=3)
-    with lws.timeline("wdel"):
-        lws.delete_pod("wdel-0-1")
-        _recreated_and_reformed(lws, "wdel", 0, before[0].uids, 3)
+    _fault_replaces_its_group(lws, GroupFault("wdel", replicas=1, size=3, pod="wdel-0-1", group=0, fault=_delete))
 
 
 @conformance(short_name="GroupRecreatedOnLeaderCrash", features={Feature.GROUP_RESTART},
              description="A leader container crash replaces its whole group too (4.2, T16).")
 def test_group_recreated_on_leader_crash(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("lcrash", replicas=2, size=2))
-    before = lws.ready("lcrash", replicas=2, size=2)
-    with lws.timeline("lcrash"):
-        lws.crash("lcrash-1")
-        _recreated_and_reformed(lws, "lcrash", 1, before[1].uids, 2)
-    _untouched(lws, "lcrash", 0, before[0].uids)
+    _fault_replaces_its_group(lws, GroupFault("lcrash", replicas=2, size=2, pod="lcrash-1", group=1, fault=_crash))
 
 
 @conformance(short_name="RestartPolicyNoneRestartsOnlyTheContainer", features={Feature.RESTART_POLICY_NONE},
@@ -110,21 +135,15 @@ def _crash_restarts_only_the_container(lws: LWSHarness, name: str, crashed: str)
 @conformance(short_name="LeaderDeletionRecreatesGroupUnderNone", features={Feature.RESTART_POLICY_NONE},
              description="Deleting a leader pod recreates its group even under restartPolicy None (ownership, T4).")
 def test_leader_deletion_recreates_group_under_none(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("ldel", replicas=1, size=2, restart_policy="None"))
-    before = lws.ready("ldel", replicas=1, size=2)[0]
-    with lws.timeline("ldel"):
-        lws.delete_pod("ldel-0")
-        _recreated_and_reformed(lws, "ldel", 0, before.uids, 2)
+    _fault_replaces_its_group(lws, GroupFault("ldel", replicas=1, size=2, pod="ldel-0", group=0, fault=_delete,
+                                              restart_policy="None"))
 
 
 @conformance(short_name="RecreateAfterStartRecreatesAStartedGroup", features={Feature.RECREATE_AFTER_START},
              description="Under RecreateGroupAfterStart a crash in a fully started group recreates the group (4.2).")
 def test_recreate_after_start_recreates_a_started_group(lws: LWSHarness) -> None:
-    lws.create(workloads.probe_lws("after", replicas=1, size=2, restart_policy="RecreateGroupAfterStart"))
-    before = lws.ready("after", replicas=1, size=2)[0]
-    with lws.timeline("after"):
-        lws.crash("after-0-1")
-        _recreated_and_reformed(lws, "after", 0, before.uids, 2)
+    _fault_replaces_its_group(lws, GroupFault("after", replicas=1, size=2, pod="after-0-1", group=0, fault=_crash,
+                                              restart_policy="RecreateGroupAfterStart"))
 
 
 @conformance(short_name="RecreateAfterStartLeavesAStartingGroup", features={Feature.RECREATE_AFTER_START},
