@@ -78,7 +78,7 @@ def conformance(*, short_name: str, description: str, features: Iterable[Feature
         raise ValueError(f"conformance test {short_name} must declare at least one feature")
     spec = TestSpec(short_name=short_name, description=description, features=feats, slow=slow, serial=serial,
                     disruptive=disruptive, provisional=provisional,
-                    profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))
+                    profiles=profiles.profiles_of(feats))
 
     def decorate(fn: F) -> F:
         setattr(fn, SPEC_ATTR, spec)
@@ -117,4 +117,4 @@ def spec_of(obj: Any) -> TestSpec | None:
         return spec
     feats = frozenset(marker.kwargs["features"])
     return dataclasses.replace(spec, features=feats,
-                               profiles=tuple(sorted({profiles.profile_of(f).name for f in feats})))
+                               profiles=profiles.profiles_of(feats))

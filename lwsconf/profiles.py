@@ -120,3 +120,16 @@ def profile_of(feature: Feature) -> Profile:
         if feature in profile.features:
             return profile
     raise KeyError(f"feature {feature} belongs to no profile")
+
+
+def profiles_of(features: frozenset[Feature]) -> tuple[str, ...]:
+    """The profiles a test of `features` belongs to: those owning one of its features whose own and implied
+    features cover them all, else (nothing covers them) every profile owning one of them.
+
+    Why not simply every owner: a test of LeaderOnlyService and RecreateGroupOnPodRestart is a serving test (it
+    needs the Service LWS-SERVING owns, and LWS-SERVING implies group restart); counted under LWS-CORE too, a run
+    claiming LWS-CORE alone reported it NOT_SUPPORTED there and LWS-CORE `partial` although every LWS-CORE
+    test passed. As in Gateway API, a profile's tests are the ones its claims can run."""
+    owners = {profile_of(f) for f in features}
+    covering = sorted(p.name for p in owners if features <= p.features | p.implies)
+    return tuple(covering) if covering else tuple(sorted(p.name for p in owners))

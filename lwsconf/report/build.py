@@ -6,7 +6,8 @@ claimed profile: **failure** if any of its tests failed;
 NOT_SUPPORTED (a core feature was exempted); otherwise **success**. A NOT_SUPPORTED extended test
 leaves the profile a success: the feature is listed as unsupported. PROVISIONAL_SKIPPED tests count
 nowhere, as Gateway API's suite does: provisional tests are not yet part of conformance. A test
-counts in every profile one of its features belongs to.
+counts in the profiles it belongs to (`profiles.profiles_of`: those owning one of its features that carry
+all of them, with what they imply).
 
 Before those rules, what a report must never hide: a run that failed as a whole (the implementation
 never became ready) makes every profile a **failure** with that reason; a run that stopped early
