@@ -6,7 +6,8 @@ the flags). `up_to_date` compares that stamp with the one left by the last build
 checkout skips the build, and a changed go.sum, Go or flag rebuilds. `execute` runs the commands one
 component at a time, printing one line per component with its elapsed time and size.
 
-Builds run under `nice -n 19` (they share a 2-core machine with test runs), with `-trimpath -ldflags=-s -w`
+Builds run under `nice -n 19` by default (`nice_prefix`: they share a 2-core machine with test runs;
+LWSCONF_BUILD_NICE chooses another niceness, 0 none), with `-trimpath -ldflags=-s -w`
 and CGO_ENABLED=0 (static, smaller binaries), GOTOOLCHAIN=local (never fetch a toolchain) and GOWORK=off.
 Each binary is written under a temporary name and renamed when complete; the stamp is written last, so an
 interrupted build is simply redone.
@@ -175,6 +176,28 @@ def _hash(path: Path) -> str:
                                    "of lwsconf or set LWSCONF_CONTROLPLANE_SRC to its controlplane/ folder")
 
 
+NICE_ENV = "LWSCONF_BUILD_NICE"
+DEFAULT_NICENESS = 19
+
+
+def nice_prefix(nice: str | None, environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """`nice -n N` before a build's command (`nice` the path of the tool, None where there is none), N from
+    LWSCONF_BUILD_NICE (0-19, default 19); nothing for 0.
+
+    Why a setting: niceness 19 keeps a build from slowing test runs that share the machine with it, but under
+    load from anything at niceness 0 it gets almost no CPU (its weight is 15 against 1024 per busy process):
+    `.ci/run` with two busy processes beside it spent 25 minutes on etcd, the first of twelve builds, and was
+    stopped (2026-12-07 19:40-20:05). Where the build is what everything waits for (`.ci/run`), it runs at 0."""
+    raw = environ.get(NICE_ENV, "").strip()
+    try:
+        level = int(raw) if raw else DEFAULT_NICENESS
+    except ValueError:
+        raise BuildError(f"{NICE_ENV}={raw!r}: give a niceness from 0 (none) to 19") from None
+    if not 0 <= level <= 19:
+        raise BuildError(f"{NICE_ENV}={raw!r}: give a niceness from 0 (none) to 19")
+    return (nice, "-n", str(level)) if nice and level else ()
+
+
 def plan(release: Release, *, go: str, go_version: str, source: Path | None = None,
          cache: Path | None = None, nice: str | None = None) -> Plan:
     """The build of `release`: pure apart from hashing its go.mod and go.sum."""
@@ -184,7 +207,7 @@ def plan(release: Release, *, go: str, go_version: str, source: Path | None = No
     stamp = {"kubernetes": release.kubernetes, "etcd": release.etcd, "go": go_version,
              "go.mod": _hash(module / "go.mod"), "go.sum": _hash(module / "go.sum"),
              "flags": json.dumps([ldflags(release, c) for c in COMPONENTS])}
-    prefix = (nice, "-n", "19") if nice else ()
+    prefix = nice_prefix(nice)
     steps = tuple(
         Step(component=c, output=bin_dir / c.name, partial=bin_dir / f".{c.name}.partial",
              argv=(*prefix, go, "build", "-trimpath", f"-ldflags={ldflags(release, c)}",

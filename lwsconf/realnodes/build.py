@@ -86,7 +86,7 @@ def plan(part: Part, release: Release, *, go: str, go_version: str, source: Path
         stamp["sources"] = json.dumps({p.name: _hash(p) for p in ours})
     if part.kubernetes:
         stamp["kubernetes"] = release.kubernetes
-    prefix = (nice, "-n", "19") if nice else ()
+    prefix = gobuild.nice_prefix(nice)
     tags = ("-tags", part.tags) if part.tags else ()
     steps = tuple(
         gobuild.Step(component=gobuild.Component(name, package, kubernetes=part.kubernetes),

@@ -1,12 +1,12 @@
 """`go build` of upstream's manager into ~/.cache/lwsconf/lws/<version>/bin/manager.
 
-Planned and run by `lwsconf.controlplane.build` (its `GoBuild`, stamp, progress lines, log tail, timeout,
-`nice -n 19`, CGO_ENABLED=0, GOTOOLCHAIN=local, GOWORK=off). A pinned release is built inside our Go
-module (`upstream/lws-<minor>/`), so every dependency's checksum is the one in our go.sum, and skipped
-when its stamp (version, Go, go.mod/go.sum hashes, flags) is unchanged. A checkout is built where it is
-(`go build ./cmd`, with its own go.mod and go.sum) and always rebuilt: its tree may have changed since,
-and Go's build cache makes an unchanged one quick. A source snapshot is built the same way in its unpacked
-tree, and skipped when its stamp (the archive's pinned SHA-256, Go, flags) is unchanged.
+Planned and run by `lwsconf.controlplane.build` (its `GoBuild`, stamp, progress lines, log tail, timeout, `nice -n
+19` unless LWSCONF_BUILD_NICE says otherwise, CGO_ENABLED=0, GOTOOLCHAIN=local, GOWORK=off). A pinned release is
+built inside our Go module (`upstream/lws-<minor>/`), so every dependency's checksum is the one in our go.sum, and
+skipped when its stamp (version, Go, go.mod/go.sum hashes, flags) is unchanged. A checkout is built where it is (`go
+build ./cmd`, with its own go.mod and go.sum) and always rebuilt: its tree may have changed since, and Go's build
+cache makes an unchanged one quick. A source snapshot is built the same way in its unpacked tree, and skipped when
+its stamp (the archive's pinned SHA-256, Go, flags) is unchanged.
 The version variables are set as upstream's Makefile
 sets them (pkg/version: GitVersion, GitCommit), so the manager's first log line names what it is.
 """
@@ -73,7 +73,7 @@ def plan(facts: source.Facts, *, go: str, go_version: str, root: Path | None = N
     bin_dir = folder / "bin"
     flags = ldflags(facts)
     stamp |= {"go": go_version, "flags": json.dumps(flags)}
-    prefix = (nice, "-n", "19") if nice else ()
+    prefix = gobuild.nice_prefix(nice)
     step = gobuild.Step(component=gobuild.Component("manager", package, kubernetes=False),
                         output=bin_dir / "manager", partial=bin_dir / ".manager.partial",
                         argv=(*prefix, go, "build", "-trimpath", f"-ldflags={flags}", "-o",

@@ -85,7 +85,23 @@ def test_releases_under_test_follow_the_env_in_pinned_order(monkeypatch: pytest.
         versions.under_test()
 
 
-def test_plan_command_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("value", "prefix"), [
+    (None, ("/usr/bin/nice", "-n", "19")), ("", ("/usr/bin/nice", "-n", "19")), ("10", ("/usr/bin/nice", "-n", "10")),
+    ("0", ())])
+def test_the_builds_niceness_is_a_setting(value: str | None, prefix: tuple[str, ...]) -> None:
+    environ = {} if value is None else {build.NICE_ENV: value}
+    assert build.nice_prefix("/usr/bin/nice", environ) == prefix
+    assert build.nice_prefix(None, environ) == ()  # no nice on PATH: none
+
+
+@pytest.mark.parametrize("value", ["20", "-1", "low"])
+def test_a_bad_niceness_says_what_to_give(value: str) -> None:
+    with pytest.raises(build.BuildError, match=r"LWSCONF_BUILD_NICE=.*: give a niceness from 0 \(none\) to 19"):
+        build.nice_prefix("/usr/bin/nice", {build.NICE_ENV: value})
+
+
+def test_plan_command_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(build.NICE_ENV, raising=False)  # .ci/run sets it
     release = versions.resolve("1.37")
     plan = build.plan(release, go="/usr/bin/go", go_version="go1.26.8", cache=tmp_path, nice="/usr/bin/nice")
     bin_dir = tmp_path / "controlplane" / "1.37.2" / "bin"
