@@ -4,7 +4,7 @@ A leader Service routes only to ready leaders, so this delay is how long traffic
 being ready (or stays away from one that became ready). One API server and the EndpointSlice controller run
 in this process; the bench plays kubelet, flipping one pod's Ready condition through `pods/NAME/status`, and polls
 the slice every 2 ms until it shows the flip. Figures, not verdicts: the unit test checks only that no change
-waits longer than the pause its controller earned (`tests/sim/controllers/test_endpointslice.py`).
+waits longer than the pause its controller earned (`tests/sim/controllers/endpoints/test_endpointslice.py`).
 
     python -m bench.endpoints --out bench/results.json [--flips 40]
 """

@@ -1,6 +1,6 @@
 """API server fuzz run: thousands of bad requests, counted by outcome, into the "fuzz_apiserver" section.
 
-The long profile of tests/sim/apiserver/test_fuzz.py: the same grammar (`fuzz_requests`) and judge
+The long profile of tests/sim/apiserver/http/test_fuzz.py: the same grammar (`fuzz_requests`) and judge
 (`fuzz_oracle`) against one live sim API server, but instead of stopping at the first problem every
 request is counted: requests tried, answers per HTTP status and per family, 5xx answers, hangs (no
 answer within the per-request timeout), lost writes (a target or sentinel that no longer reads back
@@ -21,8 +21,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from bench._simproc import machine, write_results
-from tests.sim.apiserver import fuzz_requests as fr
-from tests.sim.apiserver.fuzz_oracle import REQUEST_TIMEOUT_S, FuzzServer, Tally
+from tests.sim.apiserver.http import fuzz_requests as fr
+from tests.sim.apiserver.http.fuzz_oracle import REQUEST_TIMEOUT_S, FuzzServer, Tally
 
 
 def run(server: FuzzServer, requests: int, run_seed: int) -> Tally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 _NO_5XX = ("kube-apiserver answers strconv.ParseUint's error unconverted, a reasonless 500; the sim gives the same "
            "words as a 400 BadRequest on purpose: it never answers a malformed request with a 5xx, which its fuzz "
-           "tests hold it to (tests/sim/apiserver/test_bad_input.py, fuzz_oracle.judge)")
+           "tests hold it to (tests/sim/apiserver/http/test_bad_input.py, fuzz_oracle.judge)")
 
 _POD_SPEC_DIFF = ("kube-apiserver's 'pod updates may not change fields' message ends with a unified diff of its "
                   "internal (unversioned) core.PodSpec Go struct dumped as indented JSON: Go field names, the internal "

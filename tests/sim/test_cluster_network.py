@@ -12,7 +12,7 @@ from lwsconf.kubeclient import client as kc
 from lwsconf.sim import cluster as cluster_mod
 from lwsconf.sim.controllers.kubeproxy import kubeproxy
 from lwsconf.sim.nodes.network import ipam
-from tests.sim.controllers import kubeproxy_sim as kps
+from tests.sim.controllers.kubeproxy import kubeproxy_sim as kps
 
 Obj = dict[str, Any]
 

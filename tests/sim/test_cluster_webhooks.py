@@ -17,7 +17,7 @@ from lwsconf.sim import cluster as simc
 from lwsconf.sim.nodes import layout
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core, observe
-from tests.sim.apiserver.webhook_server import WebhookServer, json_patch
+from tests.sim.apiserver.policies.webhook_server import WebhookServer, json_patch
 
 NS = "hooked"
 

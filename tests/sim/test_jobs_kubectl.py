@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.sim.apiserver.kubectl_on_sim import sim_up
-from tests.sim.apiserver.test_protobuf_server import built_kubectl
+from tests.sim.apiserver.protobuf.test_protobuf_server import built_kubectl
 
 KUBECTL_TIMEOUT_SECONDS = 120.0
 """One kubectl command, `kubectl wait` included (its own --timeout is shorter)."""

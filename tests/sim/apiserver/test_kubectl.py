@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from tests.conftest import SimAPI
-from tests.sim.apiserver.test_server_crds import widget_crd
+from tests.sim.apiserver.schema.test_server_crds import widget_crd
 
 pytestmark = pytest.mark.kubectl
 

@@ -54,7 +54,7 @@ def resource_version(request: web.Request, *, watch: bool = False) -> int | None
         why = (f"resourceVersion: Invalid value: {json.dumps(value)}: "
                f"strconv.ParseUint: parsing {json.dumps(value)}: {syntax}")
         # a watch gets the parse error as its message, but as a 400: kube-apiserver's unconverted 500 is not
-        # emulated (the sim never answers a malformed request with a 5xx; tests/sim/apiserver/test_bad_input.py)
+        # emulated (the sim never answers a malformed request with a 5xx; tests/sim/apiserver/http/test_bad_input.py)
         raise errors.bad_request(why if watch else f"invalid resource version: {why}")
     return int(value)
 

@@ -5,7 +5,7 @@
 * A watch stream (`application/vnd.kubernetes.protobuf;stream=watch`) is a sequence of frames, each a
   4-byte big-endian length then a bare `meta.v1.WatchEvent` (no magic, no Unknown: the RawSerializer),
   whose `object.raw` is the event's object in the object-body form above. Checked against kube-apiserver
-  1.37.2's answers (tests/sim/apiserver/test_protobuf_vs_kube_apiserver.py).
+  1.37.2's answers (tests/sim/apiserver/protobuf/test_protobuf_vs_kube_apiserver.py).
 
 Pure: bytes in, dicts out (`codec`), no I/O.
 """

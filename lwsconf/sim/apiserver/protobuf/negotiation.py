@@ -1,6 +1,6 @@
 """Content negotiation between JSON and Kubernetes protobuf, as kube-apiserver 1.37.2 answers it.
 
-Observed on the real server (tests/sim/apiserver/test_protobuf_vs_kube_apiserver.py):
+Observed on the real server (tests/sim/apiserver/protobuf/test_protobuf_vs_kube_apiserver.py):
 
 * `Accept` clauses are taken by descending `q` (ties in the order sent): `protobuf;q=0.5, json;q=0.9`
   answers JSON;

@@ -25,8 +25,8 @@ uses the first component schema carrying the kind's GVK. Built-ins therefore get
 merge-key-less schema, logs "error calculating patch from openapi v3 spec" and only then falls back;
 without one it goes straight to its compiled-in Go types, which know the merge keys (`env` by name,
 `$patch: delete` for removals). A CRD's own `openAPIV3Schema` is embedded with its GVK (plus
-`apiVersion`/`kind`/`metadata`), so `kubectl explain lws.spec` works. tests/sim/apiserver/
-test_openapi.py checks all of this against the real kubectl.
+`apiVersion`/`kind`/`metadata`), so `kubectl explain lws.spec` works.
+tests/sim/apiserver/schema/test_openapi.py checks all of this against the real kubectl.
 
 The index gives each group-version a `serverRelativeURL` whose `hash` is a digest of that document,
 so it changes exactly when the group-version's content changes. Pure functions: no I/O.

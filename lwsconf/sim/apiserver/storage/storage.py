@@ -249,7 +249,8 @@ class Storage:
         if sent_rv and isinstance(sent_rv, str) and not (sent_rv.isascii() and sent_rv.isdigit()):
             # the storage's versioner parses it with strconv.ParseUint and kube-apiserver answers the error
             # unconverted, a reasonless 500 (lwsconf fidelity versions/rv-concurrency/update-garbage-rv); the sim
-            # gives the same words as a 400, never a 5xx for a malformed request (tests/sim/apiserver/test_bad_input.py)
+            # gives the same words as a 400, never a 5xx for a malformed request
+            # (tests/sim/apiserver/http/test_bad_input.py)
             raise errors.bad_request(f'strconv.ParseUint: parsing "{sent_rv}": invalid syntax')
         if sent_rv and sent_rv != old_meta["resourceVersion"]:
             raise errors.stale_resource_version(info.plural, info.group, old_meta["name"])

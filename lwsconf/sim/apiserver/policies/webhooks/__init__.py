@@ -22,7 +22,7 @@ object's validation (mutating) and after the ValidatingAdmissionPolicies (valida
 kube-apiserver's plugin order (`pkg/kubeapiserver/options/plugins.go`). Without any webhook configuration a
 write never awaits, so it stays one synchronous step on the event loop.
 
-Checked against kube-apiserver 1.37.2 by `tests/sim/apiserver/test_webhooks_vs_kube_apiserver.py` (one webhook
+Checked against kube-apiserver 1.37.2 by `tests/sim/apiserver/policies/test_webhooks_vs_kube_apiserver.py` (one webhook
 server, both API servers) and the fidelity corpus topic `webhooks`. Not done in the sim: mutating webhooks on
 the `scale`, `binding` and `eviction` subresources (validating ones are called), CONNECT requests (exec,
 attach, port-forward, proxy), `options.fieldManager` in the review, audit annotations, credentials for
