@@ -2,12 +2,14 @@
 `docs/disaggregatedset-contract.md` (issue 34).
 
 Built like the LWS reconciler above it: a pure core that computes decisions from plain dicts and frozen
-dataclasses, under one I/O layer that reads the API and applies them. So far the core's first piece:
+dataclasses, under one I/O layer that reads the API and applies them. So far the core:
 
 * `planner`: the coordinated rolling update's next step (contract 4.7.3), one slice at a time, all roles
   together; its worked traces (contract 4.7.4) are its tests.
+* `objects`: names, labels and the revision (2.1-2.5), the LWS, Service and scaler it makes, placement terms
+  (4.5), a role's target and a new scaler's seed (4.6). API names come from `lwsconf.disaggapi`.
 
-What is not here yet (issue 34, item 2 stays open): object names, labels and the revision hash (2.1-2.5), the
-LWS, Service and scaler builders, placement terms (4.5), status and conditions (4.8), the runtime, and the
-CRDs. This package imports nothing but the standard library, like the rest of the core.
+What is not here yet (issue 34, item 2 stays open): status and conditions (4.8), the per-slice decision that
+ties these together, the runtime, and the CRDs. The core imports only the standard library and the API-name
+modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """
