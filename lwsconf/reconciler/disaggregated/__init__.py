@@ -9,7 +9,9 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
 * `objects`: names, labels and the revision (2.1-2.5), the LWS, Service and scaler it makes, placement terms
   (4.5), a role's target and a new scaler's seed (4.6). API names come from `lwsconf.disaggapi`.
 
-What is not here yet (issue 34, item 2 stays open): status and conditions (4.8), the per-slice decision that
+* `status`: per-role sums and the Available/Progressing pair (1.4, 4.8), as upstream's main writes them.
+
+What is not here yet (issue 34, item 2 stays open): the per-slice decision that
 ties these together, the runtime, and the CRDs. The core imports only the standard library and the API-name
 modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """
