@@ -8,12 +8,11 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
   together; its worked traces (contract 4.7.4) are its tests.
 * `objects`: names, labels and the revision (2.1-2.5), the LWS, Service and scaler it makes, placement terms
   (4.5), a role's target and a new scaler's seed (4.6). API names come from `lwsconf.disaggapi`.
-
 * `status`: per-role sums and the Available/Progressing pair (1.4, 4.8), as upstream's main writes them.
 * `slices`: what one slice needs next (2.3, 4.1-4.3, 4.7.2): drained revisions deleted, the simple path or the
   rollout's start, gate and step (newest old revision drained first, coordinated drain), the role Services.
 
-What is not here yet (issue 34, item 2 stays open): the set-level decision that
-ties these together, the runtime, and the CRDs. The core imports only the standard library and the API-name
+What is not here yet (issue 34, item 2 stays open): the set-level decision (slices added and removed,
+scalers, legacy slice-0 adoption), the runtime, and the CRDs. The core imports only the standard library and the API-name
 modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """
