@@ -13,6 +13,6 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
   rollout's start, gate and step (newest old revision drained first, coordinated drain), the role Services.
 
 What is not here yet (issue 34, item 2 stays open): the set-level decision (slices added and removed,
-scalers, legacy slice-0 adoption), the runtime, and the CRDs. The core imports only the standard library and the API-name
-modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
+scalers, legacy slice-0 adoption), the runtime, and the CRDs. The core imports only the standard library and
+the API-name modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """
