@@ -12,7 +12,10 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
 * `slices`: what one slice needs next (2.3, 4.1-4.3, 4.7.2): drained revisions deleted, the simple path or the
   rollout's start, gate and step (newest old revision drained first, coordinated drain), the role Services.
 
-What is not here yet (issue 34, item 2 stays open): the set-level decision (slices added and removed,
-scalers, legacy slice-0 adoption), the runtime, and the CRDs. The core imports only the standard library and
+* `sets`: what the whole set needs next: removed slices deleted, scalers made (seeded), refused (a foreign one)
+  or deleted, each slice decided, the scalers' and the set's status (2.4, 4.4, 4.6, 4.8). Legacy slice-0
+  adoption (v0.9.0's names) is left out on purpose: the reference never made such objects.
+
+What is not here yet (issue 34, item 2 stays open): the runtime (informers, the writes, events) and the CRDs. The core imports only the standard library and
 the API-name modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """
