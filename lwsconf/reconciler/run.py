@@ -1,7 +1,8 @@
 """Ways to run the reference reconciler: in-process for fixtures, or as `lwsconf reconciler`.
 
-`serve(client, stop)` runs the Manager, behind Lease-based leader election when asked, so two
-replicas (a Deployment with 2 replicas, or a test) can run safely. `RunningReconciler` runs it on a
+`serve(client, stop)` runs the Manager, behind Lease-based leader election when asked, so two replicas (a
+Deployment with 2 replicas, or a test) can run safely; with `disaggregated`, also the DisaggregatedSet controller
+(`lwsconf.reconciler.disaggregated.runtime`, issue 34), which needs its CRDs. `RunningReconciler` runs it on a
 background event loop for sync callers:
 
     with RunningReconciler(kubeconfig_path) as rec:
@@ -45,14 +46,19 @@ def make_elector(client: kubeclient.Client, *, lease_namespace: str = DEFAULT_LE
 async def serve(client: kubeclient.Client, stop: asyncio.Event, *, leader_election: bool = False,
                 lease_namespace: str = DEFAULT_LEASE_NAMESPACE, identity: str | None = None,
                 namespace: str | None = None, elector: leaderelection.LeaderElector | None = None,
-                gang_scheduling: str | None = None) -> None:
+                gang_scheduling: str | None = None, disaggregated: bool = False) -> None:
     """Run the reconciler until `stop` is set (only while holding the Lease, with leader election).
 
     `elector` (implies leader election) lets the caller watch `elector.is_leader`. `gang_scheduling` names the
     gang-scheduling provider (`volcano`; None: off), as upstream's configuration does (`gang`).
     """
     async def lead(stop_leading: asyncio.Event) -> None:
-        await controller.Manager(client, namespace=namespace, gang_scheduling=gang_scheduling).run(stop_leading)
+        managers = [controller.Manager(client, namespace=namespace, gang_scheduling=gang_scheduling).run(stop_leading)]
+        if disaggregated:
+            from lwsconf.reconciler.disaggregated import runtime as disaggregated_runtime
+
+            managers.append(disaggregated_runtime.DisaggregatedManager(client, namespace=namespace).run(stop_leading))
+        await asyncio.gather(*managers)
 
     if not leader_election and elector is None:
         await lead(stop)
@@ -85,8 +91,9 @@ class RunningReconciler:
     """
 
     def __init__(self, kubeconfig: Path, *, leader_election: bool = False, identity: str | None = None,
-                 gang_scheduling: str | None = None) -> None:
+                 gang_scheduling: str | None = None, disaggregated: bool = False) -> None:
         self.kubeconfig = kubeconfig
+        self.disaggregated = disaggregated
         self.gang_scheduling = gang_scheduling
         self.leader_election = leader_election
         self.identity = identity or default_identity()
@@ -106,7 +113,8 @@ class RunningReconciler:
             if self.leader_election:
                 self._elector = make_elector(self._client, identity=self.identity)
             self._task = asyncio.create_task(serve(self._client, self._stop, elector=self._elector,
-                                                   gang_scheduling=self.gang_scheduling))
+                                                   gang_scheduling=self.gang_scheduling,
+                                                   disaggregated=self.disaggregated))
 
         self._loop.run(start())
         return self
