@@ -15,11 +15,11 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
 * `sets`: what the whole set needs next: removed slices deleted, scalers made (seeded), refused (a foreign one)
   or deleted, each slice decided, the scalers' and the set's status (2.4, 4.4, 4.6, 4.8). Legacy slice-0
   adoption (v0.9.0's names) is left out on purpose: the reference never made such objects.
-
 * `crd`: the two CRDs, built from our LWS CRD (`python -m lwsconf.disaggcrds` writes them).
 
 The I/O layer is `runtime` (informers on sets, their LWS, Services and scalers; the writes; events), started
 beside the LWS controller by `lwsconf.reconciler.run.serve(..., disaggregated=True)`. Not done yet (issue 34,
 item 2 stays open): the harness does not install or start it, the CEL rules the CRD lacks (`crd.NOT_YET`), and
-the conformance profile. The core imports only the standard library and the API-name modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
+the conformance profile. The core imports only the standard library and the API-name modules (`lwsconf.lwsapi`,
+`lwsconf.disaggapi`).
 """
