@@ -133,7 +133,7 @@ class Manager:
         for informer in self.informers:
             informer.start()
         try:
-            if await self._synced_unless_stopped(stop):
+            if await runtime.informers_synced(self.informers, stop):
                 await asyncio.gather(self.lws_loop.run(stop), self.pod_loop.run(stop))
         finally:
             for informer in self.informers:
@@ -141,24 +141,6 @@ class Manager:
             for informer in self.informers:
                 with contextlib.suppress(Exception):
                     await informer.join()
-
-    async def _synced_unless_stopped(self, stop: asyncio.Event) -> bool:
-        """Wait for every informer's first LIST; False when `stop` is set first.
-
-        Without this, a controller whose kinds are not served yet (no LWS CRD) could not be stopped: it would
-        wait for that first LIST forever, deaf to SIGTERM and to a harness restarting it.
-        """
-        synced = asyncio.ensure_future(asyncio.gather(*(i.wait_synced() for i in self.informers)))
-        stopping = asyncio.ensure_future(stop.wait())
-        either: set[asyncio.Future[Any]] = {synced, stopping}
-        try:
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in either:
-                waiting.cancel()
-        if synced.done() and not synced.cancelled():
-            synced.result()
-        return not stop.is_set()
 
     # --- shared reads ---------------------------------------------------------------------------
 

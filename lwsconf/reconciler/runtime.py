@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lwsconf import kubeclient
 
@@ -48,6 +49,25 @@ class TerminalError(Exception):
 
 class Reconciler(Protocol):
     async def reconcile(self, req: Request) -> Result: ...
+
+
+async def informers_synced(informers: Sequence[kubeclient.Informer], stop: asyncio.Event) -> bool:
+    """Wait for every informer's first LIST; False when `stop` is set first.
+
+    Without this, a controller whose kinds are not served yet (no CRD) could not be stopped: it would wait for
+    that first LIST forever, deaf to SIGTERM and to a harness restarting it.
+    """
+    synced = asyncio.ensure_future(asyncio.gather(*(i.wait_synced() for i in informers)))
+    stopping = asyncio.ensure_future(stop.wait())
+    either: set[asyncio.Future[Any]] = {synced, stopping}
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in either:
+            waiting.cancel()
+    if synced.done() and not synced.cancelled():
+        synced.result()
+    return not stop.is_set()
 
 
 class Controller:

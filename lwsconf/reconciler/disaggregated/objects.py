@@ -63,6 +63,12 @@ def owner(ds_obj: Mapping[str, Any], *, block: bool = False) -> Obj:
     return ref
 
 
+def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether `obj`'s controller reference names the set of `uid` (main manages only those, contract 2.6)."""
+    return any(ref.get("controller") and ref.get("uid") == uid
+               for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+
+
 def _requirement(key: str, operator: str, *values: str) -> Obj:
     out: Obj = {"key": key, "operator": operator}
     if values:

@@ -19,7 +19,7 @@ from typing import Any
 from lwsconf import disaggapi, kubeclient, lwsapi
 from lwsconf.reconciler import eventrecorder, events
 from lwsconf.reconciler import runtime as loop
-from lwsconf.reconciler.disaggregated import sets, slices
+from lwsconf.reconciler.disaggregated import objects, sets, slices
 
 log = logging.getLogger("lwsconf.reconciler.disaggregated")
 
@@ -73,13 +73,7 @@ class DisaggregatedManager:
         for informer in self.informers:
             informer.start()
         try:
-            synced = asyncio.ensure_future(asyncio.gather(*(i.wait_synced() for i in self.informers)))
-            stopping = asyncio.ensure_future(stop.wait())
-            either: set[asyncio.Future[Any]] = {synced, stopping}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            for waiting in either:
-                waiting.cancel()
-            if not stop.is_set():
+            if await loop.informers_synced(self.informers, stop):
                 await self.loop.run(stop)
         finally:
             for informer in self.informers:
@@ -87,10 +81,6 @@ class DisaggregatedManager:
             for informer in self.informers:
                 with contextlib.suppress(Exception):
                     await informer.join()
-
-
-def _controlled_by(obj: Obj, uid: str) -> bool:
-    return any(ref.get("controller") and ref.get("uid") == uid for ref in _meta(obj).get("ownerReferences") or [])
 
 
 class Reconciler:
@@ -102,7 +92,8 @@ class Reconciler:
         if ds is None or _meta(ds).get("deletionTimestamp"):
             return loop.Result()
         uid = _meta(ds)["uid"]
-        owned = [o for o in self.mgr.lws.list(req.namespace) if _set_name(o) == req.name and _controlled_by(o, uid)]
+        owned = [o for o in self.mgr.lws.list(req.namespace)
+                 if _set_name(o) == req.name and objects.controlled_by(o, uid)]
         services = [s for s in self.mgr.services.list(req.namespace) if _set_name(s) == req.name]
         prefix = f"{req.name}-"
         scalers = {_meta(s)["name"]: s for s in self.mgr.scalers.list(req.namespace)

@@ -40,16 +40,11 @@ def _slice_of(obj: Mapping[str, Any]) -> int:
     return int(raw) if str(raw).isdigit() else 0
 
 
-def _controlled_by(obj: Mapping[str, Any], ds: Mapping[str, Any]) -> bool:
-    return any(ref.get("controller") and ref.get("uid") == ds["metadata"]["uid"]
-               for ref in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
 def decide(ds: Mapping[str, Any], owned: Sequence[Mapping[str, Any]], services: Sequence[Mapping[str, Any]],
            scalers: Mapping[str, Mapping[str, Any]], now: str) -> SetDecision:
     """The next writes for the set: `owned` every LWS it controls, `services` the Services labelled with its
     name, `scalers` the scaler objects by name (its own or not: a foreign one is refused, not adopted)."""
-    name = ds["metadata"]["name"]
+    name, uid = ds["metadata"]["name"], ds["metadata"]["uid"]
     roles = list(ds["spec"]["roles"])
     rev = objects.revision(roles)
     count = int(ds["spec"].get("slices") or 1)
@@ -70,7 +65,7 @@ def decide(ds: Mapping[str, Any], owned: Sequence[Mapping[str, Any]], services: 
         scaler = scalers.get(objects.scaler_name(name, role_name))
         if not objects.is_external(role):
             targets[role_name] = objects.target(role, None)
-            if scaler is not None and _controlled_by(scaler, ds):
+            if scaler is not None and objects.controlled_by(scaler, uid):
                 actions.append(slices.Delete(disaggapi.SCALER_KIND, scaler["metadata"]["name"]))
                 events.append(("Normal", slices.Event("ScalerDeleted", "Delete", f"Deleted scaler "
                                f"{scaler['metadata']['name']} (role {role_name} is no longer External)")))
@@ -82,7 +77,7 @@ def decide(ds: Mapping[str, Any], owned: Sequence[Mapping[str, Any]], services: 
             events.append(("Normal", slices.Event("ScalerCreated", "Create", f"Created scaler "
                                                   f"{made['metadata']['name']} for role {role_name}")))
             targets[role_name] = made["spec"]["replicas"]
-        elif not _controlled_by(scaler, ds):
+        elif not objects.controlled_by(scaler, uid):
             events.append(("Warning", slices.Event("ScalerConflict", "Conflict", f"Scaler "
                            f"{scaler['metadata']['name']} exists but is not controlled by this DisaggregatedSet; "
                            "not adopting")))
@@ -92,7 +87,7 @@ def decide(ds: Mapping[str, Any], owned: Sequence[Mapping[str, Any]], services: 
     in_spec = {r["name"] for r in roles}
     for scaler_name, scaler in scalers.items():
         role_name = (scaler["metadata"].get("labels") or {}).get(disaggapi.ROLE, "")
-        if role_name not in in_spec and _controlled_by(scaler, ds):
+        if role_name not in in_spec and objects.controlled_by(scaler, uid):
             actions.append(slices.Delete(disaggapi.SCALER_KIND, scaler_name))
             events.append(("Normal", slices.Event("ScalerDeleted", "Delete", f"Deleted scaler {scaler_name} (role "
                                                                              f"{role_name} is no longer External)")))
@@ -107,7 +102,7 @@ def decide(ds: Mapping[str, Any], owned: Sequence[Mapping[str, Any]], services: 
 
     for role in roles:
         scaler = scalers.get(objects.scaler_name(name, role["name"]))
-        if objects.is_external(role) and scaler is not None and _controlled_by(scaler, ds):
+        if objects.is_external(role) and scaler is not None and objects.controlled_by(scaler, uid):
             actions.append(StatusWrite(disaggapi.SCALER_KIND, scaler["metadata"]["name"],
                                        scaler_status(scaler, role["name"], name, owned, now)))
     actions.append(StatusWrite(disaggapi.KIND, name, set_status(ds, owned, rev, targets, count, now)))
