@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -44,6 +45,9 @@ WIDGET_SCHEMA: dict[str, Any] = {
 
 
 def widget_crd() -> dict[str, Any]:
+    """A fresh CRD each call: the schema is copied, so a test that edits its CRD (an uncompilable rule) cannot leak
+    the edit into the tests that run after it in the same process (tests/sim/apiserver/test_kubectl.py failed so,
+    once the move into packages put it after this module on one xdist worker)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{PLURAL}.{GROUP}"},
@@ -52,7 +56,7 @@ def widget_crd() -> dict[str, Any]:
             "names": {"plural": PLURAL, "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
             "versions": [{
                 "name": VERSION, "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": WIDGET_SCHEMA},
+                "schema": {"openAPIV3Schema": copy.deepcopy(WIDGET_SCHEMA)},
                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
                                                          "statusReplicasPath": ".status.replicas",
                                                          "labelSelectorPath": ".status.selector"}},
