@@ -219,6 +219,11 @@ def test_deleting_a_worker_recreates_its_whole_group(
 def test_a_crashed_worker_container_recreates_its_whole_group(
         sim: sim_e2e.Sim, ns: str, reconciler: run.RunningReconciler) -> None:
     before = available_vllm(sim, ns)
+    # A worker has no readiness probe (as in vLLM's example), so Ready means started, not yet listening: its
+    # server may still be binding when the group is ready (503 "Connect call failed" once, 2026-12-07 at 4660601).
+    core.wait_until(lambda: proxy.pod_get(sim.api, ns, f"{NAME}-0-1", PORT, "/healthz",
+                                          timeout=sim.t.request_timeout).json(),
+                    what=f"{NAME}-0-1's server to answer", timeout=sim.t.pods_running, poll=sim.t.poll_interval)
     reply = proxy.pod_get(sim.api, ns, f"{NAME}-0-1", PORT, "/exit", query={"code": "3"},
                           timeout=sim.t.request_timeout)
     assert reply.json() == {"exiting": 3}
