@@ -130,17 +130,8 @@ class Manager:
             self.podgroups.add_handler(leader_owned_event)
 
     async def run(self, stop: asyncio.Event) -> None:
-        for informer in self.informers:
-            informer.start()
-        try:
-            if await runtime.informers_synced(self.informers, stop):
-                await asyncio.gather(self.lws_loop.run(stop), self.pod_loop.run(stop))
-        finally:
-            for informer in self.informers:
-                informer.stop()
-            for informer in self.informers:
-                with contextlib.suppress(Exception):
-                    await informer.join()
+        await runtime.run_with_informers(self.informers, stop,
+                                         lambda: asyncio.gather(self.lws_loop.run(stop), self.pod_loop.run(stop)))
 
     # --- shared reads ---------------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ key to two workers at once, so a reconcile for one LeaderWorkerSet never races a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,6 +69,23 @@ async def informers_synced(informers: Sequence[kubeclient.Informer], stop: async
     if synced.done() and not synced.cancelled():
         synced.result()
     return not stop.is_set()
+
+
+async def run_with_informers(informers: Sequence[kubeclient.Informer], stop: asyncio.Event,
+                             loops: Callable[[], Awaitable[object]]) -> None:
+    """Start `informers`, run `loops()` once they have synced (unless `stop` came first), then stop and join
+    every informer: what each manager of the reference does around its reconcile loops."""
+    for informer in informers:
+        informer.start()
+    try:
+        if await informers_synced(informers, stop):
+            await loops()
+    finally:
+        for informer in informers:
+            informer.stop()
+        for informer in informers:
+            with contextlib.suppress(Exception):
+                await informer.join()
 
 
 class Controller:

@@ -70,17 +70,7 @@ class DisaggregatedManager:
         return [self.sets, self.lws, self.services, self.scalers]
 
     async def run(self, stop: asyncio.Event) -> None:
-        for informer in self.informers:
-            informer.start()
-        try:
-            if await loop.informers_synced(self.informers, stop):
-                await self.loop.run(stop)
-        finally:
-            for informer in self.informers:
-                informer.stop()
-            for informer in self.informers:
-                with contextlib.suppress(Exception):
-                    await informer.join()
+        await loop.run_with_informers(self.informers, stop, lambda: self.loop.run(stop))
 
 
 class Reconciler:
