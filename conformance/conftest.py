@@ -1,4 +1,4 @@
-"""Fixtures shared by the conformance modules: the `lws` harness and small manifest helpers.
+"""Fixtures shared by the conformance modules: the `lws` and `ds` harnesses and small manifest helpers.
 
 `lws` is bound to the test's fresh namespace and the run's timeouts, and requests the session's
 `implementation` so the LWS implementation under test is installed before any LWS is created. When
@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from conformance import divergences
+from conformance.disaggregated import DSHarness
 from conformance.harness import LWSHarness
 from fixtures import settings
 from lwsconf.conformance import spec_of
@@ -37,6 +38,12 @@ def lws(request: pytest.FixtureRequest, implementation: object, api_client: clie
                       Path(str(artifacts)) if artifacts is not None else None,
                       controller=getattr(implementation, "controller", None),
                       upgrade=getattr(implementation, "upgrade", None))
+
+
+@pytest.fixture
+def ds(lws: LWSHarness) -> DSHarness:
+    """Create and inspect DisaggregatedSets in this test's namespace (on the `lws` harness's client and timeouts)."""
+    return DSHarness(lws)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -138,8 +138,8 @@ class LWSHarness:
 
     # --- the LWS object ----------------------------------------------------------------------------
 
-    def create(self, manifest: Obj) -> Obj:
-        """Create the probe ConfigMap (once) and the LWS; returns the LWS as the server stored it."""
+    def ensure_probe_configmap(self) -> None:
+        """Create the ConfigMap the probe pods mount (once per test; a second harness may have made it)."""
         if not self._configmap:
             try:
                 self.core.create_namespaced_config_map(self.namespace, workloads.probe_configmap())  # type: ignore[arg-type]
@@ -147,6 +147,10 @@ class LWSHarness:
                 if exc.status != 409:
                     raise
             self._configmap = True
+
+    def create(self, manifest: Obj) -> Obj:
+        """Create the probe ConfigMap (once) and the LWS; returns the LWS as the server stored it."""
+        self.ensure_probe_configmap()
 
         def created() -> Obj:
             try:

@@ -4,7 +4,7 @@
     lwsconf sim chaos crash-container NS/POD ...    fault injection into a running simulated cluster
     lwsconf sim openapi fetch                       Kubernetes' OpenAPI documents for kubectl explain on the sim
     lwsconf deviceplugin [--count 8] ...            the fake GPU device plugin (kubelet device-plugin API)
-    lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect] [--exit-on-stdin-close]
+    lwsconf reconciler [--kubeconfig PATH | --in-cluster] [--leader-elect] [--disaggregated] [--exit-on-stdin-close]
                                                     the reference LWS controller, against any cluster
     lwsconf run [--cluster=... --lws-impl=... ...]  the conformance suite (pytest options; lwsconf run -h)
     lwsconf report show DIR | compare A.yaml B.yaml  read conformance reports (exit 1 when a claimed profile failed)
@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--gang-scheduling", default=None, choices=["volcano"],
                      help="create a Volcano PodGroup per group and annotate pods with it, as upstream's "
                           "gangSchedulingManagement.schedulerProvider (needs the PodGroup CRD served)")
+    rec.add_argument("--disaggregated", action="store_true",
+                     help="also run the DisaggregatedSet controller (disaggregatedset.x-k8s.io/v1; needs its CRDs, "
+                          "manifests/crd/disaggregated*.yaml)")
     rec.add_argument("--exit-on-stdin-close", action="store_true",
                      help="stop when standard input closes: a parent that runs it on a pipe (the conformance "
                           "harness's --lws-impl=reference-process) never leaves it behind, even when killed")
@@ -165,7 +168,8 @@ async def _reconciler(args: argparse.Namespace) -> int:
     print(f"reference reconciler running against {creds.server} (Ctrl-C to stop)", flush=True)
     try:
         await run.serve(client, stop, leader_election=args.leader_elect, lease_namespace=args.lease_namespace,
-                        namespace=args.namespace, gang_scheduling=args.gang_scheduling)
+                        namespace=args.namespace, gang_scheduling=args.gang_scheduling,
+                        disaggregated=args.disaggregated)
     finally:
         await client.close()
     return 0

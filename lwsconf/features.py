@@ -94,6 +94,33 @@ class Feature(StrEnum):
     """TPU_WORKER_HOSTNAMES, TPU_WORKER_ID, TPU_NAME, TPU_PROCESS_ADDRESSES and TPU_PROCESS_PORT in the TPU
     containers of LWS pods that request `google.com/tpu`, with and without subgroups and whether or not the
     leader requests TPUs (section 3.5). Optional: only TPU workloads need it."""
+    DISAGGREGATED_OBJECT_MODEL = "DisaggregatedSetObjectModel"
+    """A DisaggregatedSet makes one LWS per role, named `<D>-[<s>-]<h>-<r>`, labelled with name, role and revision,
+    owned by the set, carrying the role's labels, annotations and LWS spec (docs/disaggregatedset-contract.md 2.1,
+    2.2, 3; upstream E3, E8, E9), and deleting the set deletes them (2.6; E11)."""
+    DISAGGREGATED_VALIDATION = "DisaggregatedSetValidation"
+    """Invalid DisaggregatedSets are refused (section 5: role count and names, the all-or-nothing replicas rule,
+    partition; E2) and valid ones admitted."""
+    DISAGGREGATED_SCALING = "DisaggregatedSetScaling"
+    """A role's replicas change without a rollout: the LWS of the current revision is patched, nothing new is made
+    (4.3; E6)."""
+    DISAGGREGATED_SERVICES = "DisaggregatedSetRoleServices"
+    """Each role gets a headless, portless Service selecting that role's pods of the current revision once every
+    role has a ready group (2.3; E7)."""
+    DISAGGREGATED_ROLLOUT = "DisaggregatedSetCoordinatedRollout"
+    """A template change rolls every role to a new revision together, in the planner's steps, never leaving a role
+    without serving groups, and deletes the old LWS once drained (4.7; E4, E5, E12, E13, E14)."""
+    DISAGGREGATED_SLICES = "DisaggregatedSetSlices"
+    """spec.slices copies the whole role topology, slice-labelled and -named, and changing it never rolls (4.4;
+    v0.10.0+)."""
+    DISAGGREGATED_PLACEMENT = "DisaggregatedSetPlacement"
+    """placementPolicy ExclusiveSlice/ExclusiveTopology put the contract's affinity terms on the LWS templates, and
+    are refused with LWS exclusive-topology annotations (4.5, D-V23, D-V24; E10, I1-I7; v0.10.0+)."""
+    DISAGGREGATED_EXTERNAL_SCALING = "DisaggregatedSetExternalScaling"
+    """An External role gets a DisaggregatedSetRoleScaler whose /scale works before any write and whose writes reach
+    the role's LWS (4.6; H1, H2; v0.10.0+)."""
+    DISAGGREGATED_STATUS = "DisaggregatedSetStatus"
+    """status.roleStatuses and the Available/Progressing conditions through creation and a rollout (4.8; main)."""
     VLLM_MULTI_NODE = "VLLMMultiNode"
     """A real multi-node vLLM server on GPU nodes answers completions through the leader Service."""
     VLLM_CPU_MULTI_NODE = "VLLMCPUMultiNode"

@@ -82,6 +82,21 @@ LWS_SERVING = Profile(
                        Feature.SCALING}),
 )
 
+LWS_DISAGGREGATED = Profile(
+    "LWS-DISAGGREGATED",
+    "DisaggregatedSet (disaggregatedset.x-k8s.io/v1): prefill/decode roles as one unit over LWS, their objects, "
+    "validation, scaling, role Services and the coordinated rollout; slices, placement, external scaling and status "
+    "as extended features (docs/disaggregatedset-contract.md).",
+    core=frozenset({
+        Feature.DISAGGREGATED_OBJECT_MODEL, Feature.DISAGGREGATED_VALIDATION, Feature.DISAGGREGATED_SCALING,
+        Feature.DISAGGREGATED_SERVICES, Feature.DISAGGREGATED_ROLLOUT,
+    }),
+    extended=frozenset({
+        Feature.DISAGGREGATED_SLICES, Feature.DISAGGREGATED_PLACEMENT, Feature.DISAGGREGATED_EXTERNAL_SCALING,
+        Feature.DISAGGREGATED_STATUS,
+    }),
+)
+
 GPU_SMOKE = Profile(
     "GPU-SMOKE",
     "Real multi-node vLLM on GPU nodes; runs only where GPU nodes exist.",
@@ -95,8 +110,9 @@ VLLM_CPU = Profile(
     core=frozenset({Feature.VLLM_CPU_MULTI_NODE}),
 )
 
-ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, GPU_SMOKE, VLLM_CPU)}
-DEFAULT = ("LWS-CORE", "LWS-EXTENDED", "LWS-SERVING")
+ALL: dict[str, Profile] = {p.name: p for p in (LWS_CORE, LWS_EXTENDED, LWS_SERVING, LWS_DISAGGREGATED, GPU_SMOKE,
+                                              VLLM_CPU)}
+DEFAULT = ("LWS-CORE", "LWS-EXTENDED", "LWS-SERVING", "LWS-DISAGGREGATED")
 CONFORMANCE = DEFAULT
 """The conformance profiles: --all-features claims every one of their features whatever --profiles says.
 GPU-SMOKE and VLLM-CPU are not conformance and need GPU nodes or vLLM's CPU image (gigabytes a real

@@ -29,6 +29,9 @@ from lwsconf.waits import lws as waits_lws
 MANIFESTS = project_files.project_dir("manifests")
 CRD_FILE = MANIFESTS / "crd" / "leaderworkersets.yaml"
 CRD_NAME = lwsapi.CRD_NAME
+DISAGGREGATED_CRD_FILES = (MANIFESTS / "crd" / "disaggregatedsets.yaml",
+                           MANIFESTS / "crd" / "disaggregatedsetrolescalers.yaml")
+"""The DisaggregatedSet and DisaggregatedSetRoleScaler CRDs (`python -m lwsconf.disaggcrds` writes them)."""
 VAP_FILE = MANIFESTS / "crd" / "validating-admission-policy.yaml"
 MAP_FILE = MANIFESTS / "crd" / "mutating-admission-policy.yaml"
 GANG_MAP_FILE = MANIFESTS / "crd" / "gang-admission-policy.yaml"
@@ -44,9 +47,9 @@ class NotServed(Exception):
     """The cluster does not serve the kind a manifest needs (HTTP 404 on create)."""
 
 
-def _established(ext: client.ApiextensionsV1Api) -> bool:
+def _established(ext: client.ApiextensionsV1Api, name: str = CRD_NAME) -> bool:
     try:
-        crd = ext.read_custom_resource_definition(CRD_NAME)
+        crd = ext.read_custom_resource_definition(name)
     except client.ApiException:
         return False
     conditions = (crd.status.conditions if crd.status is not None else None) or []
@@ -69,6 +72,28 @@ def install_crd(api: client.ApiClient, timeouts: Timeouts) -> None:
                     poll=timeouts.poll_interval)
     install_admission_policy(api)
     waits_lws.lws_kind_must_accept_writes(api, timeout=timeouts.create, poll=timeouts.poll_interval)
+
+
+def install_disaggregated_crds(api: client.ApiClient, timeouts: Timeouts) -> None:
+    """Create or update the DisaggregatedSet CRDs and wait until both are Established: the reference serves
+    disaggregatedset.x-k8s.io/v1 beside LWS, as upstream's manager does (issue 34)."""
+    ext = client.ApiextensionsV1Api(api)
+    names = []
+    for path in DISAGGREGATED_CRD_FILES:
+        if not path.is_file():
+            raise InstallError(f"--lws-impl=reference needs {path}, which is missing: reinstall lwsconf or run from a "
+                               "checkout of lwsconf")
+        manifest = yaml.safe_load(path.read_text())
+        crds.create_crd(api, manifest, replace_existing=True)
+        names.append(str(manifest["metadata"]["name"]))
+
+    def established() -> None:
+        waiting = [name for name in names if not _established(ext, name)]
+        if waiting:
+            raise core.NotYet(f"CRDs not Established yet: {', '.join(waiting)}")
+
+    core.wait_until(established, what="the DisaggregatedSet CRDs to be Established", timeout=timeouts.create,
+                    poll=timeouts.poll_interval)
 
 
 def install_admission_policy(api: client.ApiClient) -> None:
@@ -155,9 +180,10 @@ class ReferenceProcess:
     how = "stop the reference reconciler process (SIGTERM) and start it again"
 
     def __init__(self, kubeconfig: Path, context: str | None, timeouts: Timeouts, *,
-                 gang_scheduling: str | None = None) -> None:
+                 gang_scheduling: str | None = None, disaggregated: bool = False) -> None:
         self.args = [sys.executable, "-m", "lwsconf", "reconciler", "--kubeconfig", str(kubeconfig),
                      *(["--context", context] if context else []), "--exit-on-stdin-close",
+                     *(["--disaggregated"] if disaggregated else []),
                      *([f"--gang-scheduling={gang_scheduling}"] if gang_scheduling else [])]
         self.timeouts = timeouts
         self._dir: tempfile.TemporaryDirectory[str] | None = None

@@ -35,7 +35,8 @@ def test_a_run_against_a_broken_implementation_reports_its_failures(pytester: py
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     suite = pytester.mkdir("conformance")
-    for name in ("conftest.py", "harness.py", "divergences.py", "divergences.yaml", "test_scaling.py", "__init__.py"):
+    for name in ("conftest.py", "harness.py", "disaggregated.py", "divergences.py", "divergences.yaml",
+                 "test_scaling.py", "__init__.py"):
         shutil.copy(REPO / "conformance" / name, suite / name)
     pytester.makeconftest(CONFTEST)
     result = pytester.runpytest_subprocess(

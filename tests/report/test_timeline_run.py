@@ -43,8 +43,8 @@ def test_rollout_restart_and_scale_tests_draw_their_timelines_in_report_html(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     suite = pytester.mkdir("conformance")
-    for name in ("__init__.py", "conftest.py", "harness.py", "rollouts.py", "divergences.py", "divergences.yaml",
-                 "test_rolling_update.py", "test_group_restart.py", "test_scaling.py"):
+    for name in ("__init__.py", "conftest.py", "harness.py", "disaggregated.py", "rollouts.py", "divergences.py",
+                 "divergences.yaml", "test_rolling_update.py", "test_group_restart.py", "test_scaling.py"):
         shutil.copy(REPO / "conformance" / name, suite / name)
     pytester.makeconftest('pytest_plugins = ["fixtures.plugin"]')
     result = pytester.runpytest_subprocess("conformance", "-p", "no:cacheprovider", "-p", "no:randomly",

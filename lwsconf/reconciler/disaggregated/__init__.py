@@ -18,8 +18,8 @@ dataclasses, under one I/O layer that reads the API and applies them. So far the
 * `crd`: the two CRDs, built from our LWS CRD (`python -m lwsconf.disaggcrds` writes them).
 
 The I/O layer is `runtime` (informers on sets, their LWS, Services and scalers; the writes; events), started
-beside the LWS controller by `lwsconf.reconciler.run.serve(..., disaggregated=True)`. Not done yet (issue 34,
-item 2 stays open): the harness does not install or start it, the CEL rules the CRD lacks (`crd.NOT_YET`), and
-the conformance profile. The core imports only the standard library and the API-name modules (`lwsconf.lwsapi`,
-`lwsconf.disaggapi`).
+beside the LWS controller by `lwsconf.reconciler.run.serve(..., disaggregated=True)`; the harness installs the CRDs
+and starts it with the reference (`fixtures/implementations/bundled.py`), and the LWS-DISAGGREGATED profile
+(`conformance/test_disaggregated_*.py`) checks it. Rules the CRD does not express yet are `crd.NOT_YET`. The core
+imports only the standard library and the API-name modules (`lwsconf.lwsapi`, `lwsconf.disaggapi`).
 """

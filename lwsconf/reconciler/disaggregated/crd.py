@@ -5,7 +5,7 @@ CRD (contract sections 1.1-1.4 and 5). Pure: the LWS CRD as a dict in, the two C
 Why built, not written by hand: a role's `spec` is an LWS spec, so its schema is the LWS CRD's, kept in step by
 construction. Its CEL rules are left out (the DisaggregatedSet applies none of LWS's webhook rules to a role,
 contract 1.2 and trap DT14); the set's own rules are CEL on the set (`RULES`), since the reference runs no
-webhook. Rules not expressed yet (D-V16-D-V19, D-V21, D-V22, D-V24, the External warning D-V25) are listed in
+webhook. Rules not expressed yet (D-V16-D-V19, D-V21, D-V22, the External warning D-V25) are listed in
 `NOT_YET` and belong to issue 34.
 """
 
@@ -40,9 +40,23 @@ RULES: tuple[Obj, ...] = (
     {"rule": "!has(self.placementPolicy) || self.placementPolicy.type == 'None' || "
              "(has(self.placementPolicy.topology) && self.placementPolicy.topology != '')",
      "message": "topology is required when type is not None", "fieldPath": ".placementPolicy.topology"},  # D-V23
+    {"rule": "!has(self.placementPolicy) || self.placementPolicy.type == 'None' || self.roles.all(r, "
+             + "['leaderworkerset.sigs.k8s.io/exclusive-topology', "
+             "'leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology'].all(k, "
+             "!(has(r.metadata) && has(r.metadata.annotations) && k in r.metadata.annotations) && "
+             "!(has(r.spec) && has(r.spec.leaderWorkerTemplate.workerTemplate.metadata) && "
+             "has(r.spec.leaderWorkerTemplate.workerTemplate.metadata.annotations) && "
+             "k in r.spec.leaderWorkerTemplate.workerTemplate.metadata.annotations) && "
+             "!(has(r.spec) && has(r.spec.leaderWorkerTemplate.leaderTemplate) && "
+             "has(r.spec.leaderWorkerTemplate.leaderTemplate.metadata) && "
+             "has(r.spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations) && "
+             "k in r.spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations)))",
+     "message": "a non-None spec.placementPolicy.type places the pods itself: no role may also carry the LWS "
+                "exclusive-topology or subgroup-exclusive-topology annotation (role metadata, leader or worker "
+                "template)"},  # D-V24
 )
 """The set's own validation rules, CEL on `spec` (the contract's D-V numbers in the comments)."""
-NOT_YET = ("D-V16", "D-V17", "D-V18", "D-V19", "D-V21", "D-V22", "D-V24", "D-V25")
+NOT_YET = ("D-V16", "D-V17", "D-V18", "D-V19", "D-V21", "D-V22", "D-V25")
 
 
 def _without_cel(schema: Any) -> Any:

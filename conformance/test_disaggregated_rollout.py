@@ -1,0 +1,149 @@
+"""The coordinated rolling update of a DisaggregatedSet (LWS-DISAGGREGATED; docs/disaggregatedset-contract.md 4.7).
+
+Why it matters: prefill and decode serve only together, so a rollout that empties one role of a revision while
+the other still takes traffic, or that overshoots the surge a cluster has room for, breaks serving. Each test
+changes the template of every role and watches the set's LWS `spec.replicas` at every poll: the surge bound
+(old + new <= max(initial old, target) + maxSurge per role), the coordinated drain (once one role of the old
+revision reaches 0 the others follow before anything else moves), and the end (the new LWS at their targets,
+ready, the old ones deleted, the Services on the new revision). Upstream pins the exact states of two rollouts
+(E12, E13, contract 4.7.4 traces A and B); those tests also require every state seen to be a planned state or
+a mix of two consecutive ones (the writes of one step land one by one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from conformance.disaggregated import DSHarness, Obj, State, manifest, revision_of, role
+from lwsconf import disaggapi
+from lwsconf.conformance import conformance
+from lwsconf.features import Feature
+
+ROLES = ("prefill", "decode")
+Planned = tuple[int, int, int, int]
+"""(old prefill, old decode, new prefill, new decode), as the contract's traces write them."""
+
+TRACE_A: Sequence[Planned] = ((10, 2, 0, 0), (8, 2, 0, 0), (6, 2, 0, 0), (6, 2, 2, 2), (4, 1, 2, 2), (4, 1, 3, 4),
+                              (4, 1, 4, 5), (2, 1, 4, 5), (2, 1, 5, 7), (2, 1, 6, 8), (0, 0, 6, 8))
+TRACE_B: Sequence[Planned] = ((4, 4, 0, 0), (2, 2, 0, 0), (2, 2, 2, 2), (0, 0, 2, 2), (0, 0, 4, 4))
+
+
+def _flat(state: State) -> Planned:
+    old_p, new_p = state.get("prefill", (0, 0))
+    old_d, new_d = state.get("decode", (0, 0))
+    return (old_p, old_d, new_p, new_d)
+
+
+def _old(state: State, r: str) -> int:
+    return state.get(r, (0, 0))[0]
+
+
+def _new(state: State, r: str) -> int:
+    return state.get(r, (0, 0))[1]
+
+
+def _bounded(initial: dict[str, int], target: dict[str, int], surge: dict[str, int]) -> Callable[[State], None]:
+    """The invariant every rollout keeps, checked at each poll: the surge bound per role, and the coordinated
+    drain: once one role of the old revision is at 0 while another is not, the next state only drains the rest
+    (the step's writes land one by one, 4.7.2 item 4; E4)."""
+    previous: list[State] = []
+
+    def check(state: State) -> None:
+        for r, (old, new) in state.items():
+            limit = max(initial.get(r, 0), target.get(r, 0)) + surge[r]
+            assert old + new <= limit, f"role {r} at old {old} + new {new} > {limit} (max(initial, target) + maxSurge)"
+        if previous:
+            before = previous[0]
+            olds = [_old(before, r) for r in ROLES]
+            if 0 in olds and any(olds):
+                assert all(_old(state, r) <= _old(before, r) and _new(state, r) == _new(before, r) for r in ROLES), (
+                    f"one role of the old revision reached 0 while another still served ({before}); the next state "
+                    f"{state} must only drain the rest (coordinated drain)")
+        previous[:] = [state]
+    return check
+
+
+def _on_path(states: Sequence[State], planned: Sequence[Planned]) -> None:
+    """Every state seen is a planned state or lies between two consecutive ones, in order (4.7.4)."""
+    at = 0
+    for state in states:
+        seen = _flat(state)
+        for k in range(at, len(planned)):
+            here, there = planned[k], planned[min(k + 1, len(planned) - 1)]
+            if all(min(a, b) <= s <= max(a, b) for s, a, b in zip(seen, here, there, strict=True)):
+                at = k
+                break
+        else:
+            raise AssertionError(f"state {seen} (old P, old D, new P, new D) is on no step of the planned path from "
+                                 f"step {at} {planned[at]}: planned {list(planned)}; seen {[_flat(s) for s in states]}")
+
+
+def _roll(ds: DSHarness, initial: dict[str, int], target: dict[str, int], rollout: Obj | None,
+          surge: dict[str, int]) -> list[State]:
+    """Create the set at `initial`, roll it to a new template at `target`; the states seen, checked on the way."""
+    ds.create(manifest("pd", [role(r, initial[r], rollout=rollout) for r in ROLES]))
+    before = ds.settled("pd", initial)
+    (old,) = {revision_of(o) for o in before.values()}
+    ds.set_roles("pd", [role(r, target[r], tag="v2", rollout=rollout) for r in ROLES],
+                 step="changed every role's template (tag v2)")
+    seen = ds.rollout("pd", old, target, _bounded(initial, target, surge))
+    assert len(seen.states) > 2, f"the rollout went in one jump, not in steps: {seen.states}"
+    after = ds.settled("pd", target)
+
+    def services_on_the_new_revision() -> None:
+        want = {f"{name}{disaggapi.SERVICE_SUFFIX}" for name in after}
+        assert set(ds.services("pd")) == want, f"Services {sorted(ds.services('pd'))}, want {sorted(want)}"
+    ds.wait(services_on_the_new_revision, what="the role Services to be the new revision's only", name="pd",
+            within="service_endpoints")
+    return seen.states
+
+
+@conformance(short_name="DisaggregatedSetRollsRolesTogether", features={Feature.DISAGGREGATED_ROLLOUT},
+             description="A template change rolls both roles to a new revision in steps (default 1 surge, 0 "
+                         "unavailable), within the surge bound, draining the old revision's roles together, and "
+                         "ends with only the new LWS and their Services (4.7; upstream E4, trace C).")
+def test_a_template_change_rolls_every_role_together(ds: DSHarness) -> None:
+    states = _roll(ds, {"prefill": 2, "decode": 2}, {"prefill": 2, "decode": 2}, None, {"prefill": 1, "decode": 1})
+    assert _flat(states[-1]) == (0, 0, 2, 2), f"the last state {states[-1]}"
+
+
+@conformance(short_name="DisaggregatedSetRolloutPercentages", features={Feature.DISAGGREGATED_ROLLOUT},
+             description="maxSurge 50% and maxUnavailable 25% resolve against each role's target (4 -> 2 and 1) and "
+                         "bound the rollout (4.7.3; upstream E5).")
+def test_percentages_resolve_against_the_role_target(ds: DSHarness) -> None:
+    rollout = {"maxSurge": "50%", "maxUnavailable": "25%"}
+    surge = {r: math.ceil(4 * 0.5) for r in ROLES}
+    _roll(ds, {"prefill": 4, "decode": 4}, {"prefill": 4, "decode": 4}, rollout, surge)
+
+
+@conformance(short_name="DisaggregatedSetRolloutTraceScaleAcrossRoles", features={Feature.DISAGGREGATED_ROLLOUT},
+             description="Prefill 10 -> 6 and decode 2 -> 8 with a new template, maxSurge 2: every state seen is on "
+                         "the planned path of trace A, first to last (4.7.4; upstream E12).", slow=True)
+def test_trace_a_scale_down_one_role_scale_up_the_other(ds: DSHarness) -> None:
+    rollout = {"maxSurge": 2, "maxUnavailable": 0}
+    states = _roll(ds, {"prefill": 10, "decode": 2}, {"prefill": 6, "decode": 8}, rollout, {"prefill": 2, "decode": 2})
+    _on_path(states, TRACE_A)
+    assert _flat(states[-1]) == TRACE_A[-1], f"the last state {states[-1]}"
+
+
+@conformance(short_name="DisaggregatedSetRolloutTraceUnavailableFirst", features={Feature.DISAGGREGATED_ROLLOUT},
+             description="Both roles at 4, maxSurge 0 and maxUnavailable 2: capacity is removed first, in batches of "
+                         "2, every state seen on the planned path of trace B (4.7.4; upstream E13).")
+def test_trace_b_batches_by_unavailable(ds: DSHarness) -> None:
+    rollout = {"maxSurge": 0, "maxUnavailable": 2}
+    states = _roll(ds, {"prefill": 4, "decode": 4}, {"prefill": 4, "decode": 4}, rollout, {"prefill": 0, "decode": 0})
+    _on_path(states, TRACE_B)
+    assert _flat(states[-1]) == TRACE_B[-1], f"the last state {states[-1]}"
+
+
+@conformance(short_name="DisaggregatedSetRolloutDrainsARevisionWhole", features={Feature.DISAGGREGATED_ROLLOUT},
+             description="Prefill 3 and decode 1, maxSurge 0, maxUnavailable 1: the lone decode group of the old "
+                         "revision is not drained while its prefill groups still serve; the old revision's roles "
+                         "reach 0 together (4.7.3 orphan prevention; upstream E4's rule).")
+def test_an_asymmetric_rollout_never_orphans_a_role(ds: DSHarness) -> None:
+    rollout = {"maxSurge": 0, "maxUnavailable": 1}
+    # Orphan prevention keeps the lone old decode group (1) beside decode's first new group until prefill is
+    # covered, one above maxSurge 0 (4.7.3: "each role that would reach 0 keeps 1"): the bound allows it.
+    states = _roll(ds, {"prefill": 3, "decode": 1}, {"prefill": 3, "decode": 1}, rollout, {"prefill": 0, "decode": 1})
+    assert _flat(states[-1]) == (0, 0, 3, 1), f"the last state {states[-1]}"
