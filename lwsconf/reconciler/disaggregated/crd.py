@@ -56,6 +56,11 @@ RULES: tuple[Obj, ...] = (
                 "template)"},  # D-V24
 )
 """The set's own validation rules, CEL on `spec` (the contract's D-V numbers in the comments)."""
+WEBHOOK_DEFAULTED = (("rolloutStrategy",), ("rolloutStrategy", "rollingUpdateConfiguration"), ("networkConfig",))
+"""Objects our LWS CRD defaults in its schema (the reference has no LWS defaulting webhook) that upstream's LWS
+webhook defaults instead, so a DisaggregatedSet role leaves them unset: a role naming no rolloutStrategy rolls with
+the planner's own 1/0 (contract DT5), and the child LWS is defaulted as it is created. Found by
+DisaggregatedSetRollsRolesTogether against upstream v0.9.0 (its schema: no default on these objects)."""
 NOT_YET = ("D-V16", "D-V17", "D-V18", "D-V19", "D-V21", "D-V22", "D-V25")
 
 
@@ -92,6 +97,11 @@ def disaggregatedset(lws_crd: Mapping[str, Any]) -> Obj:
     """The DisaggregatedSet CRD (1.1-1.4): roles 2..10 keyed by name, each an LWS spec; slices; placement."""
     lws_spec = _without_cel(lws_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])
     lws_spec.pop("description", None)
+    for path in WEBHOOK_DEFAULTED:  # contract 1.2-1.3: upstream's schema has no default for these objects
+        node = lws_spec
+        for key in path:
+            node = node["properties"][key]
+        node.pop("default", None)
     role = {"type": "object", "required": ["name"], "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 63, "pattern": ROLE_NAME_PATTERN},
         "scaling": {"type": "object", "properties": {"mode": {
