@@ -160,7 +160,8 @@ def test_placement_refuses_lws_exclusive_annotations(ds: DSHarness) -> None:
 @conformance(short_name="DisaggregatedSetExternalScaling", features={Feature.DISAGGREGATED_EXTERNAL_SCALING},
              description="An External role gets the DisaggregatedSetRoleScaler <D>-<r>, owned by the set, whose /scale "
                          "answers before any write (seeded at 1), and a /scale write sets the role's LWS replicas; the "
-                         "role's own replicas are ignored (4.6, 2.4; upstream H1, H2).")
+                         "role's own replicas are ignored; deleting the set deletes the scaler (4.6, 2.4, 2.6; upstream "
+                         "H1-H3).")
 def test_an_external_role_is_scaled_through_its_scaler(ds: DSHarness) -> None:
     created = ds.create(manifest("pd", [role("prefill", 2), role("decode", None, scaling=disaggapi.SCALING_EXTERNAL)]))
 
@@ -188,6 +189,18 @@ def test_an_external_role_is_scaled_through_its_scaler(ds: DSHarness) -> None:
         want = {f"{disaggapi.NAME}=pd", f"{disaggapi.ROLE}=decode", "leaderworkerset.sigs.k8s.io/worker-index=0"}
         assert set(selector.split(",")) == want, f"scale status selector {selector!r}, want {sorted(want)}"
     ds.wait(scaler_status, what="the scaler's status to count 3 groups and select their leaders", name="pd")
+
+    ds.delete("pd")  # H3: the scaler goes with its set (garbage collection through its owner reference)
+
+    def scaler_gone() -> None:
+        try:
+            ds.scaler("pd-decode")
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        raise AssertionError("the scaler pd-decode is still there")
+    ds.wait(scaler_gone, what="the scaler to be deleted with its set", name="pd", within="delete")
 
 
 def _conditions(obj: Obj) -> dict[str, Obj]:
