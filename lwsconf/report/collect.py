@@ -93,6 +93,9 @@ class RunContext:
     supported: frozenset[str]
     date: str
     run_id: str = ""
+    profiles_named: bool = True
+    """Whether the user named the claimed profiles; when the default chose them, a profile every test of which the
+    implementation withdrew once installed is not claimed (`Collector.claimed_profiles`)."""
 
 
 @dataclass
@@ -291,7 +294,7 @@ class Collector:
             implementation=ctx.implementation, date=ctx.date, lwsconf_version=__version__,
             lws_api_version=facts.lws_api_version or "unknown", mode=ctx.mode, backend=ctx.backend,
             environment=facts.environment, run_id=ctx.run_id, tests=tests,
-            profiles=tuple(build.profile_report(p, tests, self.supported(), end) for p in ctx.profiles),
+            profiles=tuple(build.profile_report(p, tests, self.supported(), end) for p in self.claimed_profiles()),
             interrupted=end.interrupted, stop_reason=end.reason, run_error=end.run_error,
             suite_commit=suite_identity.suite_commit())
 
@@ -300,6 +303,23 @@ class Collector:
         run_error = self._run_error or session.config.stash.get(stop.RUN_ERROR, "")
         unfinished = sum(1 for n in self._collected if n not in self._results or self._results[n].outcome is None)
         return stop.run_stop(session, exitstatus, self._interrupt, run_error, unfinished, len(self._collected))
+
+    def claimed_profiles(self) -> tuple[profiles.Profile, ...]:
+        """The claimed profiles, less a default one every test of which the implementation withdrew.
+
+        Why: such a profile could only be not-run, which fails the gate, yet nothing was wrong: the implementation
+        does not serve that API at all (an LWS install without DisaggregatedSet, `lwsconf.disaggserved`). As a
+        backend's unobservable default profiles are (`fixtures.selection.observable_profiles`), it is dropped
+        unless the user named it; its tests stay in the report as NOT_SUPPORTED with the reason."""
+        if self.context.profiles_named:
+            return self.context.profiles
+
+        def withdrawn_whole(profile: profiles.Profile) -> bool:
+            mine = [r.meta for r in self._results.values() if profile.name in r.meta.profiles]
+            names = {f.value for f in profile.features}
+            return bool(mine) and all(m.verdict is Outcome.NOT_SUPPORTED and names.intersection(m.withdrawn)
+                                      for m in mine)
+        return tuple(p for p in self.context.profiles if not withdrawn_whole(p))
 
     def supported(self) -> frozenset[str]:
         """The claimed features, less those the implementation withdrew once installed (no test of a

@@ -257,3 +257,43 @@ def test_what_a_test_records_with_record_property_is_in_every_report(suite: pyte
     assert "| `Measures` | requests_per_second | 1.86 |" in summary, summary
     row = next(r for r in (run_dir / "report.html").read_text().split("<tr ") if 'data-name="Measures ' in r)
     assert '<div class="figure">ready_seconds: <b>143.6</b></div>' in row, row
+
+
+NO_DISAGGREGATED_CONFTEST = '''
+import pytest
+from fixtures.implementations import Implementation
+from lwsconf import disaggserved
+
+pytest_plugins = ["fixtures.plugin", "fixtures.reporting"]
+
+@pytest.fixture(scope="session")
+def implementation():
+    return Implementation("stub", "an LWS install that serves no DisaggregatedSet",
+                          dict.fromkeys(disaggserved.ALL, "the cluster serves no DisaggregatedSet kind"))
+'''
+DISAGGREGATED_TEST = """
+@conformance(short_name="SetHere", description="A set.", features={Feature.DISAGGREGATED_OBJECT_MODEL})
+def test_set_here(implementation):
+    raise AssertionError("must not run: the implementation withdrew this feature")
+"""
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["default-profiles", "named-profiles"])
+def test_a_default_profile_the_implementation_lacks_entirely_is_not_claimed(suite: pytest.Pytester,
+                                                                             named: bool) -> None:
+    """LWS-DISAGGREGATED is a default profile; against an LWS install without DisaggregatedSet every one of its
+    features is withdrawn, so the profile could only be not-run, which fails the gate. Left to the default it is
+    not claimed (its test still reported NOT_SUPPORTED); named with --profiles, it stays claimed and not-run."""
+    suite.makeconftest(NO_DISAGGREGATED_CONFTEST)
+    with (suite.path / "conformance" / "test_tiny.py").open("a") as f:
+        f.write(DISAGGREGATED_TEST)
+    profiles = ["--profiles=LWS-CORE,LWS-DISAGGREGATED"] if named else []
+    suite.runpytest_subprocess("conformance", "-p", "no:cacheprovider", "--skip-tests=RollingOrder", *profiles)
+    data = yaml.safe_load((latest(suite) / "conformance-report.yaml").read_text())
+    tests = {t["shortName"]: t for t in data["tests"]}
+    assert tests["SetHere"]["result"] == "NOT_SUPPORTED", tests["SetHere"]
+    claimed = {p["name"]: p["result"] for p in data["profiles"]}
+    if named:
+        assert claimed.get("LWS-DISAGGREGATED") == "not-run", claimed
+    else:
+        assert "LWS-DISAGGREGATED" not in claimed and "LWS-CORE" in claimed, claimed
