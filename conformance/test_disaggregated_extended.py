@@ -160,8 +160,8 @@ def test_placement_refuses_lws_exclusive_annotations(ds: DSHarness) -> None:
 @conformance(short_name="DisaggregatedSetExternalScaling", features={Feature.DISAGGREGATED_EXTERNAL_SCALING},
              description="An External role gets the DisaggregatedSetRoleScaler <D>-<r>, owned by the set, whose /scale "
                          "answers before any write (seeded at 1), and a /scale write sets the role's LWS replicas; the "
-                         "role's own replicas are ignored; deleting the set deletes the scaler (4.6, 2.4, 2.6; upstream "
-                         "H1-H3).")
+                         "role's own replicas are ignored; deleting the set deletes the scaler (4.6, 2.4, 2.6; "
+                         "upstream H1-H3).")
 def test_an_external_role_is_scaled_through_its_scaler(ds: DSHarness) -> None:
     created = ds.create(manifest("pd", [role("prefill", 2), role("decode", None, scaling=disaggapi.SCALING_EXTERNAL)]))
 
