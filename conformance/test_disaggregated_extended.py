@@ -16,12 +16,11 @@ from kubernetes import client
 
 from conformance.disaggregated import DSHarness, Obj, manifest, revision_of, role, role_of
 from conformance.harness import LWSHarness, is_rejected
-from lwsconf import disaggapi
+from lwsconf import disaggapi, lwsapi
 from lwsconf.conformance import conformance
 from lwsconf.features import Feature
 
-EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+EXCLUSIVE_TOPOLOGY, SUBGROUP_EXCLUSIVE_TOPOLOGY = lwsapi.EXCLUSIVE_TOPOLOGY, lwsapi.SUBGROUP_EXCLUSIVE_TOPOLOGY
 HOSTNAME = "kubernetes.io/hostname"
 
 
@@ -186,7 +185,7 @@ def test_an_external_role_is_scaled_through_its_scaler(ds: DSHarness) -> None:
         got = ds.scaler_scale("pd-decode")
         assert got["status"].get("replicas") == 3, f"scale status {got['status']}"
         selector = got["status"].get("selector") or ""
-        want = {f"{disaggapi.NAME}=pd", f"{disaggapi.ROLE}=decode", "leaderworkerset.sigs.k8s.io/worker-index=0"}
+        want = {f"{disaggapi.NAME}=pd", f"{disaggapi.ROLE}=decode", f"{lwsapi.WORKER_INDEX}=0"}
         assert set(selector.split(",")) == want, f"scale status selector {selector!r}, want {sorted(want)}"
     ds.wait(scaler_status, what="the scaler's status to count 3 groups and select their leaders", name="pd")
 

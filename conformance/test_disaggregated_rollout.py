@@ -111,6 +111,16 @@ def _roll_roles(ds: DSHarness, before: list[Obj], after: list[Obj], surge: dict[
     return seen.states
 
 
+def _trace(ds: DSHarness, initial: dict[str, int], target: dict[str, int], rollout: Obj,
+           planned: Sequence[Planned]) -> None:
+    """Roll both roles with `rollout` (the same budget for each) and require every state seen on `planned`'s path,
+    ending at its last state."""
+    surge = {r: int(rollout["maxSurge"]) for r in ROLES}
+    states = _roll(ds, initial, target, rollout, surge)
+    _on_path(states, planned)
+    assert _flat(states[-1]) == planned[-1], f"the last state {states[-1]}"
+
+
 def _gradual(states: Sequence[State], role_name: str) -> bool:
     """Whether some state had the role between 0 and its final count on the new side (it grew in steps)."""
     final = states[-1].get(role_name, (0, 0))[1]
@@ -140,20 +150,14 @@ def test_percentages_resolve_against_the_role_target(ds: DSHarness) -> None:
              description="Prefill 10 -> 6 and decode 2 -> 8 with a new template, maxSurge 2: every state seen is on "
                          "the planned path of trace A, first to last (4.7.4; upstream E12).", slow=True)
 def test_trace_a_scale_down_one_role_scale_up_the_other(ds: DSHarness) -> None:
-    rollout = {"maxSurge": 2, "maxUnavailable": 0}
-    states = _roll(ds, {"prefill": 10, "decode": 2}, {"prefill": 6, "decode": 8}, rollout, {"prefill": 2, "decode": 2})
-    _on_path(states, TRACE_A)
-    assert _flat(states[-1]) == TRACE_A[-1], f"the last state {states[-1]}"
+    _trace(ds, {"prefill": 10, "decode": 2}, {"prefill": 6, "decode": 8}, {"maxSurge": 2, "maxUnavailable": 0}, TRACE_A)
 
 
 @conformance(short_name="DisaggregatedSetRolloutTraceUnavailableFirst", features={Feature.DISAGGREGATED_ROLLOUT},
              description="Both roles at 4, maxSurge 0 and maxUnavailable 2: capacity is removed first, in batches of "
                          "2, every state seen on the planned path of trace B (4.7.4; upstream E13).")
 def test_trace_b_batches_by_unavailable(ds: DSHarness) -> None:
-    rollout = {"maxSurge": 0, "maxUnavailable": 2}
-    states = _roll(ds, {"prefill": 4, "decode": 4}, {"prefill": 4, "decode": 4}, rollout, {"prefill": 0, "decode": 0})
-    _on_path(states, TRACE_B)
-    assert _flat(states[-1]) == TRACE_B[-1], f"the last state {states[-1]}"
+    _trace(ds, {"prefill": 4, "decode": 4}, {"prefill": 4, "decode": 4}, {"maxSurge": 0, "maxUnavailable": 2}, TRACE_B)
 
 
 @conformance(short_name="DisaggregatedSetRolloutDrainsARevisionWhole", features={Feature.DISAGGREGATED_ROLLOUT},

@@ -37,3 +37,15 @@ def create_crd(api: client.ApiClient, body: dict[str, Any], *, replace_existing:
             ext.replace_custom_resource_definition(name, body)  # type: ignore[arg-type]
         return False
     return True
+
+
+def served_resources(api: client.ApiClient, group: str, version: str) -> list[client.V1APIResource] | None:
+    """The resources discovery lists at `group`/`version` (subresources included), or None when the group version
+    is not served (HTTP 404)."""
+    try:
+        found = client.CustomObjectsApi(api).get_api_resources(group, version)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return list(found.resources or [])

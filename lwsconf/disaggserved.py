@@ -16,7 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
-from lwsconf import disaggapi
+from lwsconf import crds, disaggapi
 from lwsconf.features import Feature
 
 ALL = (Feature.DISAGGREGATED_OBJECT_MODEL, Feature.DISAGGREGATED_VALIDATION, Feature.DISAGGREGATED_SCALING,
@@ -28,13 +28,8 @@ _SPEC_FIELDS = {Feature.DISAGGREGATED_SLICES: "slices", Feature.DISAGGREGATED_PL
 
 def _served_kinds(api: client.ApiClient) -> set[str] | None:
     """The kinds served at disaggregatedset.x-k8s.io/v1, or None when the group version is not served."""
-    try:
-        found = client.CustomObjectsApi(api).get_api_resources(disaggapi.GROUP, disaggapi.VERSION)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return {str(r.kind) for r in found.resources or [] if "/" not in str(r.name)}
+    found = crds.served_resources(api, disaggapi.GROUP, disaggapi.VERSION)
+    return None if found is None else {str(r.kind) for r in found if "/" not in str(r.name)}
 
 
 def _spec_schema(api: client.ApiClient) -> Mapping[str, Any] | None:

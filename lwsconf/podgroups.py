@@ -25,13 +25,8 @@ CRD_NAME = f"{lwsapi.PODGROUP_PLURAL}.{lwsapi.VOLCANO_GROUP}"
 
 def served(api: client.ApiClient) -> bool:
     """Whether the cluster serves scheduling.volcano.sh/v1beta1 podgroups (the group's discovery lists it)."""
-    try:
-        resources = client.CustomObjectsApi(api).get_api_resources(lwsapi.VOLCANO_GROUP, lwsapi.VOLCANO_VERSION)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return any(r.name == lwsapi.PODGROUP_PLURAL for r in (resources.resources or []))
+    resources = crds.served_resources(api, lwsapi.VOLCANO_GROUP, lwsapi.VOLCANO_VERSION)
+    return resources is not None and any(r.name == lwsapi.PODGROUP_PLURAL for r in resources)
 
 
 def install_crd(api: client.ApiClient, timeouts: Timeouts) -> bool:

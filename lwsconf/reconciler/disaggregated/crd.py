@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from lwsconf import disaggapi
+from lwsconf import disaggapi, lwsapi
 
 Obj = dict[str, Any]
 LABELS = {"app.kubernetes.io/name": "lwsconf-reference"}
@@ -41,8 +41,7 @@ RULES: tuple[Obj, ...] = (
              "(has(self.placementPolicy.topology) && self.placementPolicy.topology != '')",
      "message": "topology is required when type is not None", "fieldPath": ".placementPolicy.topology"},  # D-V23
     {"rule": "!has(self.placementPolicy) || self.placementPolicy.type == 'None' || self.roles.all(r, "
-             + "['leaderworkerset.sigs.k8s.io/exclusive-topology', "
-             "'leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology'].all(k, "
+             f"['{lwsapi.EXCLUSIVE_TOPOLOGY}', '{lwsapi.SUBGROUP_EXCLUSIVE_TOPOLOGY}'].all(k, "
              "!(has(r.metadata) && has(r.metadata.annotations) && k in r.metadata.annotations) && "
              "!(has(r.spec) && has(r.spec.leaderWorkerTemplate.workerTemplate.metadata) && "
              "has(r.spec.leaderWorkerTemplate.workerTemplate.metadata.annotations) && "
