@@ -49,7 +49,11 @@ def _spec_schema(api: client.ApiClient) -> Mapping[str, Any] | None:
 
 def unsupported(api: client.ApiClient) -> dict[Feature, str]:
     """The LWS-DISAGGREGATED features this cluster's served API cannot carry, each with the reason."""
-    kinds = _served_kinds(api)
+    try:
+        kinds = _served_kinds(api)
+    except client.ApiException as exc:  # e.g. 403: a kubeconfig that may not read discovery; say so, never crash
+        return dict.fromkeys(ALL, f"cannot read which kinds the cluster serves at {disaggapi.API_VERSION}: HTTP "
+                                  f"{exc.status} {exc.reason}")
     if kinds is None or disaggapi.KIND not in kinds:
         why = (f"the cluster serves no {disaggapi.KIND} kind at {disaggapi.API_VERSION} (the implementation installs "
                "no DisaggregatedSet CRD)")

@@ -7,10 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
-from lwsconf import disaggapi, disaggserved, profiles, reference
+from lwsconf import crds, disaggapi, disaggserved, profiles, reference
 from lwsconf.features import Feature
 from lwsconf.timeouts import Timeouts
 from lwsconf.waits import core
@@ -61,3 +62,14 @@ def test_a_v090_schema_withdraws_slices_placement_and_external_scaling(sim_api: 
     assert set(missing) == {Feature.DISAGGREGATED_SLICES, Feature.DISAGGREGATED_PLACEMENT,
                             Feature.DISAGGREGATED_EXTERNAL_SCALING}, missing
     assert "spec.slices" in missing[Feature.DISAGGREGATED_SLICES]
+
+
+def test_a_discovery_error_withdraws_the_profile_with_the_reason(sim_api: SimAPI,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeconfig that may not read discovery (403) gets the features withdrawn, the HTTP status said, no crash."""
+    def forbidden(*args: object) -> None:
+        raise client.ApiException(status=403, reason="Forbidden")
+    monkeypatch.setattr(crds, "served_resources", forbidden)
+    missing = disaggserved.unsupported(sim_api.api)
+    assert set(missing) == set(disaggserved.ALL)
+    assert all("HTTP 403 Forbidden" in why for why in missing.values()), missing
