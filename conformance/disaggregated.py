@@ -69,9 +69,8 @@ def ready_of(lws: Obj) -> int:
 
 @dataclass
 class Rollout:
-    """What `DSHarness.rollout` saw: every distinct state in order (State per poll), the old revision."""
+    """What `DSHarness.rollout` saw: every distinct state, in order."""
 
-    old: str
     states: list[State] = field(default_factory=list)
 
     def add(self, state: State) -> None:
@@ -139,10 +138,16 @@ class DSHarness:
             self.lws.namespace, label_selector=f"{disaggapi.NAME}={name}", _preload_content=False))["items"]
         return {str(s["metadata"]["name"]): s for s in items if not s["metadata"].get("deletionTimestamp")}
 
-    def scaler(self, name: str) -> Obj:
-        return observe.raw(self.custom.get_namespaced_custom_object(
-            disaggapi.GROUP, disaggapi.VERSION, self.lws.namespace, disaggapi.SCALER_PLURAL, name,
-            _preload_content=False))
+    def scaler(self, name: str) -> Obj | None:
+        """The DisaggregatedSetRoleScaler `name`, or None when there is none (HTTP 404)."""
+        try:
+            return observe.raw(self.custom.get_namespaced_custom_object(
+                disaggapi.GROUP, disaggapi.VERSION, self.lws.namespace, disaggapi.SCALER_PLURAL, name,
+                _preload_content=False))
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def scaler_scale(self, name: str) -> Obj:
         return observe.raw(self.custom.get_namespaced_custom_object_scale(
@@ -192,10 +197,6 @@ class DSHarness:
         return self.wait(check, what=f"DisaggregatedSet {name} to settle at {dict(want)} ({slices} slice(s))",
                          name=name)
 
-    def state(self, name: str, new: str) -> State:
-        """Per role (old, new) spec.replicas, `new` being the new revision's label."""
-        return _state_of(self.lws_objects(name), new)
-
     def rollout(self, name: str, old: str, done: Mapping[str, int],
                 invariant: Callable[[State], None] | None = None) -> Rollout:
         """Watch the set roll from revision `old` until every role's new LWS is at `done` (spec and ready) and no
@@ -204,7 +205,7 @@ class DSHarness:
 
         Why a watch and not a poll: a poll can miss a state (a fresh clone's run saw trace B skip (0,0/2,2) between
         two polls), and the invariants and the path checks are about every state the controller wrote."""
-        seen = Rollout(old)
+        seen = Rollout()
         selector = f"{disaggapi.NAME}={name}"
         args = (workloads.GROUP, workloads.VERSION, self.lws.namespace, workloads.PLURAL)
         objs: dict[str, Obj] = {}
@@ -265,6 +266,7 @@ class DSHarness:
 
 
 def _state_of(found: list[Obj], new: str) -> State:
+    """Per role (old, new) spec.replicas over `found`, `new` being the new revision's label."""
     out: dict[str, list[int]] = {}
     for o in found:
         pair = out.setdefault(role_of(o), [0, 0])

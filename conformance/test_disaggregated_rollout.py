@@ -2,7 +2,7 @@
 
 Why it matters: prefill and decode serve only together, so a rollout that empties one role of a revision while
 the other still takes traffic, or that overshoots the surge a cluster has room for, breaks serving. Each test
-changes the template of every role and watches the set's LWS `spec.replicas` at every poll: the surge bound
+changes the template of every role and watches the set's LWS `spec.replicas` at every change: the surge bound
 (old + new <= max(initial old, target) + maxSurge per role), the coordinated drain (once one role of the old
 revision reaches 0 the others follow before anything else moves), and the end (the new LWS at their targets,
 ready, the old ones deleted, the Services on the new revision). Upstream pins the exact states of two rollouts
@@ -31,12 +31,6 @@ TRACE_A: Sequence[Planned] = ((10, 2, 0, 0), (8, 2, 0, 0), (6, 2, 0, 0), (6, 2, 
 TRACE_B: Sequence[Planned] = ((4, 4, 0, 0), (2, 2, 0, 0), (2, 2, 2, 2), (0, 0, 2, 2), (0, 0, 4, 4))
 
 
-def _flat(state: State) -> Planned:
-    old_p, new_p = state.get("prefill", (0, 0))
-    old_d, new_d = state.get("decode", (0, 0))
-    return (old_p, old_d, new_p, new_d)
-
-
 def _old(state: State, r: str) -> int:
     return state.get(r, (0, 0))[0]
 
@@ -45,12 +39,16 @@ def _new(state: State, r: str) -> int:
     return state.get(r, (0, 0))[1]
 
 
+def _flat(state: State) -> Planned:
+    return (_old(state, "prefill"), _old(state, "decode"), _new(state, "prefill"), _new(state, "decode"))
+
+
 def _bounded(initial: dict[str, int], target: dict[str, int], surge: dict[str, int]) -> Callable[[State], None]:
-    """The invariant every rollout keeps, checked at each poll: the surge bound per role, and the coordinated
-    drain: once one role of the old revision is at 0 while another is not, the next state seen either only drains
-    the rest (the step's writes land one by one, 4.7.2 item 4; E4) or has the old revision drained entirely (a poll
-    can miss the end of the drain and the next step: a fresh clone's make conformance saw trace B go from (0,2/2,2)
-    to (0,0/4,4) between two polls, 2026-12-08)."""
+    """The invariant every rollout keeps, checked on every state seen: the surge bound per role, and the
+    coordinated drain: once one role of the old revision is at 0 while another is not, the next state seen either
+    only drains the rest (the step's writes land one by one, 4.7.2 item 4; E4) or has the old revision drained
+    entirely (what a poll that missed states saw: a fresh clone's make conformance, trace B from (0,2/2,2) to
+    (0,0/4,4), 2026-12-08; the watch that replaced the poll can still relist after a watch error)."""
     previous: list[State] = []
 
     def check(state: State) -> None:
